@@ -1,0 +1,209 @@
+//! Congestion control, shaped like Linux's `struct tcp_congestion_ops`
+//! (`include/net/tcp.h`): one trait, one file per algorithm.
+//!
+//! The sender ([`crate::tcp::sender`]) owns loss detection, recovery and the PRR descent of
+//! cwnd, as Linux's `tcp_input.c` does; an algorithm supplies `ssthresh` (the reduction),
+//! `cong_avoid` (the growth), and observes ACKs, state changes and events. An algorithm that
+//! wants full control (BBR) implements `cong_control` instead, as in Linux.
+
+mod reno;
+pub mod cubic;
+
+pub use reno::Reno;
+pub use cubic::Cubic;
+
+use crate::time::Time;
+
+/// Linux `enum tcp_ca_state`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaState {
+    Open,
+    /// Duplicate ACKs / SACKs seen, no loss inferred yet.
+    Disorder,
+    /// Reducing cwnd after an ECN echo (RFC 3168).
+    Cwr,
+    /// Fast recovery (RFC 6675 + PRR).
+    Recovery,
+    /// After a retransmission timeout.
+    Loss,
+}
+
+/// Linux `enum tcp_ca_event` (the subset the modelled algorithms react to).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CaEvent {
+    /// First transmission when no packet was in flight (restart after idle).
+    TxStart,
+    /// The cwnd reduction of CWR or Recovery has completed.
+    CompleteCwr,
+    /// A retransmission timeout.
+    Loss,
+}
+
+/// The `tcp_sock` fields an algorithm reads and writes. Windows are in packets.
+#[derive(Clone, Copy, Debug)]
+pub struct TcpCcState {
+    pub now: Time,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    /// Linux `snd_cwnd_cnt`: ACKed packets counted towards the next +1 in congestion avoidance.
+    pub cwnd_cnt: u32,
+    /// Largest cwnd allowed (`snd_cwnd_clamp`).
+    pub cwnd_clamp: u32,
+    pub mss: u32,
+    /// Smoothed RTT; zero before the first sample.
+    pub srtt: Time,
+    /// Minimum RTT seen (Linux keeps a windowed min; the flows here never change path).
+    pub min_rtt: Time,
+    pub packets_in_flight: u32,
+    /// Packets delivered (cumulatively or selectively ACKed) since the start.
+    pub delivered: u64,
+    /// Of `delivered`, packets that arrived CE-marked (exact, AccECN-style feedback).
+    pub delivered_ce: u64,
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    /// Linux `tcp_is_cwnd_limited()`: growth is only allowed while cwnd is the limit.
+    pub is_cwnd_limited: bool,
+    pub ca_state: CaState,
+    /// True when the socket paces (changes HyStart's ACK-train threshold, as in Linux).
+    pub paced: bool,
+    /// Current pacing rate in bytes per second (0 before the first RTT sample).
+    pub pacing_rate: f64,
+}
+
+impl TcpCcState {
+    pub fn in_slow_start(&self) -> bool {
+        self.cwnd < self.ssthresh
+    }
+}
+
+/// Linux `struct ack_sample`: what one ACK newly acknowledged.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AckSample {
+    /// Packets newly delivered by this ACK (cumulative plus SACK).
+    pub acked: u32,
+    /// Of `acked`, packets that arrived CE-marked.
+    pub acked_ce: u32,
+    /// RTT sample from a never-retransmitted packet (Karn), if any.
+    pub rtt: Option<Time>,
+    /// Packets in flight before this ACK.
+    pub prior_in_flight: u32,
+}
+
+/// Linux `struct rate_sample` (`net/ipv4/tcp_rate.c`): a delivery-rate sample.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateSample {
+    /// Packets delivered over `interval`; negative if no valid sample.
+    pub delivered: i64,
+    pub delivered_ce: i64,
+    pub interval: Time,
+    pub rtt: Option<Time>,
+    pub losses: u32,
+    pub acked_sacked: u32,
+    pub prior_in_flight: u32,
+    pub is_app_limited: bool,
+    pub is_retrans: bool,
+}
+
+impl RateSample {
+    /// Delivery rate in bytes/s, if the sample is valid.
+    pub fn rate_bytes_per_sec(&self, mss: u32) -> Option<f64> {
+        (self.delivered > 0 && self.interval > Time::ZERO)
+            .then(|| self.delivered as f64 * mss as f64 / self.interval.as_secs_f64())
+    }
+}
+
+/// A congestion-control algorithm (Linux `tcp_congestion_ops`).
+pub trait CongestionControl {
+    /// Name as in Linux (`"reno"`, `"cubic"`).
+    fn name(&self) -> &'static str;
+    /// Called once when the connection starts.
+    fn init(&mut self, _tp: &mut TcpCcState) {}
+    /// The slow-start threshold to use on a loss or ECN echo (`.ssthresh`).
+    fn ssthresh(&mut self, tp: &TcpCcState) -> u32;
+    /// Grow cwnd for `acked` newly acknowledged packets (`.cong_avoid`). Only called in
+    /// Open/Disorder/Loss, never during a CWR or Recovery reduction.
+    fn cong_avoid(&mut self, tp: &mut TcpCcState, acked: u32);
+    /// Every ACK that delivers data (`.pkts_acked`), with its RTT sample.
+    fn pkts_acked(&mut self, _tp: &TcpCcState, _sample: &AckSample) {}
+    /// The sender changes `ca_state` (`.set_state`), called before the change.
+    fn set_state(&mut self, _tp: &TcpCcState, _new: CaState) {}
+    fn cwnd_event(&mut self, _tp: &TcpCcState, _ev: CaEvent) {}
+    /// Full control of cwnd and pacing on every ACK (`.cong_control`, BBR). Returning true
+    /// replaces the sender's `cong_avoid` and PRR handling for this ACK.
+    fn cong_control(&mut self, _tp: &mut TcpCcState, _rs: &RateSample) -> bool {
+        false
+    }
+    /// cwnd to restore when a reduction is undone (`.undo_cwnd`).
+    fn undo_cwnd(&mut self, tp: &TcpCcState) -> u32 {
+        tp.cwnd
+    }
+    /// Pacing rate override in bytes/s; `None` keeps Linux's `tcp_update_pacing_rate`.
+    fn pacing_rate(&self, _tp: &TcpCcState) -> Option<f64> {
+        None
+    }
+    /// Whether the algorithm needs pacing regardless of the flow's setting (BBR, Prague).
+    fn needs_pacing(&self) -> bool {
+        false
+    }
+}
+
+/// Linux `tcp_slow_start()` (`net/ipv4/tcp_cong.c`): grow cwnd by the acked packets up to
+/// ssthresh and return the acked packets left over for congestion avoidance.
+pub fn slow_start(tp: &mut TcpCcState, acked: u32) -> u32 {
+    let cwnd = tp.cwnd.saturating_add(acked).min(tp.ssthresh);
+    let left = acked - (cwnd - tp.cwnd).min(acked);
+    tp.cwnd = cwnd.min(tp.cwnd_clamp);
+    left
+}
+
+/// Linux `tcp_cong_avoid_ai()`: +1 packet per `w` packets acked (Appropriate Byte Counting in
+/// packets, RFC 3465), carrying the remainder in `cwnd_cnt`.
+pub fn cong_avoid_ai(tp: &mut TcpCcState, w: u32, acked: u32) {
+    let w = w.max(1);
+    if tp.cwnd_cnt >= w {
+        tp.cwnd_cnt = 0;
+        tp.cwnd += 1;
+    }
+    tp.cwnd_cnt += acked;
+    if tp.cwnd_cnt >= w {
+        let delta = tp.cwnd_cnt / w;
+        tp.cwnd_cnt -= delta * w;
+        tp.cwnd += delta;
+    }
+    tp.cwnd = tp.cwnd.min(tp.cwnd_clamp);
+}
+
+/// The congestion controls available by name.
+pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
+    match name {
+        "reno" => Some(Box::new(Reno)),
+        "cubic" => Some(Box::new(Cubic::default())),
+        _ => None,
+    }
+}
+
+/// Names accepted by [`by_name`], for error messages.
+pub const KNOWN: &str = "reno, cubic";
+
+#[cfg(test)]
+pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
+    TcpCcState {
+        now: Time::ZERO,
+        cwnd,
+        ssthresh,
+        cwnd_cnt: 0,
+        cwnd_clamp: u32::MAX,
+        mss: 1448,
+        srtt: Time::ZERO,
+        min_rtt: Time::ZERO,
+        packets_in_flight: cwnd,
+        delivered: 0,
+        delivered_ce: 0,
+        snd_una: 0,
+        snd_nxt: cwnd,
+        is_cwnd_limited: true,
+        ca_state: CaState::Open,
+        paced: false,
+        pacing_rate: 0.0,
+    }
+}

@@ -1,0 +1,119 @@
+//! Packets: small plain values, copied by value through the engine (no heap allocation).
+
+use crate::time::Time;
+
+/// The two-bit ECN field of the IP header (RFC 3168 §5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[repr(u8)]
+pub enum Ecn {
+    #[default]
+    NotEct = 0b00,
+    Ect1 = 0b01,
+    Ect0 = 0b10,
+    Ce = 0b11,
+}
+
+impl Ecn {
+    pub fn is_ect(self) -> bool {
+        self != Ecn::NotEct
+    }
+}
+
+/// Which way a packet travels along its flow's path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Direction {
+    /// Sender to receiver (data).
+    Forward = 0,
+    /// Receiver to sender (ACKs).
+    Reverse = 1,
+}
+
+/// A SACK block `[start, end)` in segment numbers (RFC 2018).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SackBlock {
+    pub start: u32,
+    pub end: u32,
+}
+
+/// Maximum SACK blocks per ACK: Linux sends at most 3 when TCP timestamps are on (the default).
+pub const MAX_SACK_BLOCKS: usize = 3;
+
+/// TCP header fields a segment carries. Sequence numbers count segments, not bytes: every
+/// segment but a transfer's last carries exactly one MSS, as Linux sends without TSO here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TcpHeader {
+    /// Data: this segment's number. ACK: cumulative ACK (next segment expected).
+    pub seq: u32,
+    /// Data: payload bytes.
+    pub payload: u32,
+    /// ECN-Echo flag (RFC 3168 §6.1.3).
+    pub ece: bool,
+    /// Congestion Window Reduced flag (RFC 3168 §6.1.2).
+    pub cwr: bool,
+    /// ACK: number of CE-marked data packets received so far (an AccECN-style counter,
+    /// RFC 9768's r.cep), for senders that want exact CE feedback.
+    pub ce_count: u32,
+    pub sack_len: u8,
+    pub sacks: [SackBlock; MAX_SACK_BLOCKS],
+}
+
+/// What a packet carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Connection request (carries the ECN negotiation flags, RFC 3168 §6.1.1).
+    Syn,
+    SynAck,
+    Data,
+    Ack,
+}
+
+/// A packet in flight. `Copy` and about 90 bytes, so queues hold packets inline.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// Index of the flow this packet belongs to.
+    pub flow: u32,
+    /// Flow-hash input standing for the 5-tuple; tunnels rewrite it.
+    pub hash_key: u32,
+    pub dir: Direction,
+    pub kind: Kind,
+    /// Index of the next path element on this packet's route.
+    pub hop: u8,
+    pub ecn: Ecn,
+    pub dscp: u8,
+    /// Sub-queue of the last qdisc that held it (for per-queue metrics, e.g. DualPI2 L/C).
+    pub queue: u8,
+    /// Bytes on the wire (IP packet length).
+    pub wire_len: u32,
+    /// Time of entry into the current qdisc (set by the link on enqueue).
+    pub enqueued_at: Time,
+    pub tcp: TcpHeader,
+}
+
+impl Packet {
+    pub fn new(flow: u32, dir: Direction, kind: Kind, wire_len: u32) -> Packet {
+        Packet {
+            flow,
+            hash_key: flow * 2 + dir as u32,
+            dir,
+            kind,
+            hop: 0,
+            ecn: Ecn::NotEct,
+            dscp: 0,
+            queue: 0,
+            wire_len,
+            enqueued_at: Time::ZERO,
+            tcp: TcpHeader::default(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_is_small() {
+        assert!(std::mem::size_of::<Packet>() <= 104, "{}", std::mem::size_of::<Packet>());
+    }
+}

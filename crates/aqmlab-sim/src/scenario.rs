@@ -1,0 +1,432 @@
+//! The scenario schema: one definition, in one place, deserialised from TOML with serde.
+//!
+//! Every key is checked: unknown keys, missing keys and malformed or out-of-range values
+//! are reported as one line naming the key path and the file line (see [`ScenarioError`]).
+
+use crate::qdisc::QdiscSpec;
+use crate::time::{Rate, Time};
+use crate::units::{parse_bytes, parse_rate, parse_time};
+use serde::de::{self, Deserializer};
+use serde::Deserialize;
+use std::fmt;
+
+/// A whole run.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Optional label used in reports.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Simulated duration.
+    #[serde(deserialize_with = "de_time")]
+    pub duration: Time,
+    /// Seed of every random stream of the run.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    pub bottleneck: Bottleneck,
+    /// Path from receivers back to senders; uncongested by default.
+    #[serde(default, rename = "return")]
+    pub return_path: Option<ReturnPath>,
+    #[serde(default)]
+    pub metrics: Metrics,
+    pub flows: Vec<FlowSpec>,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+/// The shared forward bottleneck.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bottleneck {
+    #[serde(deserialize_with = "de_rate")]
+    pub rate: Rate,
+    #[serde(default = "default_qdisc")]
+    pub qdisc: QdiscSpec,
+    /// Propagation delay of the bottleneck link itself (added to every flow's RTT).
+    #[serde(default, deserialize_with = "de_time")]
+    pub delay: Time,
+}
+
+fn default_qdisc() -> QdiscSpec {
+    QdiscSpec::Pfifo { limit: 1000 }
+}
+
+/// The shared reverse link carrying ACKs.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReturnPath {
+    /// Defaults to the bottleneck rate.
+    #[serde(default, deserialize_with = "de_opt_rate")]
+    pub rate: Option<Rate>,
+    #[serde(default = "default_return_qdisc")]
+    pub qdisc: QdiscSpec,
+}
+
+fn default_return_qdisc() -> QdiscSpec {
+    QdiscSpec::Pfifo { limit: 10_000 }
+}
+
+/// Measurement settings.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metrics {
+    /// Sampling grid of every series (flent's step_size).
+    #[serde(default = "default_step", deserialize_with = "de_time")]
+    pub step: Time,
+    /// Window of the steady-state delivery rate (algorithms.md 5.2).
+    #[serde(default = "default_steady_window", deserialize_with = "de_time")]
+    pub steady_window: Time,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics { step: default_step(), steady_window: default_steady_window() }
+    }
+}
+
+fn default_step() -> Time {
+    Time::from_millis(50)
+}
+fn default_steady_window() -> Time {
+    Time::from_secs(60)
+}
+
+/// ECN use of a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EcnMode {
+    /// Not-ECT: AQMs drop instead of marking.
+    Off,
+    /// RFC 3168: ECT(0), ECE latched until CWR, one reduction per window.
+    Rfc3168,
+}
+
+/// One flow (or `count` identical flows).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FlowSpec {
+    /// Congestion control by Linux name.
+    pub cc: String,
+    /// Base round-trip time (split evenly between the two directions).
+    #[serde(deserialize_with = "de_time")]
+    pub rtt: Time,
+    #[serde(default, deserialize_with = "de_time")]
+    pub start: Time,
+    /// Stop sending new data at this time (default: run to the end).
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub stop: Option<Time>,
+    /// Transfer this many bytes, then finish (default: unlimited bulk).
+    #[serde(default, deserialize_with = "de_opt_bytes")]
+    pub size: Option<u64>,
+    #[serde(default = "default_ecn")]
+    pub ecn: EcnMode,
+    /// Identical flows to create from this entry.
+    #[serde(default = "default_count")]
+    pub count: u32,
+    /// Label; defaults to `<cc>-<index>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// TCP payload bytes per segment (Linux MSS with timestamps on a 1500-byte MTU).
+    #[serde(default = "default_mss")]
+    pub mss: u32,
+    /// Initial congestion window in packets (RFC 6928).
+    #[serde(default = "default_iw")]
+    pub initial_cwnd: u32,
+    /// Linux internal pacing (`tcp_update_pacing_rate`).
+    #[serde(default)]
+    pub pacing: bool,
+    /// Receive window limit in bytes (default: not limiting).
+    #[serde(default, deserialize_with = "de_opt_bytes")]
+    pub rwnd: Option<u64>,
+}
+
+fn default_ecn() -> EcnMode {
+    EcnMode::Off
+}
+fn default_count() -> u32 {
+    1
+}
+fn default_mss() -> u32 {
+    1448
+}
+fn default_iw() -> u32 {
+    10
+}
+
+/// Bytes of IPv4 + TCP headers with the timestamp option, as Linux sends them.
+pub const TCP_IP_HEADER_BYTES: u32 = 52;
+
+fn expect_str<'de, D: Deserializer<'de>>(d: D, what: &str) -> Result<String, D::Error> {
+    struct V<'a>(&'a str);
+    impl<'de> de::Visitor<'de> for V<'_> {
+        type Value = String;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            write!(f, "{}", self.0)
+        }
+        fn visit_str<E: de::Error>(self, v: &str) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_i64<E: de::Error>(self, v: i64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_u64<E: de::Error>(self, v: u64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+        fn visit_f64<E: de::Error>(self, v: f64) -> Result<String, E> {
+            Ok(v.to_string())
+        }
+    }
+    d.deserialize_any(V(what))
+}
+
+fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
+    let s = expect_str(d, "a time such as \"20ms\"")?;
+    parse_time(&s, None).map_err(de::Error::custom)
+}
+fn de_opt_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
+    de_time(d).map(Some)
+}
+fn de_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
+    let s = expect_str(d, "a rate such as \"50Mbit\"")?;
+    parse_rate(&s).map_err(de::Error::custom)
+}
+fn de_opt_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
+    de_rate(d).map(Some)
+}
+fn de_opt_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    let s = expect_str(d, "a size in bytes such as 1000000 or \"2mb\"")?;
+    parse_bytes(&s).map(Some).map_err(de::Error::custom)
+}
+
+/// A scenario that cannot run: one line naming where and what.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScenarioError {
+    /// Dotted key path, e.g. `flows[1].rtt`.
+    pub key: String,
+    /// 1-based line in the source, when known.
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.line, self.key.is_empty()) {
+            (Some(l), false) => write!(f, "line {l}: {}: {}", self.key, self.message),
+            (Some(l), true) => write!(f, "line {l}: {}", self.message),
+            (None, false) => write!(f, "{}: {}", self.key, self.message),
+            (None, true) => write!(f, "{}", self.message),
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
+}
+
+/// Finds the line of a dotted key path in the source, for errors raised after parsing.
+fn line_of_key(text: &str, key: &str) -> Option<usize> {
+    let leaf = key.rsplit('.').next()?.split('[').next()?;
+    if leaf.is_empty() {
+        return None;
+    }
+    text.lines().position(|l| {
+        let t = l.trim_start();
+        t.starts_with(leaf) && t[leaf.len()..].trim_start().starts_with('=')
+    })
+    .map(|i| i + 1)
+}
+
+impl Scenario {
+    /// Parses TOML text, applying `--set key=value` overrides first.
+    pub fn from_toml(text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
+        let mut doc: toml::Table = toml::from_str(text).map_err(|e| ScenarioError {
+            key: String::new(),
+            line: e.span().map(|s| line_of(text, s.start)),
+            message: e.message().trim().to_string(),
+        })?;
+        for o in overrides {
+            apply_override(&mut doc, o)?;
+        }
+        let overridden = !overrides.is_empty();
+        let value = toml::Value::Table(doc);
+        let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+            let key = e.path().to_string();
+            let key = if key == "." { String::new() } else { key };
+            let msg = e.inner().message().trim().to_string();
+            let line = if overridden { None } else { line_of_key(text, &key) };
+            ScenarioError { key, line, message: msg }
+        })?;
+        sc.validate().map_err(|(key, message)| ScenarioError {
+            line: line_of_key(text, &key),
+            key,
+            message,
+        })?;
+        Ok(sc)
+    }
+
+    /// Range checks that serde cannot express.
+    fn validate(&self) -> Result<(), (String, String)> {
+        let err = |k: &str, m: String| Err((k.to_string(), m));
+        if self.duration == Time::ZERO {
+            return err("duration", "must be greater than zero".into());
+        }
+        if self.duration > Time::from_secs(100_000) {
+            return err("duration", "must be at most 100000s".into());
+        }
+        if self.flows.is_empty() {
+            return err("flows", "at least one [[flows]] entry is needed".into());
+        }
+        if self.metrics.step < Time::from_millis(1) {
+            return err("metrics.step", "must be at least 1ms".into());
+        }
+        let total: u64 = self.flows.iter().map(|f| f.count as u64).sum();
+        if total > 100_000 {
+            return err("flows", format!("{total} flows in total; at most 100000"));
+        }
+        for (i, f) in self.flows.iter().enumerate() {
+            let k = |name: &str| format!("flows[{i}].{name}");
+            if crate::cc::by_name(&f.cc).is_none() {
+                return err(&k("cc"), format!("unknown congestion control '{}' (known: {})", f.cc, crate::cc::KNOWN));
+            }
+            if f.rtt < Time::from_micros(2) {
+                return err(&k("rtt"), "must be at least 2us".into());
+            }
+            if f.count == 0 {
+                return err(&k("count"), "must be at least 1".into());
+            }
+            if !(64..=65_483).contains(&f.mss) {
+                return err(&k("mss"), format!("{} is out of range 64..65483 bytes", f.mss));
+            }
+            if f.initial_cwnd == 0 || f.initial_cwnd > 10_000 {
+                return err(&k("initial_cwnd"), format!("{} is out of range 1..10000 packets", f.initial_cwnd));
+            }
+            if f.start >= self.duration {
+                return err(&k("start"), format!("{} is not before the end of the run ({})", f.start, self.duration));
+            }
+            if let Some(stop) = f.stop {
+                if stop <= f.start {
+                    return err(&k("stop"), format!("{stop} is not after start ({})", f.start));
+                }
+            }
+            if f.size == Some(0) {
+                return err(&k("size"), "must be at least 1 byte".into());
+            }
+            if let Some(r) = f.rwnd {
+                if r < f.mss as u64 {
+                    return err(&k("rwnd"), format!("{r} bytes is smaller than one segment ({} bytes)", f.mss));
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Applies `a.b[2].c=value` to the document. The value is parsed as TOML (so `60`,
+/// `true`, `"x"` work) and taken as a plain string otherwise (`20ms`, `50Mbit`).
+fn apply_override(doc: &mut toml::Table, assignment: &str) -> Result<(), ScenarioError> {
+    let fail = |m: String| ScenarioError { key: assignment.to_string(), line: None, message: m };
+    let (path, raw) = assignment
+        .split_once('=')
+        .ok_or_else(|| fail("an override must look like key=value".into()))?;
+    let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(raw.trim().to_string()));
+    let parts: Vec<&str> = path.trim().split('.').collect();
+    let mut table = doc;
+    for (n, part) in parts.iter().enumerate() {
+        let (name, index) = match part.split_once('[') {
+            Some((name, rest)) => {
+                let idx = rest
+                    .strip_suffix(']')
+                    .and_then(|i| i.parse::<usize>().ok())
+                    .ok_or_else(|| fail(format!("bad index in '{part}'")))?;
+                (name, Some(idx))
+            }
+            None => (*part, None),
+        };
+        let last = n + 1 == parts.len();
+        if last && index.is_none() {
+            table.insert(name.to_string(), value);
+            return Ok(());
+        }
+        let entry = table.entry(name.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
+        let next = match (entry, index) {
+            (toml::Value::Array(a), Some(i)) => a.get_mut(i).ok_or_else(|| fail(format!("'{name}' has no element {i}")))?,
+            (e, None) => e,
+            (_, Some(_)) => return Err(fail(format!("'{name}' is not a list"))),
+        };
+        if last {
+            *next = value;
+            return Ok(());
+        }
+        table = match next {
+            toml::Value::Table(t) => t,
+            _ => return Err(fail(format!("'{part}' is not a table"))),
+        };
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"duration = "60s"
+seed = 1
+[bottleneck]
+rate = "50Mbit"
+qdisc = "pfifo limit 1000"
+[[flows]]
+cc = "cubic"
+rtt = "20ms"
+count = 2        # optional: this many identical flows
+"#;
+
+    #[test]
+    fn minimal_file_parses() {
+        let s = Scenario::from_toml(MINIMAL, &[]).unwrap();
+        assert_eq!(s.duration, Time::from_secs(60));
+        assert_eq!(s.bottleneck.rate, Rate(50_000_000));
+        assert_eq!(s.bottleneck.qdisc, QdiscSpec::Pfifo { limit: 1000 });
+        assert_eq!(s.flows[0].count, 2);
+        assert_eq!(s.flows[0].rtt, Time::from_millis(20));
+        assert_eq!(s.flows[0].mss, 1448);
+    }
+
+    fn err(text: &str) -> String {
+        Scenario::from_toml(text, &[]).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn errors_name_key_and_line() {
+        let e = err(&MINIMAL.replace("50Mbit", "50Mbot"));
+        assert!(e.starts_with("line 4: bottleneck.rate: invalid rate '50Mbot'"), "{e}");
+        let e = err(&MINIMAL.replace("rtt = \"20ms\"", "rtt = \"20ms\"\nrtx = 3"));
+        assert!(e.contains("unknown field `rtx`"), "{e}");
+        let e = err(&MINIMAL.replace("cc = \"cubic\"", "cc = \"vegas\""));
+        assert!(e.starts_with("line 7: flows[0].cc: unknown congestion control 'vegas'"), "{e}");
+        let e = err(&MINIMAL.replace("duration = \"60s\"\n", ""));
+        assert!(e.contains("missing field `duration`"), "{e}");
+        let e = err(&MINIMAL.replace("pfifo limit 1000", "pfifo limit -3"));
+        assert!(e.contains("bottleneck.qdisc") && e.contains("-3"), "{e}");
+        let e = err("duration = \n");
+        assert!(e.starts_with("line 1:"), "{e}");
+        assert_eq!(e.lines().count(), 1);
+    }
+
+    #[test]
+    fn overrides_apply_before_validation() {
+        let o = vec!["bottleneck.rate=10Mbit".to_string(), "flows[0].count=3".to_string(), "duration=5s".to_string()];
+        let s = Scenario::from_toml(MINIMAL, &o).unwrap();
+        assert_eq!(s.bottleneck.rate, Rate(10_000_000));
+        assert_eq!(s.flows[0].count, 3);
+        assert_eq!(s.duration, Time::from_secs(5));
+        let e = Scenario::from_toml(MINIMAL, &["flows[4].cc=reno".to_string()]).unwrap_err();
+        assert!(e.to_string().contains("no element 4"));
+    }
+}

@@ -1,0 +1,458 @@
+//! The engine: builds the dumbbell from a scenario, runs the event loop, and collects the
+//! summary and series.
+//!
+//! Topology. Flow i's data goes sender → its forward delay (rtt/2) → the shared bottleneck
+//! link (rate + qdisc) → [the bottleneck's own propagation delay] → receiver; its ACKs go
+//! receiver → its return delay (rtt/2) → the shared return link → sender. Putting the
+//! per-flow delay before each shared link mirrors the studies' harness, which applied netem
+//! delay on the middlebox's ingress, ahead of the AQM (algorithms.md 4.0).
+
+use crate::cc;
+use crate::event::{Event, EventQueue, FlowTimer};
+use crate::link::{DelayLine, Element, ElementCtx, Link};
+use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder};
+use crate::packet::{Direction, Packet};
+use crate::qdisc;
+use crate::scenario::Scenario;
+use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
+use crate::time::Time;
+use serde::Serialize;
+
+/// Per-flow series handles.
+struct FlowSeries {
+    goodput: SeriesId,
+    delivery_rate: SeriesId,
+    srtt: SeriesId,
+    cwnd: SeriesId,
+}
+
+struct Flow {
+    name: String,
+    rtt: Time,
+    start: Time,
+    stop: Option<Time>,
+    sender: TcpSender,
+    receiver: TcpReceiver,
+    series: FlowSeries,
+    last_delivered: u64,
+    /// Delivery-rate samples (s, Mbit/s) while the flow runs, for the steady-state rate.
+    rate_samples: Vec<(f64, f64)>,
+}
+
+impl Flow {
+    /// The flow stops contributing samples after its stop time or its completion.
+    fn active_at(&self, t: Time) -> bool {
+        t >= self.start && self.stop.map_or(true, |s| t <= s) && self.sender.stats.completed_at.map_or(true, |c| t <= c)
+    }
+    fn end_time(&self, run_end: Time) -> Time {
+        let mut e = run_end;
+        if let Some(s) = self.stop {
+            e = e.min(s);
+        }
+        if let Some(c) = self.sender.stats.completed_at {
+            e = e.min(c);
+        }
+        e
+    }
+}
+
+struct BottleneckSeries {
+    qdelay: SeriesId,
+    qdelay_max: SeriesId,
+    qlen: SeriesId,
+    drops: SeriesId,
+}
+
+/// A ready-to-run simulation.
+pub struct Simulation {
+    now: Time,
+    end: Time,
+    step: Time,
+    steady_window: Time,
+    seed: u64,
+    name: Option<String>,
+    events: EventQueue,
+    elements: Vec<Element>,
+    /// Element indices of each flow's route, per direction.
+    routes: Vec<[Box<[u32]>; 2]>,
+    flows: Vec<Flow>,
+    out: Vec<Packet>,
+    bottleneck: usize,
+    recorder: SeriesRecorder,
+    bn_series: BottleneckSeries,
+    last_drops: u64,
+    packets_sent: u64,
+    packets_delivered: u64,
+}
+
+/// Summary of one flow (`summary.json` → `flows[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowSummary {
+    pub name: String,
+    pub cc: String,
+    pub rtt_ms: f64,
+    pub start_s: f64,
+    /// Mean goodput (in-order payload at the receiver) from start to the flow's end.
+    pub goodput_mbps: f64,
+    /// Steady-state delivery rate D_SS (algorithms.md 5.2); null if the window is empty.
+    pub steady_mbps: Option<f64>,
+    pub bytes_delivered: u64,
+    pub retransmits: u64,
+    pub rto_events: u64,
+    pub fast_recoveries: u64,
+    pub ce_received: u64,
+    /// Flow completion time of a finite transfer, from its start.
+    pub fct_s: Option<f64>,
+}
+
+/// Queue-sojourn percentiles in milliseconds.
+#[derive(Clone, Debug, Serialize)]
+pub struct SojournSummary {
+    pub p50: Option<f64>,
+    pub p95: Option<f64>,
+    pub p99: Option<f64>,
+    pub max: Option<f64>,
+    pub mean: Option<f64>,
+}
+
+impl SojournSummary {
+    fn of(h: &LogHistogram) -> Self {
+        let ms = |v: Option<f64>| v.map(|x| x * 1e-6);
+        SojournSummary {
+            p50: ms(h.quantile(0.50)),
+            p95: ms(h.quantile(0.95)),
+            p99: ms(h.quantile(0.99)),
+            max: ms(h.max().map(|x| x as f64)),
+            mean: ms(h.mean()),
+        }
+    }
+}
+
+/// The bottleneck (`summary.json` → `bottleneck`).
+#[derive(Clone, Debug, Serialize)]
+pub struct BottleneckSummary {
+    pub rate_mbps: f64,
+    pub qdisc: String,
+    /// Packets that left the bottleneck.
+    pub packets: u64,
+    pub bytes: u64,
+    pub drops: u64,
+    pub ce_marks: u64,
+    /// Busy fraction from the first flow's start to the end of the run.
+    pub utilization: f64,
+    pub sojourn_ms: SojournSummary,
+}
+
+/// Packet accounting at the end of the run.
+#[derive(Clone, Copy, Debug, Serialize, PartialEq, Eq)]
+pub struct Conservation {
+    pub sent: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+    pub in_flight: u64,
+}
+
+/// `summary.json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    pub name: Option<String>,
+    pub sim_seconds: f64,
+    pub wall_seconds: f64,
+    pub events: u64,
+    pub seed: u64,
+    pub flows: Vec<FlowSummary>,
+    pub bottleneck: BottleneckSummary,
+    pub jain_steady: Option<f64>,
+    pub packets: Conservation,
+}
+
+/// Everything a run produces.
+#[derive(Debug)]
+pub struct RunOutput {
+    pub summary: Summary,
+    pub series: Series,
+}
+
+impl Simulation {
+    pub fn new(sc: &Scenario) -> Simulation {
+        let ticks = (sc.duration.0 / sc.metrics.step.0) as usize + 1;
+        let mut recorder = SeriesRecorder::with_ticks(ticks);
+        let mut elements = Vec::new();
+        let mtu = 1500;
+        elements.push(Element::Link(Link::new(sc.bottleneck.rate, qdisc::build(&sc.bottleneck.qdisc, mtu))));
+        let bottleneck = 0;
+        let (ret_rate, ret_qdisc) = match &sc.return_path {
+            Some(r) => (r.rate.unwrap_or(sc.bottleneck.rate), r.qdisc.clone()),
+            None => (sc.bottleneck.rate, qdisc::QdiscSpec::Pfifo { limit: 10_000 }),
+        };
+        elements.push(Element::Link(Link::new(ret_rate, qdisc::build(&ret_qdisc, mtu))));
+        let return_link = 1u32;
+        let bn_prop = (sc.bottleneck.delay > Time::ZERO).then(|| {
+            elements.push(Element::Delay(DelayLine::new(sc.bottleneck.delay)));
+            (elements.len() - 1) as u32
+        });
+
+        let mut flows = Vec::new();
+        let mut routes = Vec::new();
+        for spec in &sc.flows {
+            for k in 0..spec.count {
+                let id = flows.len() as u32;
+                let name = match (&spec.name, spec.count) {
+                    (Some(n), 1) => n.clone(),
+                    (Some(n), _) => format!("{n}-{k}"),
+                    (None, _) => format!("{}-{}", spec.cc, id),
+                };
+                let cfg = TcpConfig {
+                    mss: spec.mss,
+                    initial_cwnd: spec.initial_cwnd,
+                    ecn: spec.ecn,
+                    pacing: spec.pacing,
+                    rwnd_packets: spec.rwnd.map(|b| (b / spec.mss as u64).max(1) as u32),
+                    size: spec.size,
+                    ..TcpConfig::default()
+                };
+                let cc = cc::by_name(&spec.cc).expect("validated");
+                let fwd_delay = Time(spec.rtt.0 / 2);
+                let rev_delay = spec.rtt - fwd_delay;
+                elements.push(Element::Delay(DelayLine::new(fwd_delay)));
+                let fwd_el = (elements.len() - 1) as u32;
+                elements.push(Element::Delay(DelayLine::new(rev_delay)));
+                let rev_el = (elements.len() - 1) as u32;
+                let mut fwd = vec![fwd_el, bottleneck as u32];
+                fwd.extend(bn_prop);
+                let rev = vec![rev_el, return_link];
+                routes.push([fwd.into_boxed_slice(), rev.into_boxed_slice()]);
+                let series = FlowSeries {
+                    goodput: recorder.register(&name, "goodput", "Mbit/s"),
+                    delivery_rate: recorder.register(&name, "delivery_rate", "Mbit/s"),
+                    srtt: recorder.register(&name, "srtt", "ms"),
+                    cwnd: recorder.register(&name, "cwnd", "packets"),
+                };
+                flows.push(Flow {
+                    name,
+                    rtt: spec.rtt + sc.bottleneck.delay,
+                    start: spec.start,
+                    stop: spec.stop,
+                    sender: TcpSender::new(id, cfg.clone(), cc),
+                    receiver: TcpReceiver::new(id, &cfg),
+                    series,
+                    last_delivered: 0,
+                    rate_samples: Vec::with_capacity(ticks),
+                });
+            }
+        }
+        let bn_series = BottleneckSeries {
+            qdelay: recorder.register("bottleneck", "qdelay", "ms"),
+            qdelay_max: recorder.register("bottleneck", "qdelay_max", "ms"),
+            qlen: recorder.register("bottleneck", "qlen", "packets"),
+            drops: recorder.register("bottleneck", "drops", "packets"),
+        };
+        let mut events = EventQueue::with_capacity(1024 + 4 * flows.len());
+        for (i, f) in flows.iter().enumerate() {
+            events.schedule(f.start, Event::Flow(i as u32, FlowTimer::Start));
+            if let Some(s) = f.stop {
+                events.schedule(s, Event::Flow(i as u32, FlowTimer::Stop));
+            }
+        }
+        events.schedule(Time::ZERO, Event::Sample);
+        events.schedule(sc.duration, Event::End);
+        Simulation {
+            now: Time::ZERO,
+            end: sc.duration,
+            step: sc.metrics.step,
+            steady_window: sc.metrics.steady_window,
+            seed: sc.seed,
+            events,
+            elements,
+            routes,
+            flows,
+            out: Vec::with_capacity(256),
+            bottleneck,
+            name: sc.name.clone(),
+            recorder,
+            bn_series,
+            last_drops: 0,
+            packets_sent: 0,
+            packets_delivered: 0,
+        }
+    }
+
+    /// Runs to the end and returns the summary and series.
+    pub fn run(mut self) -> RunOutput {
+        let wall = std::time::Instant::now();
+        while let Some((t, ev)) = self.events.pop() {
+            self.now = t;
+            match ev {
+                Event::End => break,
+                Event::Sample => {
+                    self.sample();
+                    let next = t + self.step;
+                    if next < self.end {
+                        self.events.schedule(next, Event::Sample);
+                    }
+                }
+                Event::Element(id) => {
+                    let mut ctx = ElementCtx { id, now: t, events: &mut self.events, out: &mut self.out };
+                    self.elements[id as usize].wake(&mut ctx);
+                }
+                Event::Flow(f, timer) => {
+                    let flow = &mut self.flows[f as usize];
+                    let mut ctx = EndpointCtx { flow: f, now: t, events: &mut self.events, out: &mut self.out };
+                    match timer {
+                        FlowTimer::Start => flow.sender.start(&mut ctx),
+                        FlowTimer::Stop => flow.sender.stop(),
+                        FlowTimer::DelayedAck => flow.receiver.on_timer(timer, &mut ctx),
+                        FlowTimer::Retransmit | FlowTimer::Pacing => flow.sender.on_timer(timer, &mut ctx),
+                    }
+                }
+            }
+            self.forward_outbox();
+        }
+        self.now = self.end;
+        self.sample();
+        self.finish(wall.elapsed().as_secs_f64())
+    }
+
+    /// Moves every packet emitted during this event to its next hop (or endpoint), which
+    /// may emit more; they are handled in emission order.
+    fn forward_outbox(&mut self) {
+        let mut i = 0;
+        while i < self.out.len() {
+            let mut pkt = self.out[i];
+            i += 1;
+            if pkt.hop == 0 {
+                self.packets_sent += 1;
+            }
+            let route = &self.routes[pkt.flow as usize][pkt.dir as usize];
+            if let Some(&el) = route.get(pkt.hop as usize) {
+                pkt.hop += 1;
+                let mut ctx = ElementCtx { id: el, now: self.now, events: &mut self.events, out: &mut self.out };
+                self.elements[el as usize].receive(pkt, &mut ctx);
+            } else {
+                self.packets_delivered += 1;
+                let flow = &mut self.flows[pkt.flow as usize];
+                let mut ctx = EndpointCtx { flow: pkt.flow, now: self.now, events: &mut self.events, out: &mut self.out };
+                match pkt.dir {
+                    Direction::Forward => flow.receiver.on_packet(&pkt, &mut ctx),
+                    Direction::Reverse => flow.sender.on_packet(&pkt, &mut ctx),
+                }
+            }
+        }
+        self.out.clear();
+    }
+
+    fn bottleneck_link(&self) -> &Link {
+        match &self.elements[self.bottleneck] {
+            Element::Link(l) => l,
+            Element::Delay(_) => unreachable!("element 0 is the bottleneck link"),
+        }
+    }
+
+    fn sample(&mut self) {
+        let now = self.now;
+        let t = now.as_secs_f64();
+        let step_s = self.step.as_secs_f64();
+        self.recorder.tick(t);
+        let nan = f64::NAN;
+        for f in &mut self.flows {
+            let active = f.active_at(now) && now > f.start;
+            let delivered = f.receiver.delivered_bytes;
+            let goodput = (delivered - f.last_delivered) as f64 * 8.0 / step_s / 1e6;
+            f.last_delivered = delivered;
+            let rate = f.sender.delivery_rate_bps() / 1e6;
+            if active {
+                f.rate_samples.push((t, rate));
+            }
+            let s = &f.series;
+            self.recorder.set(s.goodput, if now > f.start { goodput } else { nan });
+            self.recorder.set(s.delivery_rate, if active { rate } else { nan });
+            let srtt = f.sender.srtt();
+            self.recorder.set(s.srtt, if active && srtt > Time::ZERO { srtt.as_millis_f64() } else { nan });
+            self.recorder.set(s.cwnd, if active { f.sender.tp.cwnd as f64 } else { nan });
+        }
+        let (qdelay, qmax, qlen, drops) = {
+            let l = match &mut self.elements[self.bottleneck] {
+                Element::Link(l) => l,
+                Element::Delay(_) => unreachable!(),
+            };
+            let st = &mut l.stats;
+            let mean = if st.tick_sojourn_n > 0 { st.tick_sojourn_sum.as_millis_f64() / st.tick_sojourn_n as f64 } else { nan };
+            let max = if st.tick_sojourn_n > 0 { st.tick_sojourn_max.as_millis_f64() } else { nan };
+            st.tick_sojourn_sum = Time::ZERO;
+            st.tick_sojourn_n = 0;
+            st.tick_sojourn_max = Time::ZERO;
+            (mean, max, l.qdisc().len() as f64, l.qdisc().stats().drops)
+        };
+        let b = &self.bn_series;
+        self.recorder.set(b.qdelay, qdelay);
+        self.recorder.set(b.qdelay_max, qmax);
+        self.recorder.set(b.qlen, qlen);
+        self.recorder.set(b.drops, (drops - self.last_drops) as f64);
+        self.last_drops = drops;
+    }
+
+    fn finish(self, wall_seconds: f64) -> RunOutput {
+        let end = self.end;
+        let window_s = self.steady_window.as_secs_f64();
+        let flows: Vec<FlowSummary> = self
+            .flows
+            .iter()
+            .map(|f| {
+                let active = f.end_time(end) - f.start;
+                let bytes = f.receiver.delivered_bytes;
+                FlowSummary {
+                    name: f.name.clone(),
+                    cc: f.sender.cc_name().to_string(),
+                    rtt_ms: f.rtt.as_millis_f64(),
+                    start_s: f.start.as_secs_f64(),
+                    goodput_mbps: if active > Time::ZERO { bytes as f64 * 8.0 / active.as_secs_f64() / 1e6 } else { 0.0 },
+                    steady_mbps: steady_state_rate(&f.rate_samples, window_s),
+                    bytes_delivered: bytes,
+                    retransmits: f.sender.stats.retransmits,
+                    rto_events: f.sender.stats.rto_events,
+                    fast_recoveries: f.sender.stats.fast_recoveries,
+                    ce_received: f.receiver.ce_received as u64,
+                    fct_s: f.sender.stats.completed_at.map(|c| (c - f.start).as_secs_f64()),
+                }
+            })
+            .collect();
+        let steady: Option<Vec<f64>> = flows.iter().map(|f| f.steady_mbps).collect();
+        let jain_steady = steady.and_then(|s| jain_index(&s));
+        let link = self.bottleneck_link();
+        let mut all = LogHistogram::default();
+        for h in &link.stats.sojourn {
+            all.merge(h);
+        }
+        let first_start = self.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+        let span = end - first_start;
+        let qs = link.qdisc().stats();
+        let bottleneck = BottleneckSummary {
+            rate_mbps: link.rate().as_mbps(),
+            qdisc: link.qdisc().kind().to_string(),
+            packets: link.stats.tx_packets,
+            bytes: link.stats.tx_bytes,
+            drops: qs.drops,
+            ce_marks: qs.ce_marks,
+            utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
+            sojourn_ms: SojournSummary::of(&all),
+        };
+        let packets = Conservation {
+            sent: self.packets_sent,
+            delivered: self.packets_delivered,
+            dropped: self.elements.iter().map(Element::drops).sum(),
+            in_flight: self.elements.iter().map(|e| e.held() as u64).sum(),
+        };
+        let summary = Summary {
+            name: self.name.clone(),
+            sim_seconds: end.as_secs_f64(),
+            wall_seconds,
+            events: self.events.processed(),
+            seed: self.seed,
+            flows,
+            bottleneck,
+            jain_steady,
+            packets,
+        };
+        RunOutput { summary, series: self.recorder.finish() }
+    }
+}

@@ -1,0 +1,85 @@
+//! TCP modelled on Linux: the sender ([`sender`]: SACK scoreboard, RFC 6675 loss detection
+//! with RACK-style lost-retransmission detection, PRR, RTO, pacing, delivery-rate samples)
+//! and the receiver ([`receiver`]: delayed and quick ACKs, SACK blocks, ECN echo).
+//!
+//! Sequence numbers count segments. Every segment but the last of a finite transfer carries
+//! one MSS of payload, as Linux sends with TSO/GSO off (the studies disabled offloads).
+
+pub mod receiver;
+pub mod sender;
+
+pub use receiver::TcpReceiver;
+pub use sender::TcpSender;
+
+use crate::event::{Event, EventQueue, FlowTimer};
+use crate::packet::Packet;
+use crate::scenario::EcnMode;
+use crate::time::Time;
+
+/// Per-connection settings, with Linux defaults.
+#[derive(Clone, Debug)]
+pub struct TcpConfig {
+    /// Payload bytes per full segment (`mss_cache`).
+    pub mss: u32,
+    /// Bytes of IP and TCP headers (with the timestamp option) per packet.
+    pub header_bytes: u32,
+    /// Initial window in packets (RFC 6928, Linux `TCP_INIT_CWND`).
+    pub initial_cwnd: u32,
+    pub ecn: EcnMode,
+    /// Linux internal pacing (`tcp_update_pacing_rate`, EDT departure times).
+    pub pacing: bool,
+    /// Pacing rate factor in slow start, percent (`tcp_pacing_ss_ratio`).
+    pub pacing_ss_ratio: u32,
+    /// Pacing rate factor otherwise, percent (`tcp_pacing_ca_ratio`).
+    pub pacing_ca_ratio: u32,
+    /// Receive window in packets; `None` never limits.
+    pub rwnd_packets: Option<u32>,
+    /// Bytes to transfer; `None` is an unlimited bulk transfer.
+    pub size: Option<u64>,
+    /// Lower bound of the RTO variance term (`tcp_rto_min`, 200 ms).
+    pub rto_min: Time,
+    /// RTO before the first RTT sample (`TCP_TIMEOUT_INIT`, 1 s, RFC 6298 §2.1).
+    pub rto_initial: Time,
+    /// Upper bound of the RTO (`TCP_RTO_MAX`, 120 s).
+    pub rto_max: Time,
+    /// Receiver's delayed-ACK timeout (`TCP_DELACK_MIN`/`TCP_ATO_MIN`, 40 ms).
+    pub delayed_ack: Time,
+    /// Quick ACKs at connection start (`TCP_MAX_QUICKACKS`, 16).
+    pub quickacks: u32,
+}
+
+impl Default for TcpConfig {
+    fn default() -> Self {
+        TcpConfig {
+            mss: 1448,
+            header_bytes: crate::scenario::TCP_IP_HEADER_BYTES,
+            initial_cwnd: 10,
+            ecn: EcnMode::Off,
+            pacing: false,
+            pacing_ss_ratio: 200,
+            pacing_ca_ratio: 120,
+            rwnd_packets: None,
+            size: None,
+            rto_min: Time::from_millis(200),
+            rto_initial: Time::from_secs(1),
+            rto_max: Time::from_secs(120),
+            delayed_ack: Time::from_millis(40),
+            quickacks: 16,
+        }
+    }
+}
+
+/// What an endpoint needs from the engine: the clock, timers, and a way to send.
+pub struct EndpointCtx<'a> {
+    pub flow: u32,
+    pub now: Time,
+    pub events: &'a mut EventQueue,
+    /// Packets sent, routed by the engine from the first hop of their direction.
+    pub out: &'a mut Vec<Packet>,
+}
+
+impl EndpointCtx<'_> {
+    pub fn event(&self, t: FlowTimer) -> Event {
+        Event::Flow(self.flow, t)
+    }
+}

@@ -1,0 +1,920 @@
+//! The TCP sender, modelled on Linux `net/ipv4/tcp_input.c`, `tcp_output.c`, `tcp_timer.c`
+//! and `tcp_rate.c`.
+//!
+//! - Scoreboard of every segment in flight with SACKed / lost / retransmitted flags; SACK
+//!   blocks already processed are skipped with a cache of the previous ACK's blocks (as
+//!   Linux's `recv_sack_cache`).
+//! - Loss detection: RFC 6675 `IsLost` with DupThresh 3 (a segment is lost once 3 segments
+//!   above it are SACKed; Linux `tcp_mark_head_lost`), plus detection of lost
+//!   retransmissions the way RACK (RFC 8985 §6.2) does it: a retransmission is lost when a
+//!   segment sent after it is delivered and a reordering window has passed.
+//! - Fast recovery with Proportional Rate Reduction (RFC 6937, Linux `tcp_cwnd_reduction`),
+//!   which also drives the RFC 3168 CWR reduction on ECN echo.
+//! - RTO: Linux `tcp_rtt_estimator` (RFC 6298 with Linux's per-window variance and
+//!   RTO = srtt + max(rttvar, rto_min)), exponential backoff up to 120 s, `tcp_enter_loss`.
+//! - Pacing: Linux `tcp_update_pacing_rate` (factor 2 while cwnd < ssthresh/2, else 1.2, times
+//!   max(cwnd, packets_out) · mss / srtt) with earliest-departure times as
+//!   `tcp_update_skb_after_send`.
+//! - Delivery-rate samples (`tcp_rate.c`), which give `tcpi_delivery_rate`, the quantity
+//!   flent samples and the steady-state metric averages.
+
+use super::{EndpointCtx, TcpConfig};
+use crate::cc::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpCcState};
+use crate::event::{FlowTimer, Timer};
+use crate::packet::{Direction, Ecn, Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::scenario::EcnMode;
+use crate::time::Time;
+use std::collections::VecDeque;
+
+/// RFC 6675 DupThresh (Linux `tcp_reordering` default).
+const DUP_THRESH: u32 = 3;
+
+const SACKED: u8 = 1;
+const LOST: u8 = 2;
+/// A retransmission of this segment is in flight (Linux `TCPCB_SACKED_RETRANS`).
+const RETRANS: u8 = 4;
+/// The segment has been retransmitted at least once (Linux `TCPCB_EVER_RETRANS`).
+const EVER_RETRANS: u8 = 8;
+const APP_LIMITED: u8 = 16;
+
+/// Per-segment scoreboard entry (Linux keeps these in `tcp_skb_cb`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Seg {
+    /// Last (re)transmission time.
+    tx_time: Time,
+    /// `tcp_rate.c` snapshot at transmission: delivered count, its time, and the send time
+    /// of the first packet of the current flight.
+    delivered: u64,
+    delivered_time: Option<Time>,
+    first_tx: Time,
+    flags: u8,
+}
+
+/// Connection phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    SynSent,
+    Established,
+}
+
+/// Counters reported per flow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SenderStats {
+    pub data_packets_sent: u64,
+    pub retransmits: u64,
+    pub rto_events: u64,
+    pub fast_recoveries: u64,
+    pub cwr_reductions: u64,
+    /// Data packets that reached the receiver CE-marked, as fed back.
+    pub ce_echoed: u64,
+    /// Time the transfer's last byte was acknowledged (finite transfers).
+    pub completed_at: Option<Time>,
+}
+
+pub struct TcpSender {
+    flow: u32,
+    cfg: TcpConfig,
+    cc: Box<dyn CongestionControl>,
+    /// The socket fields shared with the congestion control.
+    pub tp: TcpCcState,
+    phase: Phase,
+    /// Whether the application still offers new data (false after `stop`).
+    app_open: bool,
+    /// Segments the transfer has in total (`None`: unlimited).
+    total_segs: Option<u32>,
+    last_seg_payload: u32,
+    snd_una: u32,
+    snd_nxt: u32,
+    sb: VecDeque<Seg>,
+    sacked_out: u32,
+    lost_out: u32,
+    retrans_out: u32,
+    /// Lowest segment that may be lost and not yet retransmitted.
+    retransmit_hint: u32,
+    /// Segments below this have been judged by `IsLost` (lost or SACKed).
+    loss_frontier: u32,
+    /// SACKed segments in `[snd_una, loss_frontier)`.
+    sacked_below_frontier: u32,
+    /// Retransmitted segments in retransmission order, for lost-retransmit detection.
+    retrans_queue: VecDeque<u32>,
+    /// Send time of the most recently sent segment known delivered (RACK.xmit_ts).
+    rack_xmit_time: Time,
+    /// RTT of that delivery (RACK.rtt).
+    rack_rtt: Time,
+    sack_cache: [SackBlock; MAX_SACK_BLOCKS],
+    /// Recovery point (`high_seq`): snd_nxt when a reduction or loss episode began.
+    high_seq: u32,
+    prior_cwnd: u32,
+    prr_delivered: u32,
+    prr_out: u32,
+    /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
+    queue_cwr: bool,
+    ce_count_seen: u32,
+    // RTT estimation (`tcp_rtt_estimator`), in ns.
+    srtt: Time,
+    mdev: Time,
+    mdev_max: Time,
+    rttvar: Time,
+    rtt_seq: u32,
+    rto: Time,
+    backoff: u32,
+    rto_timer: Timer,
+    syn_sent_at: Time,
+    syn_retransmitted: bool,
+    // Pacing.
+    pacing_timer: Timer,
+    wstamp: Time,
+    // cwnd validation (`tcp_cwnd_validate`).
+    max_packets_out: u32,
+    cwnd_usage_seq: u32,
+    // Delivery-rate estimation (`tcp_rate.c`).
+    delivered_time: Time,
+    first_tx_time: Time,
+    /// Non-zero while the flow is application-limited: the delivered count to pass.
+    app_limited_until: u64,
+    rate_delivered: u64,
+    rate_interval: Time,
+    pub stats: SenderStats,
+}
+
+impl TcpSender {
+    pub fn new(flow: u32, cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
+        let (total_segs, last_seg_payload) = match cfg.size {
+            Some(b) => {
+                let n = b.div_ceil(cfg.mss as u64) as u32;
+                (Some(n), (b - (n as u64 - 1) * cfg.mss as u64) as u32)
+            }
+            None => (None, cfg.mss),
+        };
+        let paced = cfg.pacing || cc.needs_pacing();
+        let tp = TcpCcState {
+            now: Time::ZERO,
+            cwnd: cfg.initial_cwnd,
+            ssthresh: u32::MAX,
+            cwnd_cnt: 0,
+            cwnd_clamp: u32::MAX,
+            mss: cfg.mss,
+            srtt: Time::ZERO,
+            min_rtt: Time::MAX,
+            packets_in_flight: 0,
+            delivered: 0,
+            delivered_ce: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            is_cwnd_limited: false,
+            ca_state: CaState::Open,
+            paced,
+            pacing_rate: 0.0,
+        };
+        TcpSender {
+            flow,
+            rto: cfg.rto_initial,
+            cfg,
+            cc,
+            tp,
+            phase: Phase::Idle,
+            app_open: false,
+            total_segs,
+            last_seg_payload,
+            snd_una: 0,
+            snd_nxt: 0,
+            sb: VecDeque::with_capacity(256),
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            retransmit_hint: 0,
+            loss_frontier: 0,
+            sacked_below_frontier: 0,
+            retrans_queue: VecDeque::with_capacity(64),
+            rack_xmit_time: Time::ZERO,
+            rack_rtt: Time::ZERO,
+            sack_cache: [SackBlock::default(); MAX_SACK_BLOCKS],
+            high_seq: 0,
+            prior_cwnd: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            queue_cwr: false,
+            ce_count_seen: 0,
+            srtt: Time::ZERO,
+            mdev: Time::ZERO,
+            mdev_max: Time::ZERO,
+            rttvar: Time::ZERO,
+            rtt_seq: 0,
+            backoff: 0,
+            rto_timer: Timer::default(),
+            syn_sent_at: Time::ZERO,
+            syn_retransmitted: false,
+            pacing_timer: Timer::default(),
+            wstamp: Time::ZERO,
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
+            delivered_time: Time::ZERO,
+            first_tx_time: Time::ZERO,
+            app_limited_until: 0,
+            rate_delivered: 0,
+            rate_interval: Time::ZERO,
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
+    pub fn srtt(&self) -> Time {
+        self.srtt
+    }
+    pub fn rto(&self) -> Time {
+        self.rto
+    }
+    /// Packets sent and not yet cumulatively acknowledged (`packets_out`).
+    pub fn packets_out(&self) -> u32 {
+        self.snd_nxt - self.snd_una
+    }
+    /// Linux `tcp_packets_in_flight`: packets_out − (sacked_out + lost_out) + retrans_out.
+    pub fn in_flight(&self) -> u32 {
+        self.packets_out() + self.retrans_out - self.sacked_out - self.lost_out
+    }
+    pub fn ca_state(&self) -> CaState {
+        self.tp.ca_state
+    }
+    /// `tcpi_delivery_rate` in bits per second (0 before the first valid sample).
+    pub fn delivery_rate_bps(&self) -> f64 {
+        if self.rate_interval == Time::ZERO {
+            return 0.0;
+        }
+        self.rate_delivered as f64 * self.cfg.mss as f64 * 8.0 / self.rate_interval.as_secs_f64()
+    }
+    /// Bytes cumulatively acknowledged.
+    pub fn bytes_acked(&self) -> u64 {
+        self.payload_upto(self.snd_una)
+    }
+    /// Whether a finite transfer has been fully acknowledged.
+    pub fn is_complete(&self) -> bool {
+        self.stats.completed_at.is_some()
+    }
+
+    fn payload_upto(&self, seq: u32) -> u64 {
+        match self.total_segs {
+            Some(n) if seq >= n => (n as u64 - 1) * self.cfg.mss as u64 + self.last_seg_payload as u64,
+            _ => seq as u64 * self.cfg.mss as u64,
+        }
+    }
+    fn payload_of(&self, seq: u32) -> u32 {
+        match self.total_segs {
+            Some(n) if seq + 1 == n => self.last_seg_payload,
+            _ => self.cfg.mss,
+        }
+    }
+    fn seg(&self, seq: u32) -> &Seg {
+        &self.sb[(seq - self.snd_una) as usize]
+    }
+    fn seg_mut(&mut self, seq: u32) -> &mut Seg {
+        &mut self.sb[(seq - self.snd_una) as usize]
+    }
+    fn sync_tp(&mut self, now: Time) {
+        self.tp.now = now;
+        self.tp.srtt = self.srtt;
+        self.tp.snd_una = self.snd_una;
+        self.tp.snd_nxt = self.snd_nxt;
+        self.tp.packets_in_flight = self.in_flight();
+    }
+    fn set_state(&mut self, s: CaState) {
+        if self.tp.ca_state != s {
+            self.cc.set_state(&self.tp, s);
+            self.tp.ca_state = s;
+        }
+    }
+    fn has_new_data(&self) -> bool {
+        self.app_open && self.total_segs.map_or(true, |n| self.snd_nxt < n)
+    }
+
+    /// The application opens the connection: send the SYN.
+    pub fn start(&mut self, ctx: &mut EndpointCtx) {
+        if self.phase != Phase::Idle {
+            return;
+        }
+        self.phase = Phase::SynSent;
+        self.app_open = true;
+        self.send_syn(ctx);
+    }
+
+    /// The application stops offering new data (what is in flight is still delivered).
+    pub fn stop(&mut self) {
+        self.app_open = false;
+    }
+
+    fn send_syn(&mut self, ctx: &mut EndpointCtx) {
+        let mut syn = Packet::new(self.flow, Direction::Forward, Kind::Syn, self.cfg.header_bytes);
+        // RFC 3168 §6.1.1: request ECN with ECE and CWR on the SYN.
+        if self.cfg.ecn != EcnMode::Off {
+            syn.tcp.ece = true;
+            syn.tcp.cwr = true;
+        }
+        self.syn_sent_at = ctx.now;
+        ctx.out.push(syn);
+        self.rto_timer.arm(ctx.now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
+    }
+
+    /// Handles a packet from the receiver.
+    pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
+        match pkt.kind {
+            Kind::SynAck if self.phase == Phase::SynSent => {
+                self.phase = Phase::Established;
+                self.rto_timer.cancel();
+                // Karn: no sample if the SYN was retransmitted (Linux `tcp_synack_rtt_meas`).
+                if !self.syn_retransmitted {
+                    self.rtt_sample(ctx.now - self.syn_sent_at);
+                }
+                self.backoff = 0;
+                self.sync_tp(ctx.now);
+                self.cc.init(&mut self.tp);
+                self.update_pacing_rate();
+                self.try_send(ctx);
+            }
+            Kind::Ack if self.phase == Phase::Established => self.on_ack(pkt, ctx),
+            _ => {}
+        }
+    }
+
+    pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
+        match t {
+            FlowTimer::Retransmit => {
+                if self.rto_timer.fire(ctx.now, ctx.event(t), ctx.events) {
+                    self.on_rto(ctx);
+                }
+            }
+            FlowTimer::Pacing => {
+                if self.pacing_timer.fire(ctx.now, ctx.event(t), ctx.events) {
+                    self.try_send(ctx);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    // ---------------------------------------------------------------- ACK processing
+
+    fn on_ack(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
+        let now = ctx.now;
+        let ack = pkt.tcp.seq;
+        if ack > self.snd_nxt || ack < self.snd_una {
+            return; // Old or impossible ACK; Linux discards it.
+        }
+        let prior_in_flight = self.in_flight();
+        let prior_una = self.snd_una;
+        let mut rs = RateSample { prior_in_flight, ..RateSample::default() };
+        let mut prior_delivered: Option<u64> = None;
+        let mut prior_time = Time::ZERO;
+        let mut delivered_now = 0u32;
+        let mut rtt_cum: Option<Time> = None;
+        let mut rtt_sack: Option<Time> = None;
+
+        // SACK blocks (Linux tcp_sacktag_write_queue), skipping what the cache says is done.
+        let blocks = pkt.tcp.sacks;
+        for b in &blocks[..pkt.tcp.sack_len as usize] {
+            let start = b.start.max(self.snd_una);
+            let end = b.end.min(self.snd_nxt);
+            let mut s = start;
+            while s < end {
+                // Jump over any range processed for the previous ACK.
+                if let Some(c) = self.sack_cache.iter().find(|c| c.start <= s && s < c.end) {
+                    s = c.end;
+                    continue;
+                }
+                let seg = *self.seg(s);
+                if seg.flags & SACKED == 0 {
+                    self.mark_sacked(s, now);
+                    delivered_now += 1;
+                    self.rate_skb_delivered(&seg, &mut rs, &mut prior_delivered, &mut prior_time);
+                    if seg.flags & EVER_RETRANS == 0 {
+                        let r = now - seg.tx_time;
+                        rtt_sack = Some(rtt_sack.map_or(r, |x: Time| x.max(r)));
+                    }
+                }
+                s += 1;
+            }
+        }
+        self.sack_cache = [SackBlock::default(); MAX_SACK_BLOCKS];
+        self.sack_cache[..pkt.tcp.sack_len as usize].copy_from_slice(&blocks[..pkt.tcp.sack_len as usize]);
+
+        // Cumulative ACK (Linux tcp_clean_rtx_queue).
+        while self.snd_una < ack {
+            let seg = self.sb.pop_front().expect("scoreboard covers snd_una..snd_nxt");
+            if seg.flags & SACKED != 0 {
+                self.sacked_out -= 1;
+                if self.snd_una < self.loss_frontier {
+                    self.sacked_below_frontier -= 1;
+                }
+            } else {
+                delivered_now += 1;
+                self.tp.delivered += 1;
+                self.rate_skb_delivered(&seg, &mut rs, &mut prior_delivered, &mut prior_time);
+                self.note_rack(&seg, now);
+                if seg.flags & EVER_RETRANS == 0 && rtt_cum.is_none() {
+                    // Oldest newly acknowledged, never retransmitted (Linux seq_rtt_us).
+                    rtt_cum = Some(now - seg.tx_time);
+                }
+            }
+            if seg.flags & LOST != 0 {
+                self.lost_out -= 1;
+            }
+            if seg.flags & RETRANS != 0 {
+                self.retrans_out -= 1;
+            }
+            self.snd_una += 1;
+        }
+        self.loss_frontier = self.loss_frontier.max(self.snd_una);
+        self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
+        let una_advanced = self.snd_una > prior_una;
+
+        // ECN feedback.
+        let ce_delta = pkt.tcp.ce_count.wrapping_sub(self.ce_count_seen);
+        self.ce_count_seen = pkt.tcp.ce_count;
+        self.stats.ce_echoed += ce_delta as u64;
+        self.tp.delivered_ce += ce_delta as u64;
+        let ece = pkt.tcp.ece && self.cfg.ecn == EcnMode::Rfc3168;
+
+        // RTT and RTO (Linux tcp_ack_update_rtt, tcp_rearm_rto).
+        if let Some(r) = rtt_cum.or(rtt_sack) {
+            self.rtt_sample(r);
+        }
+        if una_advanced {
+            self.backoff = 0;
+            self.rto = self.computed_rto();
+            if self.packets_out() > 0 {
+                self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
+            } else {
+                self.rto_timer.cancel();
+            }
+        }
+
+        // Loss detection.
+        let lost_before = self.lost_out;
+        self.mark_lost_by_sack();
+        self.mark_lost_retransmits(now);
+        let newly_lost = self.lost_out.saturating_sub(lost_before);
+
+        // Rate sample (Linux tcp_rate_gen).
+        if self.app_limited_until != 0 && self.tp.delivered > self.app_limited_until {
+            self.app_limited_until = 0;
+        }
+        if delivered_now > 0 {
+            self.delivered_time = now;
+        }
+        rs.acked_sacked = delivered_now;
+        rs.losses = newly_lost;
+        rs.rtt = rtt_cum.or(rtt_sack);
+        self.finish_rate_sample(&mut rs, prior_delivered, prior_time, now);
+
+        self.sync_tp(now);
+        if delivered_now > 0 {
+            let sample = AckSample { acked: delivered_now, acked_ce: ce_delta, rtt: rs.rtt, prior_in_flight };
+            self.cc.pkts_acked(&self.tp, &sample);
+        }
+
+        // State machine (Linux tcp_fastretrans_alert).
+        self.update_state(ece);
+
+        // cwnd (Linux tcp_cong_control).
+        self.sync_tp(now);
+        if !self.cc.cong_control(&mut self.tp, &rs) {
+            if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
+                self.cwnd_reduction(delivered_now, newly_lost, una_advanced);
+            } else if una_advanced {
+                self.tp.is_cwnd_limited = self.is_cwnd_limited();
+                self.cc.cong_avoid(&mut self.tp, delivered_now);
+            }
+        }
+        self.update_pacing_rate();
+
+        if let Some(n) = self.total_segs {
+            if self.snd_una >= n && self.stats.completed_at.is_none() {
+                self.stats.completed_at = Some(now);
+                self.rto_timer.cancel();
+            }
+        }
+        self.try_send(ctx);
+    }
+
+    fn mark_sacked(&mut self, seq: u32, now: Time) {
+        let seg = *self.seg(seq);
+        if seg.flags & LOST != 0 {
+            self.lost_out -= 1;
+        }
+        if seg.flags & RETRANS != 0 {
+            self.retrans_out -= 1;
+        }
+        self.seg_mut(seq).flags = (seg.flags | SACKED) & !(LOST | RETRANS);
+        self.sacked_out += 1;
+        self.tp.delivered += 1;
+        if seq < self.loss_frontier {
+            self.sacked_below_frontier += 1;
+        }
+        self.note_rack(&seg, now);
+    }
+
+    /// RACK (RFC 8985 §6.1): remember the latest send time among delivered segments.
+    fn note_rack(&mut self, seg: &Seg, now: Time) {
+        if seg.tx_time >= self.rack_xmit_time {
+            self.rack_xmit_time = seg.tx_time;
+            self.rack_rtt = now - seg.tx_time;
+        }
+    }
+
+    /// RFC 6675 §4 `IsLost` with DupThresh segments: walk the frontier forward while at least
+    /// DupThresh SACKed segments lie above it, marking un-SACKed segments lost.
+    fn mark_lost_by_sack(&mut self) {
+        while self.loss_frontier < self.snd_nxt && self.sacked_out - self.sacked_below_frontier >= DUP_THRESH {
+            let seq = self.loss_frontier;
+            let flags = self.seg(seq).flags;
+            if flags & SACKED != 0 {
+                self.sacked_below_frontier += 1;
+            } else if flags & (LOST | RETRANS) == 0 {
+                self.mark_lost(seq);
+            }
+            self.loss_frontier += 1;
+        }
+    }
+
+    fn mark_lost(&mut self, seq: u32) {
+        let seg = self.seg_mut(seq);
+        seg.flags |= LOST;
+        self.lost_out += 1;
+        self.retransmit_hint = self.retransmit_hint.min(seq);
+    }
+
+    /// RFC 8985 §6.2 applied to retransmissions: a retransmission sent before a segment now
+    /// known delivered is lost once RACK.rtt plus a reordering window (min_rtt/4) has passed.
+    fn mark_lost_retransmits(&mut self, now: Time) {
+        let reo_wnd = Time(self.tp.min_rtt.0 / 4);
+        while let Some(&seq) = self.retrans_queue.front() {
+            if seq < self.snd_una {
+                self.retrans_queue.pop_front();
+                continue;
+            }
+            let seg = *self.seg(seq);
+            if seg.flags & RETRANS == 0 {
+                self.retrans_queue.pop_front();
+                continue;
+            }
+            if seg.tx_time < self.rack_xmit_time && now >= seg.tx_time + self.rack_rtt + reo_wnd {
+                // Still marked LOST (and counted in lost_out); it becomes due for another
+                // retransmission.
+                self.retrans_queue.pop_front();
+                self.seg_mut(seq).flags &= !RETRANS;
+                self.retrans_out -= 1;
+                self.retransmit_hint = self.retransmit_hint.min(seq);
+            } else {
+                break;
+            }
+        }
+    }
+
+    fn update_state(&mut self, ece: bool) {
+        // End of an episode once the recovery point is acknowledged.
+        match self.tp.ca_state {
+            CaState::Recovery | CaState::Cwr if self.snd_una >= self.high_seq => {
+                // Linux tcp_end_cwnd_reduction: settle at ssthresh.
+                self.tp.cwnd = self.tp.ssthresh.max(1).min(self.tp.cwnd_clamp);
+                self.cc.cwnd_event(&self.tp, CaEvent::CompleteCwr);
+                self.set_state(CaState::Open);
+            }
+            CaState::Loss if self.snd_una >= self.high_seq => self.set_state(CaState::Open),
+            _ => {}
+        }
+        if self.lost_out > 0 && matches!(self.tp.ca_state, CaState::Open | CaState::Disorder | CaState::Cwr) {
+            // Linux tcp_enter_recovery: a reduction already under way (CWR) continues.
+            if self.tp.ca_state != CaState::Cwr {
+                self.init_cwnd_reduction();
+            }
+            self.high_seq = self.snd_nxt;
+            self.stats.fast_recoveries += 1;
+            self.set_state(CaState::Recovery);
+            return;
+        }
+        if ece && matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
+            // Linux tcp_enter_cwr: at most one ECN reduction per window of data.
+            self.init_cwnd_reduction();
+            self.high_seq = self.snd_nxt;
+            self.stats.cwr_reductions += 1;
+            self.set_state(CaState::Cwr);
+            return;
+        }
+        match self.tp.ca_state {
+            CaState::Open if self.sacked_out > 0 => self.set_state(CaState::Disorder),
+            CaState::Disorder if self.sacked_out == 0 => self.set_state(CaState::Open),
+            _ => {}
+        }
+    }
+
+    /// Linux `tcp_init_cwnd_reduction`.
+    fn init_cwnd_reduction(&mut self) {
+        self.sync_tp(self.tp.now);
+        self.prior_cwnd = self.tp.cwnd;
+        self.prr_delivered = 0;
+        self.prr_out = 0;
+        self.tp.ssthresh = self.cc.ssthresh(&self.tp);
+        self.queue_cwr = self.cfg.ecn != EcnMode::Off;
+    }
+
+    /// PRR (RFC 6937 §3, Linux `tcp_cwnd_reduction`): spread the reduction over the ACKs of
+    /// one round, with the slow-start reduction bound once pipe falls below ssthresh.
+    fn cwnd_reduction(&mut self, newly_acked_sacked: u32, newly_lost: u32, una_advanced: bool) {
+        if newly_acked_sacked == 0 || self.prior_cwnd == 0 {
+            return;
+        }
+        let in_flight = self.in_flight() as i64;
+        let ssthresh = self.tp.ssthresh as i64;
+        let delta = ssthresh - in_flight;
+        self.prr_delivered += newly_acked_sacked;
+        let prr_delivered = self.prr_delivered as i64;
+        let prr_out = self.prr_out as i64;
+        let mut sndcnt = if delta < 0 {
+            let dividend = ssthresh * prr_delivered + self.prior_cwnd as i64 - 1;
+            dividend / self.prior_cwnd as i64 - prr_out
+        } else if una_advanced && newly_lost == 0 {
+            delta.min((prr_delivered - prr_out).max(newly_acked_sacked as i64) + 1)
+        } else {
+            delta.min(newly_acked_sacked as i64)
+        };
+        // Force a fast retransmit upon entering recovery.
+        sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
+        self.tp.cwnd = ((in_flight + sndcnt).max(1) as u32).min(self.tp.cwnd_clamp);
+    }
+
+    /// Linux `tcp_is_cwnd_limited`.
+    fn is_cwnd_limited(&self) -> bool {
+        if self.tp.in_slow_start() {
+            return self.tp.cwnd < 2 * self.max_packets_out;
+        }
+        self.tp.is_cwnd_limited
+    }
+
+    // ---------------------------------------------------------------- RTT and RTO
+
+    /// Linux `tcp_rtt_estimator` + `tcp_set_rto`, in nanoseconds instead of microseconds:
+    /// srtt gain 1/8, mean deviation gain 1/4, and `rttvar` the per-window maximum deviation,
+    /// never below `rto_min`; RTO = srtt + rttvar.
+    fn rtt_sample(&mut self, sample: Time) {
+        let m = sample.0.max(1) as i64;
+        self.tp.min_rtt = self.tp.min_rtt.min(Time(m as u64));
+        let rto_min = self.cfg.rto_min.0 as i64;
+        if self.srtt == Time::ZERO {
+            self.srtt = Time(m as u64);
+            self.mdev = Time((m / 2) as u64);
+            self.mdev_max = Time(self.mdev.0.max(rto_min as u64));
+            self.rttvar = self.mdev_max;
+            self.rtt_seq = self.snd_nxt;
+        } else {
+            let srtt = self.srtt.0 as i64;
+            let err = m - srtt;
+            self.srtt = Time((srtt + err / 8).max(1) as u64);
+            let mdev = self.mdev.0 as i64;
+            let abs = err.abs();
+            // Linux damps decreases of the deviation when the RTT falls below srtt.
+            let step = if err < 0 { let d = abs - mdev; if d > 0 { d / 8 } else { d / 4 } } else { (abs - mdev) / 4 };
+            self.mdev = Time((mdev + step).max(0) as u64);
+            if self.mdev > self.mdev_max {
+                self.mdev_max = self.mdev;
+                if self.mdev_max > self.rttvar {
+                    self.rttvar = self.mdev_max;
+                }
+            }
+            if self.snd_una > self.rtt_seq {
+                if self.mdev_max < self.rttvar {
+                    self.rttvar = Time(self.rttvar.0 - (self.rttvar.0 - self.mdev_max.0) / 4);
+                }
+                self.rtt_seq = self.snd_nxt;
+                self.mdev_max = Time(rto_min as u64);
+            }
+        }
+        self.rto = self.computed_rto();
+    }
+
+    fn computed_rto(&self) -> Time {
+        if self.srtt == Time::ZERO {
+            return self.cfg.rto_initial;
+        }
+        let base = self.srtt + self.rttvar.max(self.cfg.rto_min);
+        let backed = Time(base.0.saturating_mul(1u64 << self.backoff.min(20)));
+        backed.min(self.cfg.rto_max)
+    }
+
+    /// Retransmission timeout (Linux `tcp_retransmit_timer` + `tcp_enter_loss`).
+    fn on_rto(&mut self, ctx: &mut EndpointCtx) {
+        self.stats.rto_events += 1;
+        self.backoff += 1;
+        if self.phase == Phase::SynSent {
+            self.syn_retransmitted = true;
+            self.rto = Time(self.cfg.rto_initial.0 << self.backoff.min(20)).min(self.cfg.rto_max);
+            self.send_syn(ctx);
+            return;
+        }
+        if self.packets_out() == 0 {
+            return;
+        }
+        self.sync_tp(ctx.now);
+        let state = self.tp.ca_state;
+        if matches!(state, CaState::Open | CaState::Disorder) || self.snd_una >= self.high_seq || (state == CaState::Loss && self.backoff == 1) {
+            self.prior_cwnd = self.tp.cwnd;
+            self.tp.ssthresh = self.cc.ssthresh(&self.tp);
+            self.cc.cwnd_event(&self.tp, CaEvent::Loss);
+        }
+        // Every segment not SACKed is lost; retransmissions in flight are forgotten.
+        for i in 0..self.sb.len() {
+            let seg = &mut self.sb[i];
+            if seg.flags & SACKED == 0 {
+                if seg.flags & LOST == 0 {
+                    self.lost_out += 1;
+                }
+                seg.flags = (seg.flags | LOST) & !RETRANS;
+            }
+        }
+        self.retrans_out = 0;
+        self.retrans_queue.clear();
+        self.retransmit_hint = self.snd_una;
+        self.loss_frontier = self.snd_nxt;
+        self.sacked_below_frontier = self.sacked_out;
+        self.high_seq = self.snd_nxt;
+        self.set_state(CaState::Loss);
+        self.tp.cwnd = self.in_flight() + 1;
+        self.tp.cwnd_cnt = 0;
+        self.queue_cwr = self.cfg.ecn != EcnMode::Off;
+        self.rto = self.computed_rto();
+        self.rto_timer.arm(ctx.now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
+        self.update_pacing_rate();
+        self.wstamp = ctx.now;
+        self.try_send(ctx);
+    }
+
+    // ---------------------------------------------------------------- sending
+
+    /// Linux `tcp_update_pacing_rate`.
+    fn update_pacing_rate(&mut self) {
+        if let Some(r) = self.cc.pacing_rate(&self.tp) {
+            self.tp.pacing_rate = r;
+            return;
+        }
+        let ratio = if self.tp.cwnd < self.tp.ssthresh / 2 { self.cfg.pacing_ss_ratio } else { self.cfg.pacing_ca_ratio };
+        let window = self.tp.cwnd.max(self.packets_out()) as f64;
+        self.tp.pacing_rate = if self.srtt > Time::ZERO {
+            self.cfg.mss as f64 * window * ratio as f64 / 100.0 / self.srtt.as_secs_f64()
+        } else {
+            0.0
+        };
+    }
+
+    /// Next lost segment not yet retransmitted (Linux `tcp_xmit_retransmit_queue`).
+    fn next_retransmit(&mut self) -> Option<u32> {
+        if self.lost_out == 0 {
+            return None;
+        }
+        let mut seq = self.retransmit_hint.max(self.snd_una);
+        while seq < self.snd_nxt {
+            if self.seg(seq).flags & (LOST | RETRANS | SACKED) == LOST {
+                self.retransmit_hint = seq;
+                return Some(seq);
+            }
+            seq += 1;
+        }
+        self.retransmit_hint = seq;
+        None
+    }
+
+    /// Sends what cwnd, pacing and the receive window allow (Linux `tcp_write_xmit`).
+    fn try_send(&mut self, ctx: &mut EndpointCtx) {
+        if self.phase != Phase::Established {
+            return;
+        }
+        let now = ctx.now;
+        let paced = self.tp.paced && self.tp.pacing_rate > 0.0;
+        let mut cwnd_limited = false;
+        loop {
+            if paced && self.wstamp > now {
+                self.pacing_timer.arm(self.wstamp, ctx.event(FlowTimer::Pacing), ctx.events);
+                break;
+            }
+            if self.in_flight() >= self.tp.cwnd {
+                cwnd_limited = true;
+                break;
+            }
+            let (seq, is_retrans) = if let Some(s) = self.next_retransmit() {
+                (s, true)
+            } else if self.has_new_data() && self.cfg.rwnd_packets.map_or(true, |w| self.packets_out() < w) {
+                (self.snd_nxt, false)
+            } else {
+                // Nothing to send while cwnd has room: application-limited (tcp_rate_check_app_limited).
+                if !self.has_new_data() {
+                    self.app_limited_until = (self.tp.delivered + self.in_flight() as u64).max(1);
+                }
+                break;
+            };
+            self.transmit(seq, is_retrans, paced, ctx);
+        }
+        // Linux tcp_cwnd_validate.
+        if self.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.tp.is_cwnd_limited && self.packets_out() > self.max_packets_out) {
+            self.tp.is_cwnd_limited = cwnd_limited;
+            self.max_packets_out = self.packets_out();
+            self.cwnd_usage_seq = self.snd_nxt;
+        }
+    }
+
+    fn transmit(&mut self, seq: u32, is_retrans: bool, paced: bool, ctx: &mut EndpointCtx) {
+        let now = ctx.now;
+        if self.packets_out() == 0 {
+            // tcp_rate_skb_sent: a new flight starts; also an idle restart for the CC.
+            self.first_tx_time = now;
+            self.delivered_time = now;
+            self.cc.cwnd_event(&self.tp, CaEvent::TxStart);
+        }
+        let snap = Seg {
+            tx_time: now,
+            delivered: self.tp.delivered,
+            delivered_time: Some(self.delivered_time),
+            first_tx: self.first_tx_time,
+            flags: if self.app_limited_until != 0 { APP_LIMITED } else { 0 },
+        };
+        let payload = self.payload_of(seq);
+        let mut pkt = Packet::new(self.flow, Direction::Forward, Kind::Data, payload + self.cfg.header_bytes);
+        pkt.tcp.seq = seq;
+        pkt.tcp.payload = payload;
+        if is_retrans {
+            let seg = self.seg_mut(seq);
+            seg.flags = (seg.flags & SACKED) | LOST | RETRANS | EVER_RETRANS | snap.flags;
+            seg.tx_time = snap.tx_time;
+            seg.delivered = snap.delivered;
+            seg.delivered_time = snap.delivered_time;
+            seg.first_tx = snap.first_tx;
+            self.retrans_out += 1;
+            self.retrans_queue.push_back(seq);
+            self.stats.retransmits += 1;
+        } else {
+            self.sb.push_back(snap);
+            self.snd_nxt += 1;
+            // RFC 3168 §6.1.2: ECT only on new data, never on retransmissions (Linux tcp_ecn_send).
+            if self.cfg.ecn != EcnMode::Off {
+                pkt.ecn = Ecn::Ect0;
+                if self.queue_cwr {
+                    pkt.tcp.cwr = true;
+                    self.queue_cwr = false;
+                }
+            }
+        }
+        if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.prr_out += 1;
+        }
+        self.stats.data_packets_sent += 1;
+        if !self.rto_timer.is_armed() {
+            self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
+        }
+        if paced {
+            // tcp_update_skb_after_send: EDT departure times, with up to half a packet's time
+            // forgiven after idle, once 10 data segments have gone out.
+            let prior = self.wstamp;
+            self.wstamp = self.wstamp.max(now);
+            if self.stats.data_packets_sent > 10 {
+                let len_ns = Time::from_secs_f64(pkt.wire_len as f64 / self.tp.pacing_rate);
+                let credit = self.wstamp - prior;
+                self.wstamp += len_ns - Time(len_ns.0 / 2).min(credit);
+            }
+        }
+        ctx.out.push(pkt);
+    }
+
+    // ---------------------------------------------------------------- delivery rate
+
+    /// Linux `tcp_rate_skb_delivered`: the most recently sent delivered packet sets the sample.
+    fn rate_skb_delivered(&mut self, seg: &Seg, rs: &mut RateSample, prior: &mut Option<u64>, prior_time: &mut Time) {
+        let Some(dt) = seg.delivered_time else { return };
+        if prior.map_or(true, |p| seg.delivered > p) {
+            *prior = Some(seg.delivered);
+            *prior_time = dt;
+            rs.is_app_limited = seg.flags & APP_LIMITED != 0;
+            rs.is_retrans = seg.flags & EVER_RETRANS != 0;
+            self.first_tx_time = seg.tx_time;
+            rs.interval = seg.tx_time - seg.first_tx;
+        }
+    }
+
+    /// Linux `tcp_rate_gen`.
+    fn finish_rate_sample(&mut self, rs: &mut RateSample, prior: Option<u64>, prior_time: Time, now: Time) {
+        let Some(p) = prior else {
+            rs.delivered = -1;
+            return;
+        };
+        rs.delivered = (self.tp.delivered - p) as i64;
+        let ack_elapsed = now - prior_time;
+        rs.interval = rs.interval.max(ack_elapsed);
+        if rs.interval < self.tp.min_rtt {
+            rs.delivered = -1;
+            rs.interval = Time::ZERO;
+            return;
+        }
+        let d = rs.delivered as u64;
+        if !rs.is_app_limited || d as u128 * self.rate_interval.0 as u128 >= self.rate_delivered as u128 * rs.interval.0 as u128 {
+            self.rate_delivered = d;
+            self.rate_interval = rs.interval;
+        }
+    }
+}

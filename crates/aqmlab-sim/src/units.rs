@@ -1,0 +1,148 @@
+//! Parsing of quantities with units, following tc's conventions (`tc(8)`, "PARAMETERS"):
+//! units are case-insensitive; rates use SI prefixes on bits (`50Mbit` = 50e6 bit/s) and
+//! `bps` means *bytes* per second; sizes use binary prefixes (`1kb` = 1024 bytes).
+//! Times accept `s`, `ms`, `us`, `ns` (and tc's `sec`/`msec`/`usec` spellings).
+
+use crate::time::{Rate, Time};
+
+/// A queue limit, in packets (`1000p`) or bytes (`150000b`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limit {
+    Packets(u32),
+    Bytes(u64),
+}
+
+fn split_number(s: &str) -> Option<(f64, String)> {
+    let s = s.trim();
+    let end = s
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii_digit() || c == '.'))
+        .map(|(i, _)| i)
+        .unwrap_or(s.len());
+    if end == 0 {
+        return None;
+    }
+    let value: f64 = s[..end].parse().ok()?;
+    if !value.is_finite() || value < 0.0 {
+        return None;
+    }
+    Some((value, s[end..].trim().to_ascii_lowercase()))
+}
+
+/// Parses a duration such as `20ms`, `1.5s`, `200us`. `bare_unit` is the multiplier in ns
+/// applied when no unit is given (`None` makes the unit mandatory).
+pub fn parse_time(s: &str, bare_unit: Option<u64>) -> Result<Time, String> {
+    let bad = || format!("invalid time '{s}': expected a number with a unit s, ms, us or ns (e.g. 20ms)");
+    let (v, unit) = split_number(s).ok_or_else(bad)?;
+    let mult: f64 = match unit.as_str() {
+        "" => bare_unit.ok_or_else(bad)? as f64,
+        "s" | "sec" | "secs" => 1e9,
+        "ms" | "msec" | "msecs" => 1e6,
+        "us" | "usec" | "usecs" => 1e3,
+        "ns" | "nsec" | "nsecs" => 1.0,
+        _ => return Err(bad()),
+    };
+    let ns = v * mult;
+    if ns > 1e18 {
+        return Err(format!("time '{s}' is too large"));
+    }
+    Ok(Time(ns.round() as u64))
+}
+
+/// Parses a rate such as `50Mbit`, `1.5Gbit`, `100kbit`, `1mbps` (bytes/s). A bare number is
+/// bits per second, as in tc.
+pub fn parse_rate(s: &str) -> Result<Rate, String> {
+    let bad = || format!("invalid rate '{s}': expected a number with a unit bit, kbit, mbit, gbit or bps, kbps, mbps, gbps (e.g. 50Mbit)");
+    let (v, unit) = split_number(s).ok_or_else(bad)?;
+    let mult: f64 = match unit.as_str() {
+        "" | "bit" => 1.0,
+        "kbit" => 1e3,
+        "mbit" => 1e6,
+        "gbit" => 1e9,
+        "tbit" => 1e12,
+        "kibit" => 1024.0,
+        "mibit" => 1024.0 * 1024.0,
+        "gibit" => 1024.0 * 1024.0 * 1024.0,
+        "bps" => 8.0,
+        "kbps" => 8e3,
+        "mbps" => 8e6,
+        "gbps" => 8e9,
+        _ => return Err(bad()),
+    };
+    let bits = (v * mult).round();
+    if bits < 1.0 {
+        return Err(format!("rate '{s}' must be at least 1 bit/s"));
+    }
+    if bits > 1e13 {
+        return Err(format!("rate '{s}' is too large (at most 10Tbit)"));
+    }
+    Ok(Rate(bits as u64))
+}
+
+/// Parses a size in bytes such as `1448`, `150000b`, `64kb` (1024-based, as tc).
+pub fn parse_bytes(s: &str) -> Result<u64, String> {
+    let bad = || format!("invalid size '{s}': expected bytes, e.g. 1500, 150000b, 64kb, 2mb");
+    let (v, unit) = split_number(s).ok_or_else(bad)?;
+    let mult: f64 = match unit.as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" => 1024.0,
+        "m" | "mb" => 1024.0 * 1024.0,
+        "g" | "gb" => 1024.0 * 1024.0 * 1024.0,
+        _ => return Err(bad()),
+    };
+    Ok((v * mult).round() as u64)
+}
+
+/// Parses a queue limit: `1000p` (packets) or a byte size (`150000b`, `64kb`).
+/// A bare number is taken as packets, the unit of pfifo's `limit`.
+pub fn parse_limit(s: &str) -> Result<Limit, String> {
+    let t = s.trim().to_ascii_lowercase();
+    if let Some(n) = t.strip_suffix('p') {
+        return n
+            .parse::<u32>()
+            .map(Limit::Packets)
+            .map_err(|_| format!("invalid limit '{s}': expected e.g. 1000p or 150000b"));
+    }
+    if t.chars().all(|c| c.is_ascii_digit()) && !t.is_empty() {
+        return t
+            .parse::<u32>()
+            .map(Limit::Packets)
+            .map_err(|_| format!("invalid limit '{s}'"));
+    }
+    parse_bytes(s).map(Limit::Bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times() {
+        assert_eq!(parse_time("20ms", None).unwrap(), Time::from_millis(20));
+        assert_eq!(parse_time("1.5s", None).unwrap(), Time::from_millis(1500));
+        assert_eq!(parse_time("200us", None).unwrap(), Time::from_micros(200));
+        assert_eq!(parse_time("7", Some(1000)).unwrap(), Time::from_micros(7));
+        assert!(parse_time("7", None).is_err());
+        assert!(parse_time("20mz", None).unwrap_err().contains("20mz"));
+        assert!(parse_time("-3ms", None).is_err());
+    }
+
+    #[test]
+    fn rates_follow_tc() {
+        assert_eq!(parse_rate("50Mbit").unwrap(), Rate(50_000_000));
+        assert_eq!(parse_rate("1.5Gbit").unwrap(), Rate(1_500_000_000));
+        assert_eq!(parse_rate("100kbit").unwrap(), Rate(100_000));
+        assert_eq!(parse_rate("1mbps").unwrap(), Rate(8_000_000));
+        assert!(parse_rate("50Mbot").is_err());
+        assert!(parse_rate("0bit").is_err());
+    }
+
+    #[test]
+    fn sizes_and_limits() {
+        assert_eq!(parse_bytes("64kb").unwrap(), 65536);
+        assert_eq!(parse_limit("1000p").unwrap(), Limit::Packets(1000));
+        assert_eq!(parse_limit("1000").unwrap(), Limit::Packets(1000));
+        assert_eq!(parse_limit("150000b").unwrap(), Limit::Bytes(150000));
+        assert!(parse_limit("12x").is_err());
+    }
+}
