@@ -223,6 +223,11 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
+/// Collapses a possibly multi-line parser message into one line.
+fn one_line(msg: &str) -> String {
+    msg.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
 fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
@@ -246,7 +251,7 @@ impl Scenario {
         let mut doc: toml::Table = toml::from_str(text).map_err(|e| ScenarioError {
             key: String::new(),
             line: e.span().map(|s| line_of(text, s.start)),
-            message: e.message().trim().to_string(),
+            message: one_line(e.message()),
         })?;
         for o in overrides {
             apply_override(&mut doc, o)?;
@@ -256,7 +261,7 @@ impl Scenario {
         let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let key = e.path().to_string();
             let key = if key == "." { String::new() } else { key };
-            let msg = e.inner().message().trim().to_string();
+            let msg = one_line(e.inner().message());
             let line = if overridden { None } else { line_of_key(text, &key) };
             ScenarioError { key, line, message: msg }
         })?;

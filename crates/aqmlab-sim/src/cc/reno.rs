@@ -62,9 +62,12 @@ mod tests {
             r.cong_avoid(&mut tp, 1);
         }
         assert_eq!(tp.cwnd, 101);
-        for _ in 0..(101 * 3) {
+        // 101 ACKs to reach 102, 102 more to reach 103, 103 more to reach 104.
+        for _ in 0..(101 + 102 + 102) {
             r.cong_avoid(&mut tp, 1);
         }
+        assert_eq!(tp.cwnd, 103);
+        r.cong_avoid(&mut tp, 1);
         assert_eq!(tp.cwnd, 104);
     }
 

@@ -85,6 +85,9 @@ impl LogHistogram {
             return None;
         }
         let rank = ((q.clamp(0.0, 1.0) * self.total as f64).ceil() as u64).max(1);
+        if rank >= self.total {
+            return Some(self.max as f64);
+        }
         let mut seen = 0;
         for (i, &c) in self.counts.iter().enumerate() {
             seen += c;
