@@ -1,0 +1,59 @@
+//! `aqmlab._sim`: the thin PyO3 layer between the Rust engine and the `aqmlab` package.
+//!
+//! Only plain Python values cross the boundary (a JSON string, lists of floats, tuples of
+//! strings), so the Python side owns every DataFrame and file format decision.
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+create_exception!(
+    aqmlab._sim,
+    ScenarioError,
+    PyValueError,
+    "A scenario that cannot be run; the message is one line naming the key and line."
+);
+
+/// One series: (entity, metric, unit, values).
+type ColumnTuple = (String, String, String, Vec<f64>);
+
+/// run(toml_text, seed=None, overrides=[]) -> (summary_json, time, columns)
+///
+/// Parses the scenario TOML (after applying `key=value` overrides), runs it with the GIL
+/// released and returns the summary as a JSON string (keys in engine order), the shared
+/// time grid in seconds and the columns as `(entity, metric, unit, values)` tuples.
+/// Raises `ScenarioError` (a `ValueError`) for bad input.
+#[pyfunction]
+#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new()))]
+fn run(
+    py: Python<'_>,
+    toml_text: String,
+    seed: Option<u64>,
+    overrides: Vec<String>,
+) -> PyResult<(String, Vec<f64>, Vec<ColumnTuple>)> {
+    let result = py.allow_threads(move || {
+        aqmlab_sim::run_toml(&toml_text, seed, &overrides).map(|out| {
+            let summary = serde_json::to_string(&out.summary);
+            let columns: Vec<ColumnTuple> = out
+                .series
+                .columns
+                .into_iter()
+                .map(|c| (c.entity, c.metric, c.unit.to_string(), c.values))
+                .collect();
+            (summary, out.series.time, columns)
+        })
+    });
+    match result {
+        Ok((Ok(summary), time, columns)) => Ok((summary, time, columns)),
+        Ok((Err(e), _, _)) => Err(PyRuntimeError::new_err(format!("cannot serialise summary: {e}"))),
+        Err(e) => Err(ScenarioError::new_err(e.to_string())),
+    }
+}
+
+#[pymodule]
+fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,169 @@
+"""Python API: ``aqmlab.run(...) -> RunResult``."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Union
+
+import numpy as np
+import pandas as pd
+
+from . import _sim
+from ._sim import ScenarioError
+
+ScenarioSource = Union[str, os.PathLike, Mapping[str, Any]]
+
+#: Columns of the tidy time-series table, in order.
+TIDY_COLUMNS = ["time", "flow", "metric", "value"]
+
+
+@dataclass
+class RunResult:
+    """The outcome of one simulation run.
+
+    ``summary`` is the engine's summary as a dict (keys in engine order, the same content as
+    ``summary.json``); ``timeseries`` is a tidy DataFrame with columns ``time`` (s),
+    ``flow`` (the entity: a flow name or ``"bottleneck"``), ``metric`` and ``value``;
+    ``units`` maps ``(flow, metric)`` to the unit of its values.
+    """
+
+    summary: dict[str, Any]
+    timeseries: pd.DataFrame
+    units: dict[tuple[str, str], str] = field(default_factory=dict)
+    name: str | None = None
+
+    @property
+    def flows(self) -> list[str]:
+        """Flow names in engine order."""
+        return [f["name"] for f in self.summary.get("flows", [])]
+
+    @property
+    def metrics(self) -> list[tuple[str, str]]:
+        """Every ``(flow, metric)`` pair that has a series, in engine order."""
+        return list(self.units)
+
+    def series(self, entity: str, metric: str) -> pd.Series:
+        """One series as a ``pd.Series`` indexed by time (s), e.g. ``series("cubic-0", "srtt")``."""
+        if (entity, metric) not in self.units:
+            known = ", ".join(f"{e}/{m}" for e, m in self.units)
+            raise KeyError(f"no series {entity}/{metric} (known: {known})")
+        ts = self.timeseries
+        sel = ts[(ts["flow"] == entity) & (ts["metric"] == metric)]
+        s = pd.Series(sel["value"].to_numpy(), index=pd.Index(sel["time"].to_numpy(), name="time"))
+        s.name = f"{entity}/{metric}"
+        return s
+
+    def wide(self) -> pd.DataFrame:
+        """The series as one wide DataFrame: index time, columns ``(flow, metric)``."""
+        ts = self.timeseries
+        return ts.pivot_table(
+            index="time", columns=["flow", "metric"], values="value", dropna=False, observed=True, sort=False
+        )
+
+    def summary_json(self, indent: int | None = 2) -> str:
+        """The summary as JSON text (keys in engine order)."""
+        return json.dumps(self.summary, indent=indent, allow_nan=False)
+
+
+def _looks_like_toml_text(s: str) -> bool:
+    return "\n" in s or "=" in s or "[" in s
+
+
+def load_scenario(source: ScenarioSource) -> tuple[str, str | None, str | None]:
+    """Resolves a scenario source to ``(toml_text, error_prefix, default_name)``.
+
+    A mapping is serialised with ``tomli_w``; a ``Path``/``os.PathLike`` or a string that
+    names a file (or ends in ``.toml``) is read from disk; any other string is TOML text.
+    """
+    if isinstance(source, Mapping):
+        import tomli_w
+
+        try:
+            return tomli_w.dumps(dict(source)), None, None
+        except TypeError as e:  # values tomli_w cannot encode
+            raise ScenarioError(f"cannot convert scenario dict to TOML: {e}") from None
+    if isinstance(source, os.PathLike) or (
+        isinstance(source, str)
+        and not _looks_like_toml_text(source)
+        and (source.endswith(".toml") or Path(source).is_file())
+    ):
+        path = Path(source)
+        shown = os.fspath(source)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise ScenarioError(f"{shown}: no such file") from None
+        except IsADirectoryError:
+            raise ScenarioError(f"{shown}: is a directory, not a scenario file") from None
+        except PermissionError:
+            raise ScenarioError(f"{shown}: permission denied") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ScenarioError(f"{shown}: not UTF-8 text (byte {e.start})") from None
+        return text, shown, path.stem
+    if isinstance(source, str):
+        return source, None, None
+    raise TypeError(f"scenario must be a path, a dict or TOML text, not {type(source).__name__}")
+
+
+def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -> pd.DataFrame:
+    t = np.asarray(time, dtype=np.float64)
+    n = len(t)
+    if not columns:
+        return pd.DataFrame({c: pd.Series(dtype=d) for c, d in zip(TIDY_COLUMNS, ["f8", "str", "str", "f8"])})
+    entities = list(dict.fromkeys(c[0] for c in columns))
+    metrics = list(dict.fromkeys(c[1] for c in columns))
+    e_code = np.repeat(np.array([entities.index(c[0]) for c in columns], dtype=np.int32), n)
+    m_code = np.repeat(np.array([metrics.index(c[1]) for c in columns], dtype=np.int32), n)
+    values = np.concatenate([np.asarray(c[3], dtype=np.float64) for c in columns])
+    return pd.DataFrame(
+        {
+            "time": np.tile(t, len(columns)),
+            "flow": pd.Categorical.from_codes(e_code, categories=entities),
+            "metric": pd.Categorical.from_codes(m_code, categories=metrics),
+            "value": values,
+        }
+    )
+
+
+def run(
+    scenario: ScenarioSource,
+    seed: int | None = None,
+    overrides: Iterable[str] = (),
+    name: str | None = None,
+) -> RunResult:
+    """Runs one scenario and returns its :class:`RunResult`.
+
+    ``scenario`` is a path to a TOML file, TOML text, or a dict with the same structure.
+    ``seed`` replaces the scenario's seed; ``overrides`` are ``key=value`` assignments
+    applied before validation (like the CLI's ``--set``, e.g. ``"duration=5s"``,
+    ``"flows[0].rtt=40ms"``); ``name`` labels the run (default: the scenario's ``name``,
+    else the file's stem). Bad input raises :class:`aqmlab.ScenarioError` (a ``ValueError``)
+    whose message is one line, prefixed with the file name when read from a file.
+    """
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    overrides = [str(o) for o in overrides]
+    if seed is not None:
+        seed = int(seed)
+        if seed < 0 or seed >= 2**64:
+            raise ScenarioError(f"seed: {seed} is out of range 0..2^64-1")
+    text, prefix, default_name = load_scenario(scenario)
+    try:
+        summary_json, time, columns = _sim.run(text, seed, overrides)
+    except ScenarioError as e:
+        if prefix is not None:
+            raise ScenarioError(f"{prefix}: {e}") from None
+        raise
+    summary = json.loads(summary_json)
+    if name is not None:
+        summary["name"] = name
+    elif summary.get("name") is None and default_name is not None:
+        summary["name"] = default_name
+    units = {(c[0], c[1]): c[2] for c in columns}
+    return RunResult(summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"))
