@@ -27,6 +27,8 @@ pub enum FlowTimer {
     Retransmit,
     DelayedAck,
     Pacing,
+    /// RACK reordering-window timer (RFC 8985 §6.2).
+    Reorder,
 }
 
 #[derive(Debug)]

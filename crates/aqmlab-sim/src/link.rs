@@ -99,6 +99,12 @@ impl Link {
     pub fn held(&self) -> usize {
         self.qdisc.len() + self.in_tx.is_some() as usize
     }
+    /// Swaps in a new discipline, discarding the old one's queue. Returns the packets the
+    /// old discipline dropped, including the ones discarded now.
+    pub fn replace_qdisc(&mut self, qdisc: Box<dyn Qdisc>) -> u64 {
+        let old = std::mem::replace(&mut self.qdisc, qdisc);
+        old.stats().drops + old.len() as u64
+    }
     fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
         pkt.enqueued_at = ctx.now;
         if self.qdisc.enqueue(pkt, ctx.now) == Enqueued::Queued && self.in_tx.is_none() {

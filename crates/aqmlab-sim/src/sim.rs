@@ -81,6 +81,8 @@ pub struct Simulation {
     recorder: SeriesRecorder,
     bn_series: BottleneckSeries,
     last_drops: u64,
+    /// Drops counted by qdiscs that have since been replaced.
+    replaced_drops: u64,
     packets_sent: u64,
     packets_delivered: u64,
 }
@@ -272,6 +274,7 @@ impl Simulation {
             recorder,
             bn_series,
             last_drops: 0,
+            replaced_drops: 0,
             packets_sent: 0,
             packets_delivered: 0,
         }
@@ -280,37 +283,70 @@ impl Simulation {
     /// Runs to the end and returns the summary and series.
     pub fn run(mut self) -> RunOutput {
         let wall = std::time::Instant::now();
-        while let Some((t, ev)) = self.events.pop() {
-            self.now = t;
+        self.run_until(self.end);
+        self.now = self.end;
+        self.sample();
+        self.finish(wall.elapsed().as_secs_f64())
+    }
+
+    /// Executes every event up to and including time `t` (or the end of the run).
+    pub fn run_until(&mut self, t: Time) {
+        while let Some(at) = self.events.peek_time() {
+            if at > t.min(self.end) {
+                break;
+            }
+            let (at, ev) = self.events.pop().expect("peeked");
+            self.now = at;
             match ev {
                 Event::End => break,
                 Event::Sample => {
                     self.sample();
-                    let next = t + self.step;
+                    let next = at + self.step;
                     if next < self.end {
                         self.events.schedule(next, Event::Sample);
                     }
                 }
                 Event::Element(id) => {
-                    let mut ctx = ElementCtx { id, now: t, events: &mut self.events, out: &mut self.out };
+                    let mut ctx = ElementCtx { id, now: at, events: &mut self.events, out: &mut self.out };
                     self.elements[id as usize].wake(&mut ctx);
                 }
                 Event::Flow(f, timer) => {
                     let flow = &mut self.flows[f as usize];
-                    let mut ctx = EndpointCtx { flow: f, now: t, events: &mut self.events, out: &mut self.out };
+                    let mut ctx = EndpointCtx { flow: f, now: at, events: &mut self.events, out: &mut self.out };
                     match timer {
                         FlowTimer::Start => flow.sender.start(&mut ctx),
                         FlowTimer::Stop => flow.sender.stop(),
                         FlowTimer::DelayedAck => flow.receiver.on_timer(timer, &mut ctx),
-                        FlowTimer::Retransmit | FlowTimer::Pacing => flow.sender.on_timer(timer, &mut ctx),
+                        FlowTimer::Retransmit | FlowTimer::Pacing | FlowTimer::Reorder => flow.sender.on_timer(timer, &mut ctx),
                     }
                 }
             }
             self.forward_outbox();
         }
-        self.now = self.end;
-        self.sample();
-        self.finish(wall.elapsed().as_secs_f64())
+        self.now = self.now.max(t.min(self.end));
+    }
+
+    /// Current simulated time.
+    pub fn now(&self) -> Time {
+        self.now
+    }
+    pub fn sender(&self, flow: usize) -> &TcpSender {
+        &self.flows[flow].sender
+    }
+    pub fn receiver(&self, flow: usize) -> &TcpReceiver {
+        &self.flows[flow].receiver
+    }
+    /// The forward bottleneck link.
+    pub fn bottleneck(&self) -> &Link {
+        self.bottleneck_link()
+    }
+
+    /// Replaces the bottleneck's queue discipline now, as `tc qdisc replace` does: the
+    /// packets queued in the old discipline are dropped (the one being serialised completes).
+    pub fn replace_bottleneck_qdisc(&mut self, qdisc: Box<dyn qdisc::Qdisc>) {
+        if let Element::Link(l) = &mut self.elements[self.bottleneck] {
+            self.replaced_drops += l.replace_qdisc(qdisc);
+        }
     }
 
     /// Moves every packet emitted during this event to its next hop (or endpoint), which
@@ -387,6 +423,7 @@ impl Simulation {
         self.recorder.set(b.qdelay, qdelay);
         self.recorder.set(b.qdelay_max, qmax);
         self.recorder.set(b.qlen, qlen);
+        let drops = drops + self.replaced_drops;
         self.recorder.set(b.drops, (drops - self.last_drops) as f64);
         self.last_drops = drops;
     }
@@ -431,7 +468,7 @@ impl Simulation {
             qdisc: link.qdisc().kind().to_string(),
             packets: link.stats.tx_packets,
             bytes: link.stats.tx_bytes,
-            drops: qs.drops,
+            drops: qs.drops + self.replaced_drops,
             ce_marks: qs.ce_marks,
             utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
             sojourn_ms: SojournSummary::of(&all),
@@ -439,7 +476,7 @@ impl Simulation {
         let packets = Conservation {
             sent: self.packets_sent,
             delivered: self.packets_delivered,
-            dropped: self.elements.iter().map(Element::drops).sum(),
+            dropped: self.replaced_drops + self.elements.iter().map(Element::drops).sum::<u64>(),
             in_flight: self.elements.iter().map(|e| e.held() as u64).sum(),
         };
         let summary = Summary {

@@ -125,6 +125,7 @@ pub struct TcpSender {
     // Pacing.
     pacing_timer: Timer,
     wstamp: Time,
+    reorder_timer: Timer,
     // cwnd validation (`tcp_cwnd_validate`).
     max_packets_out: u32,
     cwnd_usage_seq: u32,
@@ -207,6 +208,7 @@ impl TcpSender {
             syn_retransmitted: false,
             pacing_timer: Timer::default(),
             wstamp: Time::ZERO,
+            reorder_timer: Timer::default(),
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             delivered_time: Time::ZERO,
@@ -234,6 +236,10 @@ impl TcpSender {
     /// Linux `tcp_packets_in_flight`: packets_out − (sacked_out + lost_out) + retrans_out.
     pub fn in_flight(&self) -> u32 {
         self.packets_out() + self.retrans_out - self.sacked_out - self.lost_out
+    }
+    /// The recovery point (`high_seq`) of the current or last reduction episode.
+    pub fn recovery_point(&self) -> u32 {
+        self.high_seq
     }
     pub fn ca_state(&self) -> CaState {
         self.tp.ca_state
@@ -349,6 +355,12 @@ impl TcpSender {
                     self.try_send(ctx);
                 }
             }
+            FlowTimer::Reorder => {
+                if self.reorder_timer.fire(ctx.now, ctx.event(t), ctx.events) && self.phase == Phase::Established {
+                    self.mark_lost_retransmits(ctx);
+                    self.try_send(ctx);
+                }
+            }
             _ => {}
         }
     }
@@ -452,7 +464,7 @@ impl TcpSender {
         // Loss detection.
         let lost_before = self.lost_out;
         self.mark_lost_by_sack();
-        self.mark_lost_retransmits(now);
+        self.mark_lost_retransmits(ctx);
         let newly_lost = self.lost_out.saturating_sub(lost_before);
 
         // Rate sample (Linux tcp_rate_gen).
@@ -545,29 +557,29 @@ impl TcpSender {
     }
 
     /// RFC 8985 §6.2 applied to retransmissions: a retransmission sent before a segment now
-    /// known delivered is lost once RACK.rtt plus a reordering window (min_rtt/4) has passed.
-    fn mark_lost_retransmits(&mut self, now: Time) {
+    /// known delivered is lost once RACK.rtt plus a reordering window (min_rtt/4) has passed
+    /// since it was sent; until then the reordering timer waits for that moment.
+    fn mark_lost_retransmits(&mut self, ctx: &mut EndpointCtx) {
         let reo_wnd = Time(self.tp.min_rtt.0 / 4);
         while let Some(&seq) = self.retrans_queue.front() {
-            if seq < self.snd_una {
+            if seq < self.snd_una || self.seg(seq).flags & RETRANS == 0 {
                 self.retrans_queue.pop_front();
                 continue;
             }
             let seg = *self.seg(seq);
-            if seg.flags & RETRANS == 0 {
-                self.retrans_queue.pop_front();
-                continue;
-            }
-            if seg.tx_time < self.rack_xmit_time && now >= seg.tx_time + self.rack_rtt + reo_wnd {
-                // Still marked LOST (and counted in lost_out); it becomes due for another
-                // retransmission.
-                self.retrans_queue.pop_front();
-                self.seg_mut(seq).flags &= !RETRANS;
-                self.retrans_out -= 1;
-                self.retransmit_hint = self.retransmit_hint.min(seq);
-            } else {
+            if seg.tx_time >= self.rack_xmit_time {
                 break;
             }
+            let deadline = seg.tx_time + self.rack_rtt + reo_wnd;
+            if ctx.now < deadline {
+                self.reorder_timer.arm(deadline, ctx.event(FlowTimer::Reorder), ctx.events);
+                break;
+            }
+            // Still marked LOST (and counted in lost_out): due for another retransmission.
+            self.retrans_queue.pop_front();
+            self.seg_mut(seq).flags &= !RETRANS;
+            self.retrans_out -= 1;
+            self.retransmit_hint = self.retransmit_hint.min(seq);
         }
     }
 

@@ -1,0 +1,324 @@
+//! System tests of TCP through the dumbbell: each checks an outcome that follows from the
+//! definitions (RFC 5681/6675/6937/6298/3168, Linux) and would fail if the model were wrong.
+
+use aqmlab_sim::cc::CaState;
+use aqmlab_sim::packet::{Ecn, Kind, Packet};
+use aqmlab_sim::qdisc::{Enqueued, Pfifo, Qdisc, QdiscStats};
+use aqmlab_sim::sim::Summary;
+use aqmlab_sim::{Scenario, Simulation, Time};
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_toml(text, &[]).expect("valid scenario")
+}
+
+fn dumbbell(rate: &str, qdisc: &str, duration: &str, flows: &str) -> Scenario {
+    scenario(&format!(
+        "duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}"
+    ))
+}
+
+/// Sent = delivered + dropped + still inside the network, for every run.
+fn assert_conserved(s: &Summary) {
+    let p = s.packets;
+    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
+    assert!(p.sent > 0);
+}
+
+fn run(sc: &Scenario) -> Summary {
+    let out = Simulation::new(sc).run();
+    assert_conserved(&out.summary);
+    out.summary
+}
+
+/// A pfifo that first applies a test rule to each arriving data packet (which may mark it),
+/// dropping the packet when the rule returns false.
+struct Rule<F: FnMut(&mut Packet, Time) -> bool> {
+    inner: Pfifo,
+    rule: F,
+    rule_drops: u64,
+    stats: QdiscStats,
+}
+
+impl<F: FnMut(&mut Packet, Time) -> bool> Rule<F> {
+    fn new(limit: u32, rule: F) -> Box<Self> {
+        Box::new(Rule { inner: Pfifo::new(limit), rule, rule_drops: 0, stats: QdiscStats::default() })
+    }
+    fn sync(&mut self) {
+        self.stats = *self.inner.stats();
+        self.stats.drops += self.rule_drops;
+    }
+}
+
+impl<F: FnMut(&mut Packet, Time) -> bool> Qdisc for Rule<F> {
+    fn kind(&self) -> &'static str {
+        "test-rule"
+    }
+    fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
+        let r = if pkt.kind == Kind::Data && !(self.rule)(&mut pkt, now) {
+            self.rule_drops += 1;
+            Enqueued::Dropped
+        } else {
+            self.inner.enqueue(pkt, now)
+        };
+        self.sync();
+        r
+    }
+    fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        let p = self.inner.dequeue(now);
+        self.sync();
+        p
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.inner.backlog_bytes()
+    }
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+}
+
+const MS: u64 = 1_000_000;
+
+#[test]
+fn reno_through_one_bdp_fifo_keeps_link_busy_and_halves_cwnd_per_loss() {
+    // 20 Mbit/s x 40 ms = 100 000 B = 66.7 packets of 1500 B: pfifo of one BDP.
+    let sc = dumbbell("20Mbit", "pfifo limit 67", "40s", "[[flows]]\ncc = \"reno\"\nrtt = \"40ms\"\n");
+    let mut sim = Simulation::new(&sc);
+    let mut prev_cwnd = 0;
+    let mut prev_state = CaState::Open;
+    let mut recoveries = 0;
+    let mut busy_at_5s = Time::ZERO;
+    for ms in 1..=40_000u64 {
+        sim.run_until(Time(ms * MS));
+        if ms == 5_000 {
+            busy_at_5s = sim.bottleneck().stats.busy;
+        }
+        let s = sim.sender(0);
+        let state = s.ca_state();
+        if state == CaState::Recovery && prev_state != CaState::Recovery && ms > 5_000 {
+            // ssthresh = cwnd / 2 (cwnd sampled up to 1 ms before the loss was detected).
+            let expect = prev_cwnd / 2;
+            assert!(s.tp.ssthresh.abs_diff(expect) <= 1, "ssthresh {} vs cwnd {prev_cwnd}", s.tp.ssthresh);
+            recoveries += 1;
+        }
+        if prev_state == CaState::Recovery && state == CaState::Open {
+            assert!(s.tp.cwnd.abs_diff(s.tp.ssthresh) <= 1, "cwnd {} after recovery, ssthresh {}", s.tp.cwnd, s.tp.ssthresh);
+        }
+        prev_cwnd = s.tp.cwnd;
+        prev_state = state;
+    }
+    let util = (sim.bottleneck().stats.busy - busy_at_5s).as_secs_f64() / 35.0;
+    assert!(util > 0.95, "utilisation {util}");
+    assert!(recoveries >= 5, "expected a Reno sawtooth, saw {recoveries} recoveries");
+    let out = sim.run();
+    assert_conserved(&out.summary);
+    assert_eq!(out.summary.flows[0].rto_events, 0);
+}
+
+#[test]
+fn rto_fires_and_backs_off_exponentially_when_the_path_goes_silent() {
+    let sc = dumbbell("10Mbit", "pfifo limit 100", "60s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n");
+    let mut sim = Simulation::new(&sc);
+    sim.run_until(Time::from_secs(2));
+    let rto0 = sim.sender(0).rto();
+    assert!(rto0 >= Time::from_millis(200) && rto0 < Time::from_millis(400), "rto {rto0}");
+    // Black hole: a byte FIFO too small for any packet.
+    sim.replace_bottleneck_qdisc(Box::new(aqmlab_sim::qdisc::Bfifo::new(1)));
+    let mut fired = vec![];
+    let mut count = 0;
+    for ms in 2_001..=60_000u64 {
+        sim.run_until(Time(ms * MS));
+        let c = sim.sender(0).stats.rto_events;
+        if c > count {
+            fired.push(ms);
+            count = c;
+        }
+    }
+    assert!(fired.len() >= 6, "RTOs at {fired:?}");
+    assert!(fired[0] - 2_000 <= rto0.as_micros() / 1000 + 60, "first RTO at {} ms", fired[0]);
+    for w in fired.windows(3) {
+        let (a, b) = ((w[1] - w[0]) as f64, (w[2] - w[1]) as f64);
+        assert!((b / a - 2.0).abs() < 0.02, "intervals {a} ms then {b} ms: not doubling ({fired:?})");
+    }
+    let out = sim.run();
+    assert_conserved(&out.summary);
+}
+
+#[test]
+fn a_single_drop_is_repaired_by_exactly_one_retransmission() {
+    let size = 1448 * 3000;
+    // rwnd caps the queue (and so the RTT) well below the RTO.
+    let sc = dumbbell("10Mbit", "pfifo limit 10000", "20s", &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\nsize = {size}\nrwnd = 60000\n"));
+    let mut sim = Simulation::new(&sc);
+    let mut dropped = false;
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, _| {
+        if p.tcp.seq == 500 && !dropped {
+            dropped = true;
+            return false;
+        }
+        true
+    }));
+    let out = sim.run();
+    assert_conserved(&out.summary);
+    let f = &out.summary.flows[0];
+    assert_eq!(out.summary.bottleneck.drops, 1);
+    assert_eq!(f.retransmits, 1);
+    assert_eq!(f.rto_events, 0);
+    assert_eq!(f.fast_recoveries, 1);
+    assert_eq!(f.bytes_delivered, size);
+    assert!(f.fct_s.is_some());
+}
+
+#[test]
+fn a_burst_of_drops_is_repaired_by_sack_without_timeout() {
+    let size = 1448 * 4000;
+    let sc = dumbbell("10Mbit", "pfifo limit 10000", "20s", &format!("[[flows]]\ncc = \"reno\"\nrtt = \"40ms\"\nsize = {size}\nrwnd = 150000\n"));
+    let mut sim = Simulation::new(&sc);
+    let mut seen = std::collections::HashSet::new();
+    // Drop every other first transmission of segments 800..840 (20 holes in one window).
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, _| {
+        let s = p.tcp.seq;
+        !((800..840).contains(&s) && s % 2 == 0 && seen.insert(s))
+    }));
+    let out = sim.run();
+    let f = &out.summary.flows[0];
+    assert_eq!(out.summary.bottleneck.drops, 20);
+    assert_eq!(f.retransmits, 20, "one retransmission per hole");
+    assert_eq!(f.rto_events, 0);
+    assert_eq!(f.fast_recoveries, 1, "all holes of one window in one recovery");
+    assert_eq!(f.bytes_delivered, size);
+}
+
+#[test]
+fn a_lost_retransmission_is_detected_without_timeout() {
+    let size = 1448 * 3000;
+    // Without a receive-window limit so that new data keeps flowing after the retransmission
+    // (with the window full, Linux would need a tail loss probe, which is not modelled).
+    let sc = dumbbell("100Mbit", "pfifo limit 1000", "20s", &format!("[[flows]]\ncc = \"reno\"\nrtt = \"20ms\"\nsize = {size}\n"));
+    let mut sim = Simulation::new(&sc);
+    let mut copies = 0;
+    // Drop the original and the first retransmission of segment 700.
+    sim.replace_bottleneck_qdisc(Rule::new(1000, move |p: &mut Packet, _| {
+        if p.tcp.seq == 700 && copies < 2 {
+            copies += 1;
+            return false;
+        }
+        true
+    }));
+    let out = sim.run();
+    let f = &out.summary.flows[0];
+    assert_eq!(f.retransmits, 2);
+    assert_eq!(f.rto_events, 0, "RACK-style detection repairs it before the RTO");
+    assert_eq!(f.bytes_delivered, size);
+}
+
+#[test]
+fn two_cubic_flows_with_equal_rtt_share_fairly() {
+    let sc = dumbbell("50Mbit", "pfifo limit 1000", "60s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 2\n");
+    let s = run(&sc);
+    let j = s.jain_steady.unwrap();
+    assert!(j >= 0.95, "Jain {j}");
+    assert!(s.bottleneck.utilization > 0.95, "{}", s.bottleneck.utilization);
+}
+
+#[test]
+fn the_short_rtt_flow_wins() {
+    let sc = dumbbell(
+        "50Mbit",
+        "pfifo limit 1000",
+        "60s",
+        "[[flows]]\ncc = \"cubic\"\nrtt = \"10ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"160ms\"\n",
+    );
+    let s = run(&sc);
+    let (a, b) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
+    assert!(a > b, "10 ms flow {a} Mbit/s vs 160 ms flow {b} Mbit/s");
+}
+
+#[test]
+fn same_seed_gives_identical_results() {
+    let sc = dumbbell("50Mbit", "pfifo limit 200", "10s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 3\n[[flows]]\ncc = \"reno\"\nrtt = \"50ms\"\n");
+    let mut a = Simulation::new(&sc).run();
+    let mut b = Simulation::new(&sc).run();
+    a.summary.wall_seconds = 0.0;
+    b.summary.wall_seconds = 0.0;
+    assert_eq!(serde_json::to_string(&a.summary).unwrap(), serde_json::to_string(&b.summary).unwrap());
+    let bits = |s: &aqmlab_sim::metrics::Series| -> Vec<u64> { s.columns.iter().flat_map(|c| c.values.iter().map(|v| v.to_bits())).collect() };
+    assert_eq!(bits(&a.series), bits(&b.series));
+}
+
+#[test]
+fn rfc3168_ecn_reduces_once_per_window_without_retransmissions() {
+    // A 100-packet FIFO keeps the RTT between 40 and 100 ms.
+    let sc = dumbbell("20Mbit", "pfifo limit 100", "10s", "[[flows]]\ncc = \"reno\"\nrtt = \"40ms\"\necn = \"rfc3168\"\n");
+    let mut sim = Simulation::new(&sc);
+    // Mark every ECT packet CE between 3 s and 4 s.
+    sim.replace_bottleneck_qdisc(Rule::new(100, move |p: &mut Packet, now| {
+        if p.ecn == Ecn::Ect0 && now >= Time::from_secs(3) && now < Time::from_secs(4) {
+            p.ecn = Ecn::Ce;
+        }
+        true
+    }));
+    // RFC 3168 §6.1.2: at most one reduction per window of data. Each reduction starts on
+    // an ACK at or beyond the recovery point (snd_nxt) of the previous one.
+    let mut reductions = 0;
+    let mut last_point = 0;
+    sim.run_until(Time::from_secs(3));
+    let retransmits_before = sim.sender(0).stats.retransmits;
+    for ms in 3_000..=4_100u64 {
+        sim.run_until(Time(ms * MS));
+        let s = sim.sender(0);
+        if s.stats.cwr_reductions > reductions {
+            assert_eq!(s.stats.cwr_reductions, reductions + 1, "two reductions within 1 ms");
+            assert!(s.tp.snd_una >= last_point, "reduction at una {} before recovery point {last_point}", s.tp.snd_una);
+            reductions = s.stats.cwr_reductions;
+            last_point = s.recovery_point();
+        }
+    }
+    assert!(reductions >= 9, "{reductions} CWR reductions in 1 s of full marking at RTT <= 100 ms");
+    assert!(sim.sender(0).tp.cwnd <= 4, "cwnd {} after 1 s of marking", sim.sender(0).tp.cwnd);
+    assert_eq!(sim.sender(0).stats.retransmits, retransmits_before, "CE is not a loss");
+    let out = sim.run();
+    assert_conserved(&out.summary);
+    assert!(out.summary.flows[0].ce_received > 0);
+}
+
+#[test]
+fn receiver_acks_every_second_segment() {
+    let size = 1448 * 20_000;
+    let sc = dumbbell("20Mbit", "pfifo limit 100000", "30s", &format!("[[flows]]\ncc = \"reno\"\nrtt = \"20ms\"\nsize = {size}\n"));
+    let mut sim = Simulation::new(&sc);
+    sim.run_until(Time::from_secs(30));
+    let acks = sim.receiver(0).acks_sent;
+    // 20 000 segments, one ACK per two plus the 16 quick ACKs at the start.
+    assert!((10_000..=10_020).contains(&acks), "{acks} ACKs for 20000 segments");
+}
+
+#[test]
+fn pacing_spreads_packets_so_a_fast_link_never_queues() {
+    let run_with = |pacing: bool| {
+        let sc = dumbbell(
+            "1Gbit",
+            "pfifo limit 10000",
+            "5s",
+            // 5 MB keeps slow start's paced rate (2 cwnd / srtt) below the link rate.
+            &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"100ms\"\nsize = 5000000\npacing = {pacing}\n"),
+        );
+        run(&sc).bottleneck.sojourn_ms.p99.unwrap()
+    };
+    let (paced, unpaced) = (run_with(true), run_with(false));
+    // One 1500-byte packet takes 12 us at 1 Gbit/s.
+    assert!(paced < 0.013, "paced p99 sojourn {paced} ms");
+    assert!(unpaced > 0.020, "unpaced p99 sojourn {unpaced} ms");
+}
+
+#[test]
+fn finite_transfer_delivers_exactly_its_size() {
+    let sc = dumbbell("50Mbit", "pfifo limit 30", "20s", "[[flows]]\ncc = \"cubic\"\nrtt = \"30ms\"\nsize = \"5mb\"\n[[flows]]\ncc = \"reno\"\nrtt = \"30ms\"\n");
+    let s = run(&sc);
+    assert_eq!(s.flows[0].bytes_delivered, 5 * 1024 * 1024);
+    let fct = s.flows[0].fct_s.unwrap();
+    // At least 5 MiB at the full 50 Mbit/s plus the handshake.
+    assert!(fct > 5.0 * 1024.0 * 1024.0 * 8.0 / 50e6 + 0.03, "fct {fct}");
+}
