@@ -171,6 +171,36 @@ mod tests {
     }
 
     #[test]
+    fn time_never_goes_backwards() {
+        // Interleave pops with new events scheduled at or after the current time, as the
+        // engine does, using a deterministic pseudo-random pattern.
+        let mut q = EventQueue::default();
+        let mut x: u64 = 12345;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..100 {
+            q.schedule(Time(next() % 1000), Event::Element(i));
+        }
+        let mut now = Time::ZERO;
+        let mut n = 0;
+        while let Some((t, _)) = q.pop() {
+            assert!(t >= now, "{t:?} after {now:?}");
+            now = t;
+            n += 1;
+            if n < 10_000 {
+                for _ in 0..(next() % 3) {
+                    q.schedule(now + Time(next() % 500), Event::Sample);
+                }
+            }
+        }
+        assert!(n > 100);
+    }
+
+    #[test]
     fn timer_rearm_later_keeps_one_entry_and_fires_at_last_deadline() {
         let mut q = EventQueue::default();
         let mut t = Timer::default();

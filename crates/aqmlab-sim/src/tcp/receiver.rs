@@ -166,3 +166,105 @@ impl TcpReceiver {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Event, EventQueue};
+    use crate::time::Time;
+
+    fn data(seq: u32) -> Packet {
+        let mut p = Packet::new(0, Direction::Forward, Kind::Data, 1500);
+        p.tcp.seq = seq;
+        p.tcp.payload = 1448;
+        p
+    }
+
+    struct Harness {
+        rx: TcpReceiver,
+        q: EventQueue,
+        acks: Vec<Packet>,
+    }
+
+    impl Harness {
+        fn new(quickacks: u32) -> Self {
+            let cfg = TcpConfig { quickacks, ..TcpConfig::default() };
+            Harness { rx: TcpReceiver::new(0, &cfg), q: EventQueue::default(), acks: vec![] }
+        }
+        fn deliver(&mut self, seq: u32, now_ms: u64) -> usize {
+            let mut out = vec![];
+            let mut ctx = EndpointCtx { flow: 0, now: Time::from_millis(now_ms), events: &mut self.q, out: &mut out };
+            self.rx.on_packet(&data(seq), &mut ctx);
+            let n = out.len();
+            self.acks.extend(out);
+            n
+        }
+    }
+
+    #[test]
+    fn acks_every_second_segment_after_quickacks_and_delays_a_lone_one() {
+        let mut h = Harness::new(2);
+        assert_eq!(h.deliver(0, 0), 1, "quick ack");
+        assert_eq!(h.deliver(1, 0), 1, "quick ack");
+        assert_eq!(h.deliver(2, 1), 0);
+        assert_eq!(h.deliver(3, 1), 1, "second full segment");
+        assert_eq!(h.acks.last().unwrap().tcp.seq, 4);
+        assert_eq!(h.deliver(4, 2), 0);
+        // The delayed-ACK timer fires 40 ms later (a stale entry from the cancelled timer
+        // armed at 1 ms pops first and re-queues itself).
+        let mut acked_at = vec![];
+        while let Some((t, ev)) = h.q.pop() {
+            let Event::Flow(_, timer) = ev else { panic!("{ev:?}") };
+            let mut out = vec![];
+            h.rx.on_timer(timer, &mut EndpointCtx { flow: 0, now: t, events: &mut h.q, out: &mut out });
+            acked_at.extend(out.iter().map(|a| (t, a.tcp.seq)));
+        }
+        assert_eq!(acked_at, vec![(Time::from_millis(42), 5)]);
+    }
+
+    #[test]
+    fn out_of_order_data_is_acked_at_once_with_most_recent_sack_block_first() {
+        let mut h = Harness::new(0);
+        h.deliver(0, 0);
+        h.deliver(1, 0);
+        assert_eq!(h.deliver(3, 0), 1);
+        assert_eq!(h.deliver(6, 0), 1);
+        assert_eq!(h.deliver(4, 0), 1);
+        let a = h.acks.last().unwrap().tcp;
+        assert_eq!(a.seq, 2);
+        assert_eq!(a.sack_len, 2);
+        assert_eq!(a.sacks[0], SackBlock { start: 3, end: 5 });
+        assert_eq!(a.sacks[1], SackBlock { start: 6, end: 7 });
+        // Filling 5 merges both blocks; filling 2 then delivers everything.
+        h.deliver(5, 0);
+        assert_eq!(h.acks.last().unwrap().tcp.sacks[0], SackBlock { start: 3, end: 7 });
+        assert_eq!(h.deliver(2, 0), 1, "hole filled: immediate ACK");
+        let a = h.acks.last().unwrap().tcp;
+        assert_eq!((a.seq, a.sack_len), (7, 0));
+        assert_eq!(h.rx.delivered_bytes, 7 * 1448);
+    }
+
+    #[test]
+    fn ece_is_latched_until_cwr() {
+        let cfg = TcpConfig { ecn: EcnMode::Rfc3168, quickacks: 0, ..TcpConfig::default() };
+        let mut rx = TcpReceiver::new(0, &cfg);
+        let mut q = EventQueue::default();
+        let mut out = vec![];
+        let mut send = |rx: &mut TcpReceiver, seq: u32, ce: bool, cwr: bool, out: &mut Vec<Packet>| {
+            let mut p = data(seq);
+            p.ecn = if ce { Ecn::Ce } else { Ecn::Ect0 };
+            p.tcp.cwr = cwr;
+            rx.on_packet(&p, &mut EndpointCtx { flow: 0, now: Time::ZERO, events: &mut q, out });
+        };
+        send(&mut rx, 0, true, false, &mut out);
+        send(&mut rx, 1, false, false, &mut out);
+        send(&mut rx, 2, false, false, &mut out);
+        send(&mut rx, 3, false, false, &mut out);
+        assert!(out.iter().all(|a| a.tcp.ece), "ECE on every ACK until CWR");
+        out.clear();
+        send(&mut rx, 4, false, true, &mut out);
+        send(&mut rx, 5, false, false, &mut out);
+        assert!(!out.is_empty() && out.iter().all(|a| !a.tcp.ece));
+        assert_eq!(rx.ce_received, 1);
+    }
+}
