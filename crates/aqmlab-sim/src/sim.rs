@@ -24,6 +24,7 @@ struct FlowSeries {
     delivery_rate: SeriesId,
     srtt: SeriesId,
     cwnd: SeriesId,
+    retransmits: SeriesId,
 }
 
 struct Flow {
@@ -35,6 +36,7 @@ struct Flow {
     receiver: TcpReceiver,
     series: FlowSeries,
     last_delivered: u64,
+    last_retransmits: u64,
     /// Delivery-rate samples (s, Mbit/s) while the flow runs, for the steady-state rate.
     rate_samples: Vec<(f64, f64)>,
 }
@@ -61,6 +63,7 @@ struct BottleneckSeries {
     qdelay_max: SeriesId,
     qlen: SeriesId,
     drops: SeriesId,
+    ce_marks: SeriesId,
 }
 
 /// A ready-to-run simulation.
@@ -81,8 +84,10 @@ pub struct Simulation {
     recorder: SeriesRecorder,
     bn_series: BottleneckSeries,
     last_drops: u64,
-    /// Drops counted by qdiscs that have since been replaced.
+    /// Drops and CE marks counted by qdiscs that have since been replaced.
     replaced_drops: u64,
+    replaced_marks: u64,
+    last_marks: u64,
     packets_sent: u64,
     packets_delivered: u64,
 }
@@ -229,6 +234,7 @@ impl Simulation {
                     delivery_rate: recorder.register(&name, "delivery_rate", "Mbit/s"),
                     srtt: recorder.register(&name, "srtt", "ms"),
                     cwnd: recorder.register(&name, "cwnd", "packets"),
+                    retransmits: recorder.register(&name, "retransmits", "packets"),
                 };
                 flows.push(Flow {
                     name,
@@ -239,6 +245,7 @@ impl Simulation {
                     receiver: TcpReceiver::new(id, &cfg),
                     series,
                     last_delivered: 0,
+                    last_retransmits: 0,
                     rate_samples: Vec::with_capacity(ticks),
                 });
             }
@@ -248,6 +255,7 @@ impl Simulation {
             qdelay_max: recorder.register("bottleneck", "qdelay_max", "ms"),
             qlen: recorder.register("bottleneck", "qlen", "packets"),
             drops: recorder.register("bottleneck", "drops", "packets"),
+            ce_marks: recorder.register("bottleneck", "ce_marks", "packets"),
         };
         let mut events = EventQueue::with_capacity(1024 + 4 * flows.len());
         for (i, f) in flows.iter().enumerate() {
@@ -275,6 +283,8 @@ impl Simulation {
             bn_series,
             last_drops: 0,
             replaced_drops: 0,
+            replaced_marks: 0,
+            last_marks: 0,
             packets_sent: 0,
             packets_delivered: 0,
         }
@@ -345,6 +355,7 @@ impl Simulation {
     /// packets queued in the old discipline are dropped (the one being serialised completes).
     pub fn replace_bottleneck_qdisc(&mut self, qdisc: Box<dyn qdisc::Qdisc>) {
         if let Element::Link(l) = &mut self.elements[self.bottleneck] {
+            self.replaced_marks += l.qdisc().stats().ce_marks;
             self.replaced_drops += l.replace_qdisc(qdisc);
         }
     }
@@ -405,8 +416,11 @@ impl Simulation {
             let srtt = f.sender.srtt();
             self.recorder.set(s.srtt, if active && srtt > Time::ZERO { srtt.as_millis_f64() } else { nan });
             self.recorder.set(s.cwnd, if active { f.sender.tp.cwnd as f64 } else { nan });
+            let rtx = f.sender.stats.retransmits;
+            self.recorder.set(s.retransmits, (rtx - f.last_retransmits) as f64);
+            f.last_retransmits = rtx;
         }
-        let (qdelay, qmax, qlen, drops) = {
+        let (qdelay, qmax, qlen, qstats) = {
             let l = match &mut self.elements[self.bottleneck] {
                 Element::Link(l) => l,
                 Element::Delay(_) => unreachable!(),
@@ -417,15 +431,18 @@ impl Simulation {
             st.tick_sojourn_sum = Time::ZERO;
             st.tick_sojourn_n = 0;
             st.tick_sojourn_max = Time::ZERO;
-            (mean, max, l.qdisc().len() as f64, l.qdisc().stats().drops)
+            (mean, max, l.qdisc().len() as f64, *l.qdisc().stats())
         };
         let b = &self.bn_series;
         self.recorder.set(b.qdelay, qdelay);
         self.recorder.set(b.qdelay_max, qmax);
         self.recorder.set(b.qlen, qlen);
-        let drops = drops + self.replaced_drops;
+        let drops = qstats.drops + self.replaced_drops;
         self.recorder.set(b.drops, (drops - self.last_drops) as f64);
         self.last_drops = drops;
+        let marks = qstats.ce_marks + self.replaced_marks;
+        self.recorder.set(b.ce_marks, (marks - self.last_marks) as f64);
+        self.last_marks = marks;
     }
 
     fn finish(self, wall_seconds: f64) -> RunOutput {
@@ -469,7 +486,7 @@ impl Simulation {
             packets: link.stats.tx_packets,
             bytes: link.stats.tx_bytes,
             drops: qs.drops + self.replaced_drops,
-            ce_marks: qs.ce_marks,
+            ce_marks: qs.ce_marks + self.replaced_marks,
             utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
             sojourn_ms: SojournSummary::of(&all),
         };

@@ -308,6 +308,14 @@ fn pacing_spreads_packets_so_a_fast_link_never_queues() {
         run(&sc).bottleneck.sojourn_ms.p99.unwrap()
     };
     let (paced, unpaced) = (run_with(true), run_with(false));
+    // The rate itself: Linux tcp_update_pacing_rate, factor 1.2 outside slow start.
+    let sc = dumbbell("100Mbit", "pfifo limit 100", "10s", "[[flows]]\ncc = \"reno\"\nrtt = \"40ms\"\npacing = true\n");
+    let mut sim = Simulation::new(&sc);
+    sim.run_until(Time::from_secs(9));
+    let s = sim.sender(0);
+    assert!(s.tp.cwnd >= s.tp.ssthresh / 2, "out of slow start");
+    let expect = 1448.0 * 1.2 * s.tp.cwnd.max(s.packets_out()) as f64 / s.srtt().as_secs_f64();
+    assert!((s.tp.pacing_rate / expect - 1.0).abs() < 1e-9, "{} vs {expect}", s.tp.pacing_rate);
     // One 1500-byte packet takes 12 us at 1 Gbit/s.
     assert!(paced < 0.013, "paced p99 sojourn {paced} ms");
     assert!(unpaced > 0.020, "unpaced p99 sojourn {unpaced} ms");
@@ -321,4 +329,31 @@ fn finite_transfer_delivers_exactly_its_size() {
     let fct = s.flows[0].fct_s.unwrap();
     // At least 5 MiB at the full 50 Mbit/s plus the handshake.
     assert!(fct > 5.0 * 1024.0 * 1024.0 * 8.0 / 50e6 + 0.03, "fct {fct}");
+}
+
+#[test]
+fn receive_window_caps_throughput_at_rwnd_per_rtt() {
+    let sc = dumbbell("100Mbit", "pfifo limit 1000", "20s", "[[flows]]\ncc = \"cubic\"\nrtt = \"100ms\"\nrwnd = 28960\n");
+    let s = run(&sc);
+    // 20 segments per 100 ms round trip.
+    let expect = 20.0 * 1448.0 * 8.0 / 0.1 / 1e6;
+    let got = s.flows[0].steady_mbps.unwrap();
+    assert!((got / expect - 1.0).abs() < 0.05, "{got} Mbit/s vs {expect}");
+}
+
+#[test]
+fn series_cover_the_grid_and_drops_add_up() {
+    let sc = dumbbell("20Mbit", "pfifo limit 50", "10s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 2\n");
+    let out = Simulation::new(&sc).run();
+    let ticks = out.series.time.len();
+    assert_eq!(ticks, 201, "0 to 10 s every 50 ms");
+    assert!(out.series.columns.iter().all(|c| c.values.len() == ticks));
+    let drops: f64 = out.series.get("bottleneck", "drops").unwrap().values.iter().sum();
+    assert_eq!(drops as u64, out.summary.bottleneck.drops);
+    let rtx: f64 = ["cubic-0", "cubic-1"].iter().map(|f| out.series.get(f, "retransmits").unwrap().values.iter().sum::<f64>()).sum();
+    assert_eq!(rtx as u64, out.summary.flows.iter().map(|f| f.retransmits).sum::<u64>());
+    // Goodput integrates to the bytes delivered.
+    let g: f64 = out.series.get("cubic-0", "goodput").unwrap().values.iter().filter(|v| v.is_finite()).sum();
+    let bytes = g * 1e6 * 0.05 / 8.0;
+    assert!((bytes - out.summary.flows[0].bytes_delivered as f64).abs() < 1.0);
 }
