@@ -69,15 +69,21 @@ class RunResult:
         return json.dumps(self.summary, indent=indent, allow_nan=False)
 
 
-def _looks_like_toml_text(s: str) -> bool:
-    return "\n" in s or "=" in s or "[" in s
+def _is_path_string(s: str) -> bool:
+    """A one-line string naming an existing file, or ending in ``.toml`` and not TOML itself."""
+    if "\n" in s or not s.strip():
+        return False
+    if Path(s).is_file():
+        return True
+    return s.endswith(".toml") and "=" not in s
 
 
 def load_scenario(source: ScenarioSource) -> tuple[str, str | None, str | None]:
     """Resolves a scenario source to ``(toml_text, error_prefix, default_name)``.
 
-    A mapping is serialised with ``tomli_w``; a ``Path``/``os.PathLike`` or a string that
-    names a file (or ends in ``.toml``) is read from disk; any other string is TOML text.
+    A mapping is serialised with ``tomli_w``; a ``Path``/``os.PathLike``, or a one-line
+    string that names a file (or ends in ``.toml``), is read from disk; any other string
+    is TOML text.
     """
     if isinstance(source, Mapping):
         import tomli_w
@@ -86,11 +92,7 @@ def load_scenario(source: ScenarioSource) -> tuple[str, str | None, str | None]:
             return tomli_w.dumps(dict(source)), None, None
         except TypeError as e:  # values tomli_w cannot encode
             raise ScenarioError(f"cannot convert scenario dict to TOML: {e}") from None
-    if isinstance(source, os.PathLike) or (
-        isinstance(source, str)
-        and not _looks_like_toml_text(source)
-        and (source.endswith(".toml") or Path(source).is_file())
-    ):
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _is_path_string(source)):
         path = Path(source)
         shown = os.fspath(source)
         try:

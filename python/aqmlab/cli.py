@@ -92,7 +92,7 @@ def _bad_input(msg: str) -> None:
 
 @app.command("run")
 def run_cmd(
-    scenario: Path = typer.Argument(..., metavar="SCENARIO.toml", help="Scenario file (TOML)."),
+    scenario: str = typer.Argument(..., metavar="SCENARIO.toml", help="Scenario file (TOML)."),
     out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Directory for the output files."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Replace the scenario's seed."),
     set_: list[str] = typer.Option(
@@ -114,10 +114,15 @@ def run_cmd(
                 _bad_input(f"--set {s}: expected KEY=VALUE")
         if seed is not None and not (0 <= seed < 2**64):
             _bad_input(f"--seed {seed}: out of range 0..2^64-1")
+        sp = Path(scenario)
+        if not sp.exists():
+            _bad_input(f"{scenario}: no such file")
+        if not sp.is_file():
+            _bad_input(f"{scenario}: not a regular file")
         if out.exists() and not out.is_dir():
             _bad_input(f"--out {out}: exists and is not a directory")
         try:
-            result = api_run(str(scenario), seed=seed, overrides=set_, name=name)
+            result = api_run(scenario, seed=seed, overrides=set_, name=name)
         except ScenarioError as e:
             _bad_input(str(e))
             return
