@@ -271,7 +271,9 @@ fn rfc3168_ecn_reduces_once_per_window_without_retransmissions() {
         let s = sim.sender(0);
         if s.stats.cwr_reductions > reductions {
             assert_eq!(s.stats.cwr_reductions, reductions + 1, "two reductions within 1 ms");
-            assert!(s.tp.snd_una >= last_point, "reduction at una {} before recovery point {last_point}", s.tp.snd_una);
+            // Linux holds CWR until data *above* the recovery point is ACKed (so the CWR flag
+            // has reached the receiver).
+            assert!(reductions == 0 || s.tp.snd_una > last_point, "reduction at una {} within the previous episode (recovery point {last_point})", s.tp.snd_una);
             reductions = s.stats.cwr_reductions;
             last_point = s.recovery_point();
         }

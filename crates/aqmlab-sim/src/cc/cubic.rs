@@ -29,14 +29,6 @@
 //!   to the intended curve.
 //! - Products are computed in 128 bits and saturate instead of wrapping in 32/64 bits (Linux
 //!   only guarantees no overflow below ~1 million packets / 100 s RTT).
-//! - `pkts_acked` receives a read-only [`TcpCcState`], so the HyStart exit
-//!   (`tp->snd_ssthresh = cwnd` inside `hystart_update`) is remembered and applied at the start
-//!   of the next `cong_avoid` (on the same ACK unless that ACK starts a reduction, in which
-//!   case `ssthresh` overwrites it in Linux too).
-//! - Linux measures idle time from `tp->lsndtime`, which [`TcpCcState`] does not carry; the
-//!   model estimates the last send time as the largest (ACK time − RTT sample) seen, which
-//!   equals `lsndtime` when the last ACK before the idle period carried the RTT sample of the
-//!   last packet sent.
 
 use super::{cong_avoid_ai, slow_start, AckSample, CaEvent, CaState, CongestionControl, TcpCcState};
 use crate::time::Time;
@@ -142,12 +134,8 @@ pub struct Cubic {
     cube_factor: u64,
     ca: Epoch,
     round: Round,
-    /// HyStart exit found by `pkts_acked`, applied by the next `cong_avoid`.
-    pending_ssthresh: Option<u32>,
     /// cwnd when the last reduction started (`tp->prior_cwnd`, for `tcp_reno_undo_cwnd`).
     prior_cwnd: u32,
-    /// Estimate of `tp->lsndtime` (see the module documentation).
-    last_send: Time,
 }
 
 impl Default for Cubic {
@@ -199,9 +187,7 @@ impl Cubic {
             cube_factor: (1u64 << (10 + 3 * BICTCP_HZ)) / (bic_scale * 10),
             ca: Epoch::default(),
             round: Round::default(),
-            pending_ssthresh: None,
             prior_cwnd: 0,
-            last_send: Time::ZERO,
         }
     }
 
@@ -224,7 +210,6 @@ impl Cubic {
     /// Linux `bictcp_reset`.
     fn reset(&mut self) {
         self.ca = Epoch::default();
-        self.pending_ssthresh = None;
     }
 
     /// Linux `bictcp_hystart_reset`: a new round starts now and ends once `snd_nxt` is ACKed.
@@ -305,7 +290,7 @@ impl Cubic {
     }
 
     /// Linux `hystart_update`: the ACK-train and delay-increase exits from slow start.
-    fn hystart_update(&mut self, tp: &TcpCcState, delay_us: u64) {
+    fn hystart_update(&mut self, tp: &mut TcpCcState, delay_us: u64) {
         if seq_after(tp.snd_una, self.round.end_seq) {
             self.hystart_reset(tp);
         }
@@ -321,7 +306,7 @@ impl Cubic {
             }
             if now as i64 - self.round.start_us as i64 > threshold as i64 {
                 self.ca.found = true;
-                self.pending_ssthresh = Some(tp.cwnd);
+                tp.ssthresh = tp.cwnd;
             }
         }
         if self.params.hystart_detect & HYSTART_DELAY != 0 {
@@ -333,7 +318,7 @@ impl Cubic {
                 let thresh = (dm >> 3).clamp(HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US);
                 if self.round.curr_rtt_us > dm + thresh {
                     self.ca.found = true;
-                    self.pending_ssthresh = Some(tp.cwnd);
+                    tp.ssthresh = tp.cwnd;
                 }
             }
         }
@@ -349,7 +334,6 @@ impl CongestionControl for Cubic {
     fn init(&mut self, tp: &mut TcpCcState) {
         self.reset();
         self.prior_cwnd = 0;
-        self.last_send = tp.now;
         if self.params.hystart {
             self.hystart_reset(tp);
         } else if self.params.initial_ssthresh != 0 {
@@ -363,7 +347,6 @@ impl CongestionControl for Cubic {
     fn ssthresh(&mut self, tp: &TcpCcState) -> u32 {
         let cwnd = tp.cwnd as u64;
         let beta = self.params.beta as u64;
-        self.pending_ssthresh = None;
         self.prior_cwnd = tp.cwnd;
         self.ca.epoch_start = None;
         self.ca.last_max_cwnd = if tp.cwnd < self.ca.last_max_cwnd && self.params.fast_convergence {
@@ -376,9 +359,6 @@ impl CongestionControl for Cubic {
 
     /// Linux `cubictcp_cong_avoid`: slow start, then +1 packet per `cnt` ACKed packets.
     fn cong_avoid(&mut self, tp: &mut TcpCcState, acked: u32) {
-        if let Some(s) = self.pending_ssthresh.take() {
-            tp.ssthresh = s;
-        }
         if !tp.is_cwnd_limited {
             return;
         }
@@ -394,11 +374,7 @@ impl CongestionControl for Cubic {
     }
 
     /// Linux `cubictcp_acked`: track `delay_min` and run HyStart.
-    fn pkts_acked(&mut self, tp: &TcpCcState, sample: &AckSample) {
-        // lsndtime estimate: the newest send time we can infer from this ACK.
-        let min_rtt = if tp.min_rtt > Time::ZERO && tp.min_rtt < Time::MAX { tp.min_rtt } else { Time::ZERO };
-        self.last_send = self.last_send.max(tp.now - sample.rtt.unwrap_or(min_rtt));
-
+    fn pkts_acked(&mut self, tp: &mut TcpCcState, sample: &AckSample) {
         let Some(rtt) = sample.rtt else { return };
         // Discard delay samples right after a reduction: the first second of an epoch.
         if let Some(es) = self.ca.epoch_start {
@@ -430,13 +406,12 @@ impl CongestionControl for Cubic {
             return;
         }
         let now = jiffies(tp.now);
-        let delta = now as i64 - jiffies(self.last_send) as i64;
+        let delta = now as i64 - jiffies(tp.lsndtime) as i64;
         if let Some(es) = self.ca.epoch_start.as_mut() {
             if delta > 0 {
                 *es = (*es + delta as u64).min(now);
             }
         }
-        self.last_send = self.last_send.max(tp.now);
     }
 
     /// Linux `tcp_reno_undo_cwnd` (CUBIC's `.undo_cwnd`): back to the cwnd before the reduction.
@@ -473,7 +448,7 @@ mod tests {
             self.tp.snd_una += acked;
             self.tp.delivered += acked as u64;
             let sample = AckSample { acked, rtt, prior_in_flight: self.tp.cwnd, ..AckSample::default() };
-            self.cc.pkts_acked(&self.tp, &sample);
+            self.cc.pkts_acked(&mut self.tp, &sample);
             // As the sender: cong_avoid only when snd_una advanced.
             if acked > 0 {
                 self.cc.cong_avoid(&mut self.tp, acked);
@@ -820,11 +795,13 @@ mod tests {
         let cwnd = f.tp.cwnd;
         // Everything ACKed, then 3 s of idle. The last packet was sent one RTT before the
         // last ACK, so Linux's idle time (now − lsndtime) is 3 s + RTT.
+        f.tp.lsndtime = f.tp.now - rtt;
         f.tp.now += Time::from_secs(3);
         let mut no_event = f.clone();
         f.cc.cwnd_event(&f.tp, CaEvent::TxStart);
         assert_eq!(f.epoch_start() - es, Time::from_secs(3) + rtt);
-        // That transmission is a send: another TxStart at once shifts nothing more.
+        // The sender then records that transmission: another TxStart shifts nothing more.
+        f.tp.lsndtime = f.tp.now;
         f.cc.cwnd_event(&f.tp, CaEvent::TxStart);
         assert_eq!(f.epoch_start() - es, Time::from_secs(3) + rtt);
         f.round(rtt);

@@ -63,6 +63,9 @@ pub struct TcpCcState {
     pub snd_nxt: u32,
     /// Linux `tcp_is_cwnd_limited()`: growth is only allowed while cwnd is the limit.
     pub is_cwnd_limited: bool,
+    /// Time of the last data transmission (`lsndtime`); during a `TxStart` event it is still
+    /// the previous one, as in Linux `tcp_event_data_sent`.
+    pub lsndtime: Time,
     pub ca_state: CaState,
     /// True when the socket paces (changes HyStart's ACK-train threshold, as in Linux).
     pub paced: bool,
@@ -79,11 +82,12 @@ impl TcpCcState {
 /// Linux `struct ack_sample`: what one ACK newly acknowledged.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AckSample {
-    /// Packets newly delivered by this ACK (cumulative plus SACK).
+    /// Packets newly acknowledged cumulatively (Linux `pkts_acked`).
     pub acked: u32,
-    /// Of `acked`, packets that arrived CE-marked.
+    /// Data packets newly reported CE-marked by the receiver's counter.
     pub acked_ce: u32,
-    /// RTT sample from a never-retransmitted packet (Karn), if any.
+    /// RTT of the most recently sent, never-retransmitted packet this ACK covers (Linux
+    /// `ca_rtt_us`), if any.
     pub rtt: Option<Time>,
     /// Packets in flight before this ACK.
     pub prior_in_flight: u32,
@@ -123,8 +127,9 @@ pub trait CongestionControl {
     /// Grow cwnd for `acked` newly acknowledged packets (`.cong_avoid`). Only called in
     /// Open/Disorder/Loss, never during a CWR or Recovery reduction.
     fn cong_avoid(&mut self, tp: &mut TcpCcState, acked: u32);
-    /// Every ACK that delivers data (`.pkts_acked`), with its RTT sample.
-    fn pkts_acked(&mut self, _tp: &TcpCcState, _sample: &AckSample) {}
+    /// Every ACK (`.pkts_acked`), with the packets it cumulatively acknowledged and the RTT of
+    /// the most recently sent packet it (S)ACKed. May set ssthresh (HyStart does).
+    fn pkts_acked(&mut self, _tp: &mut TcpCcState, _sample: &AckSample) {}
     /// The sender changes `ca_state` (`.set_state`), called before the change.
     fn set_state(&mut self, _tp: &TcpCcState, _new: CaState) {}
     fn cwnd_event(&mut self, _tp: &TcpCcState, _ev: CaEvent) {}
@@ -202,6 +207,7 @@ pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
         snd_una: 0,
         snd_nxt: cwnd,
         is_cwnd_limited: true,
+        lsndtime: Time::ZERO,
         ca_state: CaState::Open,
         paced: false,
         pacing_rate: 0.0,

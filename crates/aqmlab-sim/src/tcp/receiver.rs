@@ -35,6 +35,10 @@ pub struct TcpReceiver {
     quick: u32,
     delack: Timer,
     ece_latched: bool,
+    /// An ECT or CE packet has arrived (Linux TCP_ECN_SEEN).
+    ect_seen: bool,
+    mss: u32,
+    max_quickacks: u32,
     /// CE-marked data packets received (exact count, echoed in every ACK).
     pub ce_received: u32,
     /// Payload bytes delivered in order to the application.
@@ -55,6 +59,9 @@ impl TcpReceiver {
             quick: cfg.quickacks,
             delack: Timer::default(),
             ece_latched: false,
+            ect_seen: false,
+            mss: cfg.mss,
+            max_quickacks: cfg.quickacks,
             ce_received: 0,
             delivered_bytes: 0,
             acks_sent: 0,
@@ -77,19 +84,37 @@ impl TcpReceiver {
 
     fn on_data(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
         let seq = pkt.tcp.seq;
-        // Linux tcp_ecn_accept_cwr, then tcp_ecn_check_ce: CWR clears the latch, CE sets it
-        // (entering quick-ACK mode for a couple of ACKs on a new CE episode).
+        let is_duplicate = seq < self.rcv_nxt;
+        // Linux tcp_ecn_accept_cwr: CWR clears the latch and is ACKed at once.
+        let mut ack_now = false;
         if pkt.tcp.cwr {
             self.ece_latched = false;
+            ack_now = true;
         }
-        if pkt.ecn == Ecn::Ce {
+        if pkt.ecn == Ecn::Ce && !is_duplicate {
             self.ce_received += 1;
-            if self.ecn == EcnMode::Rfc3168 && !self.ece_latched {
-                self.ece_latched = true;
-                self.quick = self.quick.max(2);
+        }
+        // Linux __tcp_ecn_check_ce (new data only, ECN connections only).
+        if self.ecn != EcnMode::Off && !is_duplicate {
+            match pkt.ecn {
+                Ecn::Ce => {
+                    if !self.ece_latched {
+                        // Better not delay ACKs: the sender may have a very low cwnd.
+                        self.quick = self.quick.max(2);
+                        self.ece_latched = true;
+                    }
+                    self.ect_seen = true;
+                }
+                // ECN-capable traffic that arrives Not-ECT (a retransmission): quick ACKs.
+                Ecn::NotEct if self.ect_seen => self.quick = self.quick.max(2),
+                Ecn::NotEct => {}
+                Ecn::Ect0 | Ecn::Ect1 => self.ect_seen = true,
             }
         }
-        let ack_now = if seq == self.rcv_nxt {
+        // A segment shorter than a full one (the end of a transfer) is ACKed when the
+        // application reads it (Linux ICSK_ACK_PUSHED in tcp_measure_rcv_mss/tcp_cleanup_rbuf).
+        ack_now |= pkt.tcp.payload < self.mss;
+        ack_now |= if seq == self.rcv_nxt {
             let had_holes = !self.ooo.is_empty();
             self.rcv_nxt += 1;
             self.delivered_bytes += pkt.tcp.payload as u64;
@@ -106,7 +131,8 @@ impl TcpReceiver {
             self.insert_ooo(seq, pkt.tcp.payload);
             true
         } else {
-            // Duplicate: Linux sends an immediate (D-SACK) ACK.
+            // Duplicate: Linux sends an immediate (D-SACK) ACK and enters quick-ACK mode.
+            self.quick = self.quick.max(self.max_quickacks);
             true
         };
         if ack_now || self.unacked >= 2 || self.quick > 0 {
@@ -242,6 +268,19 @@ mod tests {
         let a = h.acks.last().unwrap().tcp;
         assert_eq!((a.seq, a.sack_len), (7, 0));
         assert_eq!(h.rx.delivered_bytes, 7 * 1448);
+    }
+
+    #[test]
+    fn a_short_final_segment_is_acked_at_once() {
+        let mut h = Harness::new(0);
+        assert_eq!(h.deliver(0, 0), 0, "first full segment waits for a second one");
+        let mut last = data(1);
+        last.tcp.payload = 100;
+        let mut out = vec![];
+        h.rx.on_packet(&last, &mut EndpointCtx { flow: 0, now: Time::from_millis(1), events: &mut h.q, out: &mut out });
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].tcp.seq, 2);
+        assert_eq!(h.rx.delivered_bytes, 1448 + 100);
     }
 
     #[test]

@@ -45,6 +45,7 @@ struct Seg {
     /// `tcp_rate.c` snapshot at transmission: delivered count, its time, and the send time
     /// of the first packet of the current flight.
     delivered: u64,
+    delivered_ce: u64,
     delivered_time: Option<Time>,
     first_tx: Time,
     flags: u8,
@@ -90,6 +91,8 @@ pub struct TcpSender {
     sacked_out: u32,
     lost_out: u32,
     retrans_out: u32,
+    /// Segments (re)marked lost since the start (Linux `tp->lost`).
+    lost_total: u64,
     /// Lowest segment that may be lost and not yet retransmitted.
     retransmit_hint: u32,
     /// Segments below this have been judged by `IsLost` (lost or SACKed).
@@ -122,11 +125,14 @@ pub struct TcpSender {
     rto_timer: Timer,
     syn_sent_at: Time,
     syn_retransmitted: bool,
+    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
+    no_sample_rto: Time,
     // Pacing.
     pacing_timer: Timer,
     wstamp: Time,
     reorder_timer: Timer,
-    // cwnd validation (`tcp_cwnd_validate`).
+    // cwnd validation (`tcp_cwnd_validate`): `tp->is_cwnd_limited`, `max_packets_out`.
+    cwnd_limited: bool,
     max_packets_out: u32,
     cwnd_usage_seq: u32,
     // Delivery-rate estimation (`tcp_rate.c`).
@@ -164,6 +170,7 @@ impl TcpSender {
             snd_una: 0,
             snd_nxt: 0,
             is_cwnd_limited: false,
+            lsndtime: Time::ZERO,
             ca_state: CaState::Open,
             paced,
             pacing_rate: 0.0,
@@ -171,6 +178,7 @@ impl TcpSender {
         TcpSender {
             flow,
             rto: cfg.rto_initial,
+            no_sample_rto: cfg.rto_initial,
             cfg,
             cc,
             tp,
@@ -184,6 +192,7 @@ impl TcpSender {
             sacked_out: 0,
             lost_out: 0,
             retrans_out: 0,
+            lost_total: 0,
             retransmit_hint: 0,
             loss_frontier: 0,
             sacked_below_frontier: 0,
@@ -209,6 +218,7 @@ impl TcpSender {
             pacing_timer: Timer::default(),
             wstamp: Time::ZERO,
             reorder_timer: Timer::default(),
+            cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             delivered_time: Time::ZERO,
@@ -328,11 +338,21 @@ impl TcpSender {
             Kind::SynAck if self.phase == Phase::SynSent => {
                 self.phase = Phase::Established;
                 self.rto_timer.cancel();
-                // Karn: no sample if the SYN was retransmitted (Linux `tcp_synack_rtt_meas`).
-                if !self.syn_retransmitted {
-                    self.rtt_sample(ctx.now - self.syn_sent_at);
+                // Karn: no sample if the SYN was retransmitted (Linux `tcp_synack_rtt_meas`);
+                // then the RTO falls back to 3 s and, after two or more SYN retransmissions,
+                // the initial window to 1 (Linux `tcp_init_metrics`, `tcp_init_transfer`).
+                if self.syn_retransmitted {
+                    self.no_sample_rto = Time::from_secs(3);
+                    if self.stats.rto_events > 1 {
+                        self.tp.cwnd = 1;
+                    }
+                } else {
+                    let r = ctx.now - self.syn_sent_at;
+                    self.rtt_sample(r);
+                    self.tp.min_rtt = r;
                 }
                 self.backoff = 0;
+                self.rto = self.computed_rto();
                 self.sync_tp(ctx.now);
                 self.cc.init(&mut self.tp);
                 self.update_pacing_rate();
@@ -375,12 +395,15 @@ impl TcpSender {
         }
         let prior_in_flight = self.in_flight();
         let prior_una = self.snd_una;
+        let lost_before = self.lost_total;
         let mut rs = RateSample { prior_in_flight, ..RateSample::default() };
-        let mut prior_delivered: Option<u64> = None;
-        let mut prior_time = Time::ZERO;
+        let mut prior: Option<(u64, u64, Time)> = None;
         let mut delivered_now = 0u32;
-        let mut rtt_cum: Option<Time> = None;
-        let mut rtt_sack: Option<Time> = None;
+        // Send times of the oldest and newest newly ACKed / SACKed never-retransmitted
+        // segments (Linux first_ackt/last_ackt, first_sackt/last_sackt).
+        let mut ackt: Option<(Time, Time)> = None;
+        let mut sackt: Option<(Time, Time)> = None;
+        let widen = |r: Option<(Time, Time)>, t: Time| Some(r.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
 
         // SACK blocks (Linux tcp_sacktag_write_queue), skipping what the cache says is done.
         let blocks = pkt.tcp.sacks;
@@ -398,10 +421,9 @@ impl TcpSender {
                 if seg.flags & SACKED == 0 {
                     self.mark_sacked(s, now);
                     delivered_now += 1;
-                    self.rate_skb_delivered(&seg, &mut rs, &mut prior_delivered, &mut prior_time);
+                    self.rate_skb_delivered(&seg, &mut rs, &mut prior);
                     if seg.flags & EVER_RETRANS == 0 {
-                        let r = now - seg.tx_time;
-                        rtt_sack = Some(rtt_sack.map_or(r, |x: Time| x.max(r)));
+                        sackt = widen(sackt, seg.tx_time);
                     }
                 }
                 s += 1;
@@ -411,6 +433,7 @@ impl TcpSender {
         self.sack_cache[..pkt.tcp.sack_len as usize].copy_from_slice(&blocks[..pkt.tcp.sack_len as usize]);
 
         // Cumulative ACK (Linux tcp_clean_rtx_queue).
+        let mut retrans_acked = false;
         while self.snd_una < ack {
             let seg = self.sb.pop_front().expect("scoreboard covers snd_una..snd_nxt");
             if seg.flags & SACKED != 0 {
@@ -421,11 +444,12 @@ impl TcpSender {
             } else {
                 delivered_now += 1;
                 self.tp.delivered += 1;
-                self.rate_skb_delivered(&seg, &mut rs, &mut prior_delivered, &mut prior_time);
+                self.rate_skb_delivered(&seg, &mut rs, &mut prior);
                 self.note_rack(&seg, now);
-                if seg.flags & EVER_RETRANS == 0 && rtt_cum.is_none() {
-                    // Oldest newly acknowledged, never retransmitted (Linux seq_rtt_us).
-                    rtt_cum = Some(now - seg.tx_time);
+                if seg.flags & EVER_RETRANS != 0 {
+                    retrans_acked = true;
+                } else {
+                    ackt = widen(ackt, seg.tx_time);
                 }
             }
             if seg.flags & LOST != 0 {
@@ -436,9 +460,10 @@ impl TcpSender {
             }
             self.snd_una += 1;
         }
+        let pkts_acked = self.snd_una - prior_una;
         self.loss_frontier = self.loss_frontier.max(self.snd_una);
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
-        let una_advanced = self.snd_una > prior_una;
+        let una_advanced = pkts_acked > 0;
 
         // ECN feedback.
         let ce_delta = pkt.tcp.ce_count.wrapping_sub(self.ce_count_seen);
@@ -447,13 +472,26 @@ impl TcpSender {
         self.tp.delivered_ce += ce_delta as u64;
         let ece = pkt.tcp.ece && self.cfg.ecn == EcnMode::Rfc3168;
 
-        // RTT and RTO (Linux tcp_ack_update_rtt, tcp_rearm_rto).
-        if let Some(r) = rtt_cum.or(rtt_sack) {
+        // RTT (Linux tcp_clean_rtx_queue + tcp_ack_update_rtt): the estimator takes the oldest
+        // newly ACKed segment, unless the ACK covers retransmitted data (Karn), else the oldest
+        // newly SACKed; the congestion control gets the newest (`ca_rtt_us`).
+        let seq_rtt = ackt.filter(|_| !retrans_acked).map(|(first, _)| now - first);
+        let sack_rtt = sackt.map(|(first, _)| now - first);
+        let ca_rtt = match (sackt, ackt) {
+            (Some((_, last)), _) => Some(now - last),
+            (None, Some((_, last))) if !retrans_acked => Some(now - last),
+            _ => None,
+        };
+        if let Some(r) = seq_rtt.or(sack_rtt) {
             self.rtt_sample(r);
         }
-        if una_advanced {
-            self.backoff = 0;
-            self.rto = self.computed_rto();
+        if let Some(r) = ca_rtt {
+            self.tp.min_rtt = self.tp.min_rtt.min(r);
+        }
+        // Re-arm the RTO on forward progress, or when a SACK reports data sent before the
+        // head's latest retransmission (Linux FLAG_SET_XMIT_TIMER).
+        let head_sent_after_sacked = sack_rtt.is_some_and(|r| self.sb.front().is_some_and(|h| r > now - h.tx_time));
+        if una_advanced || head_sent_after_sacked {
             if self.packets_out() > 0 {
                 self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
             } else {
@@ -462,10 +500,9 @@ impl TcpSender {
         }
 
         // Loss detection.
-        let lost_before = self.lost_out;
         self.mark_lost_by_sack();
         self.mark_lost_retransmits(ctx);
-        let newly_lost = self.lost_out.saturating_sub(lost_before);
+        let newly_lost = (self.lost_total - lost_before) as u32;
 
         // Rate sample (Linux tcp_rate_gen).
         if self.app_limited_until != 0 && self.tp.delivered > self.app_limited_until {
@@ -476,14 +513,12 @@ impl TcpSender {
         }
         rs.acked_sacked = delivered_now;
         rs.losses = newly_lost;
-        rs.rtt = rtt_cum.or(rtt_sack);
-        self.finish_rate_sample(&mut rs, prior_delivered, prior_time, now);
+        rs.rtt = ca_rtt;
+        self.finish_rate_sample(&mut rs, prior, now);
 
         self.sync_tp(now);
-        if delivered_now > 0 {
-            let sample = AckSample { acked: delivered_now, acked_ce: ce_delta, rtt: rs.rtt, prior_in_flight };
-            self.cc.pkts_acked(&self.tp, &sample);
-        }
+        let sample = AckSample { acked: pkts_acked, acked_ce: ce_delta, rtt: ca_rtt, prior_in_flight };
+        self.cc.pkts_acked(&mut self.tp, &sample);
 
         // State machine (Linux tcp_fastretrans_alert).
         self.update_state(ece);
@@ -553,6 +588,7 @@ impl TcpSender {
         let seg = self.seg_mut(seq);
         seg.flags |= LOST;
         self.lost_out += 1;
+        self.lost_total += 1;
         self.retransmit_hint = self.retransmit_hint.min(seq);
     }
 
@@ -560,7 +596,8 @@ impl TcpSender {
     /// known delivered is lost once RACK.rtt plus a reordering window (min_rtt/4) has passed
     /// since it was sent; until then the reordering timer waits for that moment.
     fn mark_lost_retransmits(&mut self, ctx: &mut EndpointCtx) {
-        let reo_wnd = Time(self.tp.min_rtt.0 / 4);
+        // Linux tcp_rack_reo_wnd: no reordering window in Recovery/Loss (none seen).
+        let reo_wnd = if matches!(self.tp.ca_state, CaState::Recovery | CaState::Loss) { Time::ZERO } else { Time(self.tp.min_rtt.0 / 4) };
         while let Some(&seq) = self.retrans_queue.front() {
             if seq < self.snd_una || self.seg(seq).flags & RETRANS == 0 {
                 self.retrans_queue.pop_front();
@@ -576,6 +613,7 @@ impl TcpSender {
                 break;
             }
             // Still marked LOST (and counted in lost_out): due for another retransmission.
+            self.lost_total += 1;
             self.retrans_queue.pop_front();
             self.seg_mut(seq).flags &= !RETRANS;
             self.retrans_out -= 1;
@@ -584,31 +622,35 @@ impl TcpSender {
     }
 
     fn update_state(&mut self, ece: bool) {
-        // End of an episode once the recovery point is acknowledged.
-        match self.tp.ca_state {
-            CaState::Recovery | CaState::Cwr if self.snd_una >= self.high_seq => {
+        // End of an episode once the recovery point is acknowledged (Linux
+        // tcp_fastretrans_alert, "D. Check state exit conditions"). CWR is held until
+        // something *above* high_seq is ACKed, so that the CWR flag has reached the receiver.
+        let ended = match self.tp.ca_state {
+            CaState::Recovery | CaState::Loss => self.snd_una >= self.high_seq,
+            CaState::Cwr => self.snd_una > self.high_seq,
+            _ => false,
+        };
+        if ended {
+            if self.tp.ca_state != CaState::Loss {
                 // Linux tcp_end_cwnd_reduction: settle at ssthresh.
                 self.tp.cwnd = self.tp.ssthresh.max(1).min(self.tp.cwnd_clamp);
                 self.cc.cwnd_event(&self.tp, CaEvent::CompleteCwr);
-                self.set_state(CaState::Open);
             }
-            CaState::Loss if self.snd_una >= self.high_seq => self.set_state(CaState::Open),
-            _ => {}
+            self.set_state(CaState::Open);
         }
         if self.lost_out > 0 && matches!(self.tp.ca_state, CaState::Open | CaState::Disorder | CaState::Cwr) {
-            // Linux tcp_enter_recovery: a reduction already under way (CWR) continues.
+            // Linux tcp_enter_recovery: a reduction already under way (CWR) continues with
+            // its ssthresh and recovery point.
             if self.tp.ca_state != CaState::Cwr {
                 self.init_cwnd_reduction();
             }
-            self.high_seq = self.snd_nxt;
             self.stats.fast_recoveries += 1;
             self.set_state(CaState::Recovery);
             return;
         }
         if ece && matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
-            // Linux tcp_enter_cwr: at most one ECN reduction per window of data.
+            // Linux tcp_try_to_open -> tcp_enter_cwr: at most one ECN reduction per window.
             self.init_cwnd_reduction();
-            self.high_seq = self.snd_nxt;
             self.stats.cwr_reductions += 1;
             self.set_state(CaState::Cwr);
             return;
@@ -620,9 +662,11 @@ impl TcpSender {
         }
     }
 
-    /// Linux `tcp_init_cwnd_reduction`.
+    /// Linux `tcp_init_cwnd_reduction`: recovery point, PRR state, ssthresh, queue CWR.
     fn init_cwnd_reduction(&mut self) {
         self.sync_tp(self.tp.now);
+        self.high_seq = self.snd_nxt;
+        self.tp.cwnd_cnt = 0;
         self.prior_cwnd = self.tp.cwnd;
         self.prr_delivered = 0;
         self.prr_out = 0;
@@ -645,36 +689,35 @@ impl TcpSender {
         let mut sndcnt = if delta < 0 {
             let dividend = ssthresh * prr_delivered + self.prior_cwnd as i64 - 1;
             dividend / self.prior_cwnd as i64 - prr_out
-        } else if una_advanced && newly_lost == 0 {
-            delta.min((prr_delivered - prr_out).max(newly_acked_sacked as i64) + 1)
         } else {
-            delta.min(newly_acked_sacked as i64)
+            // Slow-start reduction bound, +1 only on forward progress without new loss.
+            let bound = (prr_delivered - prr_out).max(newly_acked_sacked as i64) + (una_advanced && newly_lost == 0) as i64;
+            delta.min(bound)
         };
         // Force a fast retransmit upon entering recovery.
         sndcnt = sndcnt.max(if self.prr_out > 0 { 0 } else { 1 });
         self.tp.cwnd = ((in_flight + sndcnt).max(1) as u32).min(self.tp.cwnd_clamp);
     }
 
-    /// Linux `tcp_is_cwnd_limited`.
+    /// Linux `tcp_is_cwnd_limited`: the flag from `tcp_cwnd_validate`, or in slow start
+    /// while cwnd is below twice the largest flight of the window.
     fn is_cwnd_limited(&self) -> bool {
-        if self.tp.in_slow_start() {
-            return self.tp.cwnd < 2 * self.max_packets_out;
-        }
-        self.tp.is_cwnd_limited
+        self.cwnd_limited || (self.tp.in_slow_start() && self.tp.cwnd < 2 * self.max_packets_out)
     }
 
     // ---------------------------------------------------------------- RTT and RTO
 
-    /// Linux `tcp_rtt_estimator` + `tcp_set_rto`, in nanoseconds instead of microseconds:
-    /// srtt gain 1/8, mean deviation gain 1/4, and `rttvar` the per-window maximum deviation,
-    /// never below `rto_min`; RTO = srtt + rttvar.
+    /// Linux `tcp_rtt_estimator` + `tcp_set_rto`, in nanoseconds. As in Linux, `mdev`,
+    /// `mdev_max` and `rttvar` hold 4 x the RFC 6298 RTTVAR: srtt gain 1/8, deviation gain 1/4
+    /// (1/32 for decreases below srtt), `rttvar` the largest deviation of the last window but
+    /// never below `rto_min`, and RTO = srtt + rttvar (3 x RTT after the first sample).
+    /// A valid sample also resets the backoff (RFC 6298 §5.7).
     fn rtt_sample(&mut self, sample: Time) {
         let m = sample.0.max(1) as i64;
-        self.tp.min_rtt = self.tp.min_rtt.min(Time(m as u64));
         let rto_min = self.cfg.rto_min.0 as i64;
         if self.srtt == Time::ZERO {
             self.srtt = Time(m as u64);
-            self.mdev = Time((m / 2) as u64);
+            self.mdev = Time(2 * m as u64);
             self.mdev_max = Time(self.mdev.0.max(rto_min as u64));
             self.rttvar = self.mdev_max;
             self.rtt_seq = self.snd_nxt;
@@ -683,9 +726,10 @@ impl TcpSender {
             let err = m - srtt;
             self.srtt = Time((srtt + err / 8).max(1) as u64);
             let mdev = self.mdev.0 as i64;
-            let abs = err.abs();
-            // Linux damps decreases of the deviation when the RTT falls below srtt.
-            let step = if err < 0 { let d = abs - mdev; if d > 0 { d / 8 } else { d / 4 } } else { (abs - mdev) / 4 };
+            let mut step = err.abs() - mdev / 4;
+            if err < 0 && step > 0 {
+                step /= 8;
+            }
             self.mdev = Time((mdev + step).max(0) as u64);
             if self.mdev > self.mdev_max {
                 self.mdev_max = self.mdev;
@@ -701,14 +745,15 @@ impl TcpSender {
                 self.mdev_max = Time(rto_min as u64);
             }
         }
+        self.backoff = 0;
         self.rto = self.computed_rto();
     }
 
     fn computed_rto(&self) -> Time {
         if self.srtt == Time::ZERO {
-            return self.cfg.rto_initial;
+            return self.no_sample_rto;
         }
-        let base = self.srtt + self.rttvar.max(self.cfg.rto_min);
+        let base = self.srtt + self.rttvar;
         let backed = Time(base.0.saturating_mul(1u64 << self.backoff.min(20)));
         backed.min(self.cfg.rto_max)
     }
@@ -739,6 +784,7 @@ impl TcpSender {
             if seg.flags & SACKED == 0 {
                 if seg.flags & LOST == 0 {
                     self.lost_out += 1;
+                    self.lost_total += 1;
                 }
                 seg.flags = (seg.flags | LOST) & !RETRANS;
             }
@@ -802,13 +848,13 @@ impl TcpSender {
         let now = ctx.now;
         let paced = self.tp.paced && self.tp.pacing_rate > 0.0;
         let mut cwnd_limited = false;
+        let mut sent = 0;
         loop {
             if paced && self.wstamp > now {
                 self.pacing_timer.arm(self.wstamp, ctx.event(FlowTimer::Pacing), ctx.events);
                 break;
             }
             if self.in_flight() >= self.tp.cwnd {
-                cwnd_limited = true;
                 break;
             }
             let (seq, is_retrans) = if let Some(s) = self.next_retransmit() {
@@ -823,26 +869,36 @@ impl TcpSender {
                 break;
             };
             self.transmit(seq, is_retrans, paced, ctx);
+            sent += 1;
         }
-        // Linux tcp_cwnd_validate.
-        if self.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.tp.is_cwnd_limited && self.packets_out() > self.max_packets_out) {
-            self.tp.is_cwnd_limited = cwnd_limited;
-            self.max_packets_out = self.packets_out();
-            self.cwnd_usage_seq = self.snd_nxt;
+        cwnd_limited |= self.in_flight() >= self.tp.cwnd;
+        // Linux tcp_cwnd_validate, called when something was sent or cwnd is the limit.
+        if sent > 0 || cwnd_limited {
+            if self.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.cwnd_limited && self.packets_out() > self.max_packets_out) {
+                self.cwnd_limited = cwnd_limited;
+                self.max_packets_out = self.packets_out();
+                self.cwnd_usage_seq = self.snd_nxt;
+            }
         }
     }
 
     fn transmit(&mut self, seq: u32, is_retrans: bool, paced: bool, ctx: &mut EndpointCtx) {
         let now = ctx.now;
+        self.tp.now = now;
         if self.packets_out() == 0 {
-            // tcp_rate_skb_sent: a new flight starts; also an idle restart for the CC.
+            // tcp_rate_skb_sent: a new flight starts.
             self.first_tx_time = now;
             self.delivered_time = now;
+        }
+        // tcp_event_data_sent: restart after idle, then note the send time.
+        if self.in_flight() == 0 {
             self.cc.cwnd_event(&self.tp, CaEvent::TxStart);
         }
+        self.tp.lsndtime = now;
         let snap = Seg {
             tx_time: now,
             delivered: self.tp.delivered,
+            delivered_ce: self.tp.delivered_ce,
             delivered_time: Some(self.delivered_time),
             first_tx: self.first_tx_time,
             flags: if self.app_limited_until != 0 { APP_LIMITED } else { 0 },
@@ -856,11 +912,16 @@ impl TcpSender {
             seg.flags = (seg.flags & SACKED) | LOST | RETRANS | EVER_RETRANS | snap.flags;
             seg.tx_time = snap.tx_time;
             seg.delivered = snap.delivered;
+            seg.delivered_ce = snap.delivered_ce;
             seg.delivered_time = snap.delivered_time;
             seg.first_tx = snap.first_tx;
             self.retrans_out += 1;
             self.retrans_queue.push_back(seq);
             self.stats.retransmits += 1;
+            // tcp_xmit_retransmit_queue re-arms the RTO when the head is retransmitted.
+            if seq == self.snd_una {
+                self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
+            }
         } else {
             self.sb.push_back(snap);
             self.snd_nxt += 1;
@@ -881,12 +942,12 @@ impl TcpSender {
             self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
         }
         if paced {
-            // tcp_update_skb_after_send: EDT departure times, with up to half a packet's time
-            // forgiven after idle, once 10 data segments have gone out.
+            // tcp_update_skb_after_send: EDT departure times spaced by payload / rate, with
+            // up to half a packet's time forgiven after idle, from the 10th data segment on.
             let prior = self.wstamp;
             self.wstamp = self.wstamp.max(now);
-            if self.stats.data_packets_sent > 10 {
-                let len_ns = Time::from_secs_f64(pkt.wire_len as f64 / self.tp.pacing_rate);
+            if self.stats.data_packets_sent >= 10 {
+                let len_ns = Time::from_secs_f64(payload as f64 / self.tp.pacing_rate);
                 let credit = self.wstamp - prior;
                 self.wstamp += len_ns - Time(len_ns.0 / 2).min(credit);
             }
@@ -897,11 +958,11 @@ impl TcpSender {
     // ---------------------------------------------------------------- delivery rate
 
     /// Linux `tcp_rate_skb_delivered`: the most recently sent delivered packet sets the sample.
-    fn rate_skb_delivered(&mut self, seg: &Seg, rs: &mut RateSample, prior: &mut Option<u64>, prior_time: &mut Time) {
+    /// `prior` is (delivered, delivered_ce, delivered time) at that packet's transmission.
+    fn rate_skb_delivered(&mut self, seg: &Seg, rs: &mut RateSample, prior: &mut Option<(u64, u64, Time)>) {
         let Some(dt) = seg.delivered_time else { return };
-        if prior.map_or(true, |p| seg.delivered > p) {
-            *prior = Some(seg.delivered);
-            *prior_time = dt;
+        if prior.map_or(true, |(p, _, _)| seg.delivered > p) {
+            *prior = Some((seg.delivered, seg.delivered_ce, dt));
             rs.is_app_limited = seg.flags & APP_LIMITED != 0;
             rs.is_retrans = seg.flags & EVER_RETRANS != 0;
             self.first_tx_time = seg.tx_time;
@@ -910,12 +971,13 @@ impl TcpSender {
     }
 
     /// Linux `tcp_rate_gen`.
-    fn finish_rate_sample(&mut self, rs: &mut RateSample, prior: Option<u64>, prior_time: Time, now: Time) {
-        let Some(p) = prior else {
+    fn finish_rate_sample(&mut self, rs: &mut RateSample, prior: Option<(u64, u64, Time)>, now: Time) {
+        let Some((p, p_ce, prior_time)) = prior else {
             rs.delivered = -1;
             return;
         };
         rs.delivered = (self.tp.delivered - p) as i64;
+        rs.delivered_ce = (self.tp.delivered_ce - p_ce) as i64;
         let ack_elapsed = now - prior_time;
         rs.interval = rs.interval.max(ack_elapsed);
         if rs.interval < self.tp.min_rtt {
