@@ -77,12 +77,12 @@ def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
     util = bn.get("utilization")
     console.print(
         f"bottleneck: utilisation {_fmt(util * 100 if util is not None else None, '.1f')}%, "
-        f"sojourn p50 {_fmt(soj.get('p50'))} ms, p99 {_fmt(soj.get('p99'))} ms, "
-        f"drops {bn.get('drops', '-')}, CE marks {bn.get('ce_marks', '-')}"
+        f"sojourn p50 {_fmt(soj.get('p50'), '.1f')} ms, p99 {_fmt(soj.get('p99'), '.1f')} ms, "
+        f"drops {bn.get('drops', '-')}, CE {bn.get('ce_marks', '-')}"
     )
     console.print(f"Jain fairness (steady): {_fmt(summary.get('jain_steady'), '.4f')}")
     if out_dir is not None:
-        console.print(f"wrote {out_dir}/{{summary.json, timeseries.parquet, timeseries.csv, throughput_rtt.png}}")
+        console.print(f"wrote {out_dir}/: summary.json, timeseries.parquet/.csv, throughput_rtt.png")
 
 
 def _bad_input(msg: str) -> None:
