@@ -76,8 +76,8 @@ def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
     soj = bn.get("sojourn_ms", {}) or {}
     util = bn.get("utilization")
     console.print(
-        f"bottleneck: utilisation {_fmt(util * 100 if util is not None else None, '.1f')}%, "
-        f"sojourn p50 {_fmt(soj.get('p50'), '.1f')} ms, p99 {_fmt(soj.get('p99'), '.1f')} ms, "
+        f"utilisation {_fmt(util * 100 if util is not None else None, '.1f')}%, "
+        f"sojourn p50 {_fmt(soj.get('p50'), '.1f')} ms / p99 {_fmt(soj.get('p99'), '.1f')} ms, "
         f"drops {bn.get('drops', '-')}, CE {bn.get('ce_marks', '-')}"
     )
     console.print(f"Jain fairness (steady): {_fmt(summary.get('jain_steady'), '.4f')}")
