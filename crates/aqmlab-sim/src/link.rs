@@ -176,7 +176,7 @@ impl Element {
 mod tests {
     use super::*;
     use crate::packet::{Direction, Kind};
-    use crate::qdisc::Pfifo;
+    use crate::qdisc::Fifo;
 
     fn drain(e: &mut Element, q: &mut EventQueue) -> Vec<(Time, u32)> {
         let mut got = vec![];
@@ -192,7 +192,7 @@ mod tests {
     #[test]
     fn link_serialises_back_to_back_at_its_rate() {
         let mut q = EventQueue::default();
-        let mut link = Element::Link(Link::new(Rate(12_000_000), Box::new(Pfifo::new(10))));
+        let mut link = Element::Link(Link::new(Rate(12_000_000), Box::new(Fifo::pfifo(10))));
         let mut out = vec![];
         for seq in 0..3 {
             let mut p = Packet::new(0, Direction::Forward, Kind::Data, 1500);

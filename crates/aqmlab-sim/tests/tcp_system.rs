@@ -3,7 +3,7 @@
 
 use aqmlab_sim::cc::CaState;
 use aqmlab_sim::packet::{Ecn, Kind, Packet};
-use aqmlab_sim::qdisc::{Enqueued, Pfifo, Qdisc, QdiscStats};
+use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
 use aqmlab_sim::sim::Summary;
 use aqmlab_sim::{Scenario, Simulation, Time};
 
@@ -33,7 +33,7 @@ fn run(sc: &Scenario) -> Summary {
 /// A pfifo that first applies a test rule to each arriving data packet (which may mark it),
 /// dropping the packet when the rule returns false.
 struct Rule<F: FnMut(&mut Packet, Time) -> bool> {
-    inner: Pfifo,
+    inner: Fifo,
     rule: F,
     rule_drops: u64,
     stats: QdiscStats,
@@ -41,7 +41,7 @@ struct Rule<F: FnMut(&mut Packet, Time) -> bool> {
 
 impl<F: FnMut(&mut Packet, Time) -> bool> Rule<F> {
     fn new(limit: u32, rule: F) -> Box<Self> {
-        Box::new(Rule { inner: Pfifo::new(limit), rule, rule_drops: 0, stats: QdiscStats::default() })
+        Box::new(Rule { inner: Fifo::pfifo(limit), rule, rule_drops: 0, stats: QdiscStats::default() })
     }
     fn sync(&mut self) {
         self.stats = *self.inner.stats();
@@ -125,7 +125,7 @@ fn rto_fires_and_backs_off_exponentially_when_the_path_goes_silent() {
     let rto0 = sim.sender(0).rto();
     assert!(rto0 >= Time::from_millis(200) && rto0 < Time::from_millis(400), "rto {rto0}");
     // Black hole: a byte FIFO too small for any packet.
-    sim.replace_bottleneck_qdisc(Box::new(aqmlab_sim::qdisc::Bfifo::new(1)));
+    sim.replace_bottleneck_qdisc(Box::new(Fifo::bfifo(1)));
     let mut fired = vec![];
     let mut count = 0;
     for ms in 2_001..=60_000u64 {

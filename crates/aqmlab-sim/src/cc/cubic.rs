@@ -30,7 +30,7 @@
 //! - Products are computed in 128 bits and saturate instead of wrapping in 32/64 bits (Linux
 //!   only guarantees no overflow below ~1 million packets / 100 s RTT).
 
-use super::{cong_avoid_ai, slow_start, AckSample, CaEvent, CaState, CongestionControl, TcpCcState};
+use super::{acked_for_avoidance, cong_avoid_ai, AckSample, CaEvent, CaState, CongestionControl, TcpCcState};
 use crate::time::Time;
 
 /// Linux `BICTCP_BETA_SCALE`: β and the fast-convergence factor are in 1/1024.
@@ -359,16 +359,7 @@ impl CongestionControl for Cubic {
 
     /// Linux `cubictcp_cong_avoid`: slow start, then +1 packet per `cnt` ACKed packets.
     fn cong_avoid(&mut self, tp: &mut TcpCcState, acked: u32) {
-        if !tp.is_cwnd_limited {
-            return;
-        }
-        let mut acked = acked;
-        if tp.in_slow_start() {
-            acked = slow_start(tp, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        let Some(acked) = acked_for_avoidance(tp, acked) else { return };
         self.update(jiffies(tp.now), tp.cwnd, acked);
         cong_avoid_ai(tp, self.ca.cnt, acked);
     }

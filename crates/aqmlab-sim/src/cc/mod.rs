@@ -161,6 +161,16 @@ pub fn slow_start(tp: &mut TcpCcState, acked: u32) -> u32 {
     left
 }
 
+/// The common start of Linux's `cong_avoid` implementations: nothing while not cwnd-limited,
+/// slow start below ssthresh, and the ACKed packets left for congestion avoidance (if any).
+pub fn acked_for_avoidance(tp: &mut TcpCcState, acked: u32) -> Option<u32> {
+    if !tp.is_cwnd_limited {
+        return None;
+    }
+    let left = if tp.in_slow_start() { slow_start(tp, acked) } else { acked };
+    (left > 0).then_some(left)
+}
+
 /// Linux `tcp_cong_avoid_ai()`: +1 packet per `w` packets acked (Appropriate Byte Counting in
 /// packets, RFC 3465), carrying the remainder in `cwnd_cnt`.
 pub fn cong_avoid_ai(tp: &mut TcpCcState, w: u32, acked: u32) {

@@ -2,7 +2,7 @@
 //! `net/ipv4/tcp_cong.c`): slow start up to ssthresh, then +1 packet per cwnd of ACKed
 //! packets; on loss or ECN echo, ssthresh = max(cwnd / 2, 2).
 
-use super::{cong_avoid_ai, slow_start, CongestionControl, TcpCcState};
+use super::{cong_avoid_ai, acked_for_avoidance, CongestionControl, TcpCcState};
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Reno;
@@ -17,16 +17,7 @@ impl CongestionControl for Reno {
     }
     /// Linux `tcp_reno_cong_avoid`.
     fn cong_avoid(&mut self, tp: &mut TcpCcState, acked: u32) {
-        if !tp.is_cwnd_limited {
-            return;
-        }
-        let mut acked = acked;
-        if tp.in_slow_start() {
-            acked = slow_start(tp, acked);
-            if acked == 0 {
-                return;
-            }
-        }
+        let Some(acked) = acked_for_avoidance(tp, acked) else { return };
         let w = tp.cwnd;
         cong_avoid_ai(tp, w, acked);
     }

@@ -6,21 +6,44 @@
 use super::{Enqueued, Qdisc, QdiscStats};
 use crate::packet::Packet;
 use crate::time::Time;
+use crate::units::Limit;
 use std::collections::VecDeque;
 
-/// The FIFO both disciplines share; they differ only in their admission test.
+/// A tail-drop FIFO limited in packets (pfifo) or bytes (bfifo).
 #[derive(Debug)]
-struct Fifo {
+pub struct Fifo {
+    limit: Limit,
     queue: VecDeque<Packet>,
     backlog: u64,
     stats: QdiscStats,
 }
 
 impl Fifo {
-    fn new(capacity: usize) -> Self {
-        Fifo { queue: VecDeque::with_capacity(capacity), backlog: 0, stats: QdiscStats::default() }
+    /// `pfifo limit N` (Linux default limit: the device txqueuelen, 1000).
+    pub fn pfifo(limit: u32) -> Self {
+        Self::new(Limit::Packets(limit), limit as usize)
     }
-    fn admit(&mut self, pkt: Packet, fits: bool) -> Enqueued {
+    /// `bfifo limit BYTES` (Linux default: txqueuelen x MTU).
+    pub fn bfifo(limit: u64) -> Self {
+        Self::new(Limit::Bytes(limit), (limit / 1500) as usize)
+    }
+    fn new(limit: Limit, capacity: usize) -> Self {
+        Fifo { limit, queue: VecDeque::with_capacity(capacity.min(1 << 16)), backlog: 0, stats: QdiscStats::default() }
+    }
+}
+
+impl Qdisc for Fifo {
+    fn kind(&self) -> &'static str {
+        match self.limit {
+            Limit::Packets(_) => "pfifo",
+            Limit::Bytes(_) => "bfifo",
+        }
+    }
+    fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
+        let fits = match self.limit {
+            Limit::Packets(n) => self.queue.len() < n as usize,
+            Limit::Bytes(b) => self.backlog + pkt.wire_len as u64 <= b,
+        };
         if !fits {
             self.stats.drops += 1;
             self.stats.overlimits += 1;
@@ -31,82 +54,21 @@ impl Fifo {
         self.queue.push_back(pkt);
         Enqueued::Queued
     }
-    fn dequeue(&mut self) -> Option<Packet> {
+    fn dequeue(&mut self, _now: Time) -> Option<Packet> {
         let p = self.queue.pop_front()?;
         self.backlog -= p.wire_len as u64;
         self.stats.dequeued += 1;
         self.stats.dequeued_bytes += p.wire_len as u64;
         Some(p)
     }
-}
-
-/// Packet-limited FIFO (`pfifo limit N`; Linux default limit is the device txqueuelen, 1000).
-#[derive(Debug)]
-pub struct Pfifo {
-    limit: u32,
-    fifo: Fifo,
-}
-
-impl Pfifo {
-    pub fn new(limit: u32) -> Self {
-        Pfifo { limit, fifo: Fifo::new(limit.min(1 << 16) as usize) }
-    }
-}
-
-impl Qdisc for Pfifo {
-    fn kind(&self) -> &'static str {
-        "pfifo"
-    }
-    fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
-        let fits = (self.fifo.queue.len() as u64) < self.limit as u64;
-        self.fifo.admit(pkt, fits)
-    }
-    fn dequeue(&mut self, _now: Time) -> Option<Packet> {
-        self.fifo.dequeue()
-    }
     fn len(&self) -> usize {
-        self.fifo.queue.len()
+        self.queue.len()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.fifo.backlog
+        self.backlog
     }
     fn stats(&self) -> &QdiscStats {
-        &self.fifo.stats
-    }
-}
-
-/// Byte-limited FIFO (`bfifo limit BYTES`; Linux default is txqueuelen x MTU).
-#[derive(Debug)]
-pub struct Bfifo {
-    limit: u64,
-    fifo: Fifo,
-}
-
-impl Bfifo {
-    pub fn new(limit: u64) -> Self {
-        Bfifo { limit, fifo: Fifo::new(((limit / 1500) as usize).min(1 << 16)) }
-    }
-}
-
-impl Qdisc for Bfifo {
-    fn kind(&self) -> &'static str {
-        "bfifo"
-    }
-    fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
-        let fits = self.fifo.backlog + pkt.wire_len as u64 <= self.limit;
-        self.fifo.admit(pkt, fits)
-    }
-    fn dequeue(&mut self, _now: Time) -> Option<Packet> {
-        self.fifo.dequeue()
-    }
-    fn len(&self) -> usize {
-        self.fifo.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.fifo.backlog
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.fifo.stats
+        &self.stats
     }
 }
 
@@ -123,7 +85,7 @@ mod tests {
 
     #[test]
     fn pfifo_tail_drops_at_limit_and_keeps_order() {
-        let mut q = Pfifo::new(3);
+        let mut q = Fifo::pfifo(3);
         for i in 0..5 {
             let r = q.enqueue(pkt(1500, i), Time::ZERO);
             assert_eq!(r, if i < 3 { Enqueued::Queued } else { Enqueued::Dropped });
@@ -138,7 +100,7 @@ mod tests {
 
     #[test]
     fn bfifo_admits_while_backlog_plus_len_fits() {
-        let mut q = Bfifo::new(3000);
+        let mut q = Fifo::bfifo(3000);
         assert_eq!(q.enqueue(pkt(1500, 0), Time::ZERO), Enqueued::Queued);
         assert_eq!(q.enqueue(pkt(1500, 1), Time::ZERO), Enqueued::Queued);
         assert_eq!(q.enqueue(pkt(64, 2), Time::ZERO), Enqueued::Dropped);

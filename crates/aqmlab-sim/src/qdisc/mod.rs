@@ -5,7 +5,7 @@
 mod fifo;
 mod spec;
 
-pub use fifo::{Bfifo, Pfifo};
+pub use fifo::Fifo;
 pub use spec::QdiscSpec;
 
 use crate::packet::Packet;
@@ -58,7 +58,7 @@ pub trait Qdisc {
 pub fn build(spec: &QdiscSpec, mtu: u32) -> Box<dyn Qdisc> {
     let _ = mtu;
     match spec {
-        QdiscSpec::Pfifo { limit } => Box::new(Pfifo::new(*limit)),
-        QdiscSpec::Bfifo { limit } => Box::new(Bfifo::new(*limit)),
+        QdiscSpec::Pfifo { limit } => Box::new(Fifo::pfifo(*limit)),
+        QdiscSpec::Bfifo { limit } => Box::new(Fifo::bfifo(*limit)),
     }
 }
