@@ -60,34 +60,62 @@ impl DelayLine {
     }
 }
 
-/// Statistics a link keeps about its queue, streamed (fixed memory).
+/// Per sub-queue statistics (one entry per `Qdisc::queue_names`), streamed in fixed memory.
+#[derive(Debug, Default)]
+pub struct QueueStats {
+    /// Sojourn time of every dequeued packet, in ns.
+    pub sojourn: LogHistogram,
+    /// Sojourn sum, count and max since the last sampling tick.
+    pub tick_sum: Time,
+    pub tick_n: u64,
+    pub tick_max: Time,
+}
+
+impl QueueStats {
+    fn record(&mut self, sojourn: Time) {
+        self.sojourn.record(sojourn.as_nanos());
+        self.tick_sum += sojourn;
+        self.tick_n += 1;
+        self.tick_max = self.tick_max.max(sojourn);
+    }
+    /// Sum, count and maximum of the sojourns since the last call.
+    pub fn take_tick(&mut self) -> (Time, u64, Time) {
+        let r = (self.tick_sum, self.tick_n, self.tick_max);
+        self.tick_sum = Time::ZERO;
+        self.tick_n = 0;
+        self.tick_max = Time::ZERO;
+        r
+    }
+}
+
+/// Statistics a link keeps about its traffic.
 #[derive(Debug, Default)]
 pub struct LinkStats {
-    /// Per sub-queue (`Packet::queue`) sojourn times in ns.
-    pub sojourn: Vec<LogHistogram>,
+    pub queues: Vec<QueueStats>,
     /// Time spent serialising packets.
     pub busy: Time,
     pub tx_packets: u64,
     pub tx_bytes: u64,
-    /// Sojourn sum, count and max since the last sampling tick.
-    pub tick_sojourn_sum: Time,
-    pub tick_sojourn_n: u64,
-    pub tick_sojourn_max: Time,
 }
 
 /// A link: a queue discipline feeding a serialiser of the given rate. A packet is dequeued
 /// when the serialiser is free (so its sojourn excludes its own transmission, as in Linux
-/// where the qdisc hands the packet to the device) and leaves after `len / rate`.
+/// where the qdisc hands the packet to the device) and leaves after `len / rate`. A shaping
+/// discipline may hold packets back; the link then retries when it says.
 pub struct Link {
     rate: Rate,
     qdisc: Box<dyn Qdisc>,
     in_tx: Option<Packet>,
+    tx_end: Time,
+    /// A pending retry for a shaping discipline.
+    retry_at: Option<Time>,
     pub stats: LinkStats,
 }
 
 impl Link {
     pub fn new(rate: Rate, qdisc: Box<dyn Qdisc>) -> Self {
-        Link { rate, qdisc, in_tx: None, stats: LinkStats::default() }
+        let queues = qdisc.queue_names().iter().map(|_| QueueStats::default()).collect();
+        Link { rate, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, stats: LinkStats { queues, ..LinkStats::default() } }
     }
     pub fn rate(&self) -> Rate {
         self.rate
@@ -103,34 +131,48 @@ impl Link {
     /// old discipline dropped, including the ones discarded now.
     pub fn replace_qdisc(&mut self, qdisc: Box<dyn Qdisc>) -> u64 {
         let old = std::mem::replace(&mut self.qdisc, qdisc);
+        let n = self.qdisc.queue_names().len();
+        if self.stats.queues.len() < n {
+            self.stats.queues.resize_with(n, QueueStats::default);
+        }
         old.stats().drops + old.len() as u64
     }
     fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
         pkt.enqueued_at = ctx.now;
-        if self.qdisc.enqueue(pkt, ctx.now) == Enqueued::Queued && self.in_tx.is_none() {
+        if self.qdisc.enqueue(pkt, ctx.now) == Enqueued::Queued {
             self.start_next(ctx);
         }
     }
     fn start_next(&mut self, ctx: &mut ElementCtx) {
-        let Some(pkt) = self.qdisc.dequeue(ctx.now) else { return };
-        let sojourn = ctx.now - pkt.enqueued_at;
-        let q = pkt.queue as usize;
-        if self.stats.sojourn.len() <= q {
-            self.stats.sojourn.resize_with(q + 1, LogHistogram::default);
+        if self.in_tx.is_some() {
+            return;
         }
-        self.stats.sojourn[q].record(sojourn.as_nanos());
-        self.stats.tick_sojourn_sum += sojourn;
-        self.stats.tick_sojourn_n += 1;
-        self.stats.tick_sojourn_max = self.stats.tick_sojourn_max.max(sojourn);
+        let Some(pkt) = self.qdisc.dequeue(ctx.now) else {
+            if let Some(t) = self.qdisc.ready_at().filter(|_| !self.qdisc.is_empty()) {
+                let t = t.max(ctx.now);
+                if self.retry_at.map_or(true, |r| r <= ctx.now || r > t) {
+                    self.retry_at = Some(t);
+                    ctx.wake_at(t);
+                }
+            }
+            return;
+        };
+        let q = (pkt.queue as usize).min(self.stats.queues.len() - 1);
+        self.stats.queues[q].record(ctx.now - pkt.enqueued_at);
         let tx = self.rate.serialisation(pkt.wire_len);
         self.stats.busy += tx;
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += pkt.wire_len as u64;
         self.in_tx = Some(pkt);
-        ctx.wake_at(ctx.now + tx);
+        self.tx_end = ctx.now + tx;
+        ctx.wake_at(self.tx_end);
     }
     fn wake(&mut self, ctx: &mut ElementCtx) {
-        if let Some(pkt) = self.in_tx.take() {
+        if let Some(pkt) = self.in_tx {
+            if ctx.now < self.tx_end {
+                return; // A shaper retry that came while a packet is on the wire.
+            }
+            self.in_tx = None;
             ctx.out.push(pkt);
         }
         self.start_next(ctx);
@@ -205,7 +247,7 @@ mod tests {
         if let Element::Link(l) = &link {
             assert_eq!(l.stats.busy, ms(3));
             // Sojourns 0, 1 ms, 2 ms.
-            assert_eq!(l.stats.sojourn[0].max(), Some(ms(2).as_nanos()));
+            assert_eq!(l.stats.queues[0].sojourn.max(), Some(ms(2).as_nanos()));
         }
     }
 

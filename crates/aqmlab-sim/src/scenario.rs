@@ -50,7 +50,7 @@ pub struct Bottleneck {
 }
 
 fn default_qdisc() -> QdiscSpec {
-    QdiscSpec::Pfifo { limit: 1000 }
+    QdiscSpec::parse("pfifo limit 1000").expect("valid default")
 }
 
 /// The shared reverse link carrying ACKs.
@@ -64,8 +64,8 @@ pub struct ReturnPath {
     pub qdisc: QdiscSpec,
 }
 
-fn default_return_qdisc() -> QdiscSpec {
-    QdiscSpec::Pfifo { limit: 10_000 }
+pub(crate) fn default_return_qdisc() -> QdiscSpec {
+    QdiscSpec::parse("pfifo limit 10000").expect("valid default")
 }
 
 /// Measurement settings.
@@ -157,6 +157,12 @@ fn default_iw() -> u32 {
 
 /// Bytes of IPv4 + TCP headers with the timestamp option, as Linux sends them.
 pub const TCP_IP_HEADER_BYTES: u32 = 52;
+/// Ethernet header bytes. Linux qdiscs and shapers count packets with their link-layer
+/// header (`qdisc_pkt_len`), and the studies' veth links add no preamble or FCS, so a full
+/// segment occupies 1514 bytes of link time and queue space.
+pub const ETHERNET_HEADER_BYTES: u32 = 14;
+/// Largest frame on the links (Linux `psched_mtu`: 1500-byte MTU + Ethernet header).
+pub const LINK_MTU: u32 = 1500 + ETHERNET_HEADER_BYTES;
 
 fn expect_str<'de, D: Deserializer<'de>>(d: D, what: &str) -> Result<String, D::Error> {
     struct V<'a>(&'a str);
@@ -397,7 +403,7 @@ count = 2        # optional: this many identical flows
         let s = Scenario::from_toml(MINIMAL, &[]).unwrap();
         assert_eq!(s.duration, Time::from_secs(60));
         assert_eq!(s.bottleneck.rate, Rate(50_000_000));
-        assert_eq!(s.bottleneck.qdisc, QdiscSpec::Pfifo { limit: 1000 });
+        assert_eq!(s.bottleneck.qdisc, QdiscSpec::parse("pfifo limit 1000").unwrap());
         assert_eq!(s.flows[0].count, 2);
         assert_eq!(s.flows[0].rtt, Time::from_millis(20));
         assert_eq!(s.flows[0].mss, 1448);

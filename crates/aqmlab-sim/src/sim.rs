@@ -13,7 +13,8 @@ use crate::link::{DelayLine, Element, ElementCtx, Link};
 use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder};
 use crate::packet::{Direction, Packet};
 use crate::qdisc;
-use crate::scenario::Scenario;
+use crate::rng::Stream;
+use crate::scenario::{default_return_qdisc, Scenario, LINK_MTU};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use serde::Serialize;
@@ -64,6 +65,10 @@ struct BottleneckSeries {
     qlen: SeriesId,
     drops: SeriesId,
     ce_marks: SeriesId,
+    /// Mean sojourn per sub-queue (`qdelay_<name>`), when the discipline has several.
+    queue_qdelay: Vec<SeriesId>,
+    /// The discipline's xstats, in the order it reports them.
+    xstats: Vec<SeriesId>,
 }
 
 /// A ready-to-run simulation.
@@ -84,6 +89,10 @@ pub struct Simulation {
     recorder: SeriesRecorder,
     bn_series: BottleneckSeries,
     last_drops: u64,
+    /// The bottleneck discipline as given (tc syntax).
+    qdisc_text: String,
+    /// Reused buffer for the discipline's xstats.
+    xstats_buf: Vec<(&'static str, f64)>,
     /// Drops and CE marks counted by qdiscs that have since been replaced.
     replaced_drops: u64,
     replaced_marks: u64,
@@ -148,6 +157,18 @@ pub struct BottleneckSummary {
     /// Busy fraction from the first flow's start to the end of the run.
     pub utilization: f64,
     pub sojourn_ms: SojournSummary,
+    /// Per sub-queue sojourn (e.g. DualPI2's C and L queues); empty for single-queue disciplines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueSummary>,
+}
+
+/// One sub-queue of the bottleneck discipline.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueSummary {
+    pub name: String,
+    /// Packets dequeued from this sub-queue.
+    pub packets: u64,
+    pub sojourn_ms: SojournSummary,
 }
 
 /// Packet accounting at the end of the run.
@@ -185,14 +206,17 @@ impl Simulation {
         let ticks = (sc.duration.0 / sc.metrics.step.0) as usize + 1;
         let mut recorder = SeriesRecorder::with_ticks(ticks);
         let mut elements = Vec::new();
-        let mtu = 1500;
-        elements.push(Element::Link(Link::new(sc.bottleneck.rate, qdisc::build(&sc.bottleneck.qdisc, mtu))));
+        let build = |spec: &qdisc::QdiscSpec, rate, label: &str| {
+            let mut ctx = qdisc::BuildCtx { link_rate: rate, mtu: LINK_MTU, rng: Stream::new(sc.seed, label) };
+            Link::new(rate, spec.build(&mut ctx))
+        };
+        elements.push(Element::Link(build(&sc.bottleneck.qdisc, sc.bottleneck.rate, "qdisc/bottleneck")));
         let bottleneck = 0;
         let (ret_rate, ret_qdisc) = match &sc.return_path {
             Some(r) => (r.rate.unwrap_or(sc.bottleneck.rate), r.qdisc.clone()),
-            None => (sc.bottleneck.rate, qdisc::QdiscSpec::Pfifo { limit: 10_000 }),
+            None => (sc.bottleneck.rate, default_return_qdisc()),
         };
-        elements.push(Element::Link(Link::new(ret_rate, qdisc::build(&ret_qdisc, mtu))));
+        elements.push(Element::Link(build(&ret_qdisc, ret_rate, "qdisc/return")));
         let return_link = 1u32;
         let bn_prop = (sc.bottleneck.delay > Time::ZERO).then(|| {
             elements.push(Element::Delay(DelayLine::new(sc.bottleneck.delay)));
@@ -256,7 +280,19 @@ impl Simulation {
             qlen: recorder.register("bottleneck", "qlen", "packets"),
             drops: recorder.register("bottleneck", "drops", "packets"),
             ce_marks: recorder.register("bottleneck", "ce_marks", "packets"),
+            queue_qdelay: Vec::new(),
+            xstats: Vec::new(),
         };
+        let mut bn_series = bn_series;
+        let mut xstats_buf = Vec::new();
+        if let Element::Link(l) = &elements[bottleneck] {
+            let names = l.qdisc().queue_names();
+            if names.len() > 1 {
+                bn_series.queue_qdelay = names.iter().map(|n| recorder.register("bottleneck", &format!("qdelay_{n}"), "ms")).collect();
+            }
+            l.qdisc().xstats(&mut xstats_buf);
+            bn_series.xstats = xstats_buf.iter().map(|(n, _)| recorder.register("bottleneck", n, "")).collect();
+        }
         let mut events = EventQueue::with_capacity(1024 + 4 * flows.len());
         for (i, f) in flows.iter().enumerate() {
             events.schedule(f.start, Event::Flow(i as u32, FlowTimer::Start));
@@ -282,6 +318,8 @@ impl Simulation {
             recorder,
             bn_series,
             last_drops: 0,
+            xstats_buf,
+            qdisc_text: sc.bottleneck.qdisc.text().to_string(),
             replaced_drops: 0,
             replaced_marks: 0,
             last_marks: 0,
@@ -420,23 +458,30 @@ impl Simulation {
             self.recorder.set(s.retransmits, (rtx - f.last_retransmits) as f64);
             f.last_retransmits = rtx;
         }
-        let (qdelay, qmax, qlen, qstats) = {
-            let l = match &mut self.elements[self.bottleneck] {
-                Element::Link(l) => l,
-                Element::Delay(_) => unreachable!(),
-            };
-            let st = &mut l.stats;
-            let mean = if st.tick_sojourn_n > 0 { st.tick_sojourn_sum.as_millis_f64() / st.tick_sojourn_n as f64 } else { nan };
-            let max = if st.tick_sojourn_n > 0 { st.tick_sojourn_max.as_millis_f64() } else { nan };
-            st.tick_sojourn_sum = Time::ZERO;
-            st.tick_sojourn_n = 0;
-            st.tick_sojourn_max = Time::ZERO;
-            (mean, max, l.qdisc().len() as f64, *l.qdisc().stats())
+        let l = match &mut self.elements[self.bottleneck] {
+            Element::Link(l) => l,
+            Element::Delay(_) => unreachable!("element 0 is the bottleneck link"),
         };
         let b = &self.bn_series;
-        self.recorder.set(b.qdelay, qdelay);
-        self.recorder.set(b.qdelay_max, qmax);
-        self.recorder.set(b.qlen, qlen);
+        let (mut sum, mut n, mut max) = (Time::ZERO, 0u64, Time::ZERO);
+        for (i, q) in l.stats.queues.iter_mut().enumerate() {
+            let (qs, qn, qm) = q.take_tick();
+            if let Some(&id) = b.queue_qdelay.get(i) {
+                self.recorder.set(id, if qn > 0 { qs.as_millis_f64() / qn as f64 } else { nan });
+            }
+            sum += qs;
+            n += qn;
+            max = max.max(qm);
+        }
+        self.recorder.set(b.qdelay, if n > 0 { sum.as_millis_f64() / n as f64 } else { nan });
+        self.recorder.set(b.qdelay_max, if n > 0 { max.as_millis_f64() } else { nan });
+        self.recorder.set(b.qlen, l.qdisc().len() as f64);
+        self.xstats_buf.clear();
+        l.qdisc().xstats(&mut self.xstats_buf);
+        for (&id, &(_, v)) in b.xstats.iter().zip(&self.xstats_buf) {
+            self.recorder.set(id, v);
+        }
+        let qstats = *l.qdisc().stats();
         let drops = qstats.drops + self.replaced_drops;
         self.recorder.set(b.drops, (drops - self.last_drops) as f64);
         self.last_drops = drops;
@@ -474,21 +519,32 @@ impl Simulation {
         let jain_steady = steady.and_then(|s| jain_index(&s));
         let link = self.bottleneck_link();
         let mut all = LogHistogram::default();
-        for h in &link.stats.sojourn {
-            all.merge(h);
+        for q in &link.stats.queues {
+            all.merge(&q.sojourn);
         }
+        let names = link.qdisc().queue_names();
+        let queues = if names.len() > 1 {
+            names
+                .iter()
+                .zip(&link.stats.queues)
+                .map(|(n, q)| QueueSummary { name: n.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::of(&q.sojourn) })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let first_start = self.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
         let span = end - first_start;
         let qs = link.qdisc().stats();
         let bottleneck = BottleneckSummary {
             rate_mbps: link.rate().as_mbps(),
-            qdisc: link.qdisc().kind().to_string(),
+            qdisc: self.qdisc_text.clone(),
             packets: link.stats.tx_packets,
             bytes: link.stats.tx_bytes,
             drops: qs.drops + self.replaced_drops,
             ce_marks: qs.ce_marks + self.replaced_marks,
             utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
             sojourn_ms: SojournSummary::of(&all),
+            queues,
         };
         let packets = Conservation {
             sent: self.packets_sent,

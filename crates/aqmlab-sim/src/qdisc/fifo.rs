@@ -3,11 +3,12 @@
 //! pfifo drops an arriving packet when `qlen >= limit` (packets); bfifo when
 //! `backlog + len > limit` (bytes). No AQM, no ECN marking.
 
-use super::{Enqueued, Qdisc, QdiscStats};
+use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::time::Time;
 use crate::units::Limit;
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 /// A tail-drop FIFO limited in packets (pfifo) or bytes (bfifo).
 #[derive(Debug)]
@@ -72,6 +73,54 @@ impl Qdisc for Fifo {
     }
 }
 
+/// Parsed `pfifo`/`bfifo` parameters.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct FifoConfig {
+    limit: Limit,
+}
+
+impl QdiscConfig for FifoConfig {
+    fn kind(&self) -> &'static str {
+        match self.limit {
+            Limit::Packets(_) => "pfifo",
+            Limit::Bytes(_) => "bfifo",
+        }
+    }
+    fn build(&self, _ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
+        Box::new(match self.limit {
+            Limit::Packets(n) => Fifo::pfifo(n),
+            Limit::Bytes(b) => Fifo::bfifo(b),
+        })
+    }
+}
+
+/// `pfifo [limit PACKETS]`.
+pub fn parse_pfifo(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
+    let mut limit = 1000;
+    while let Some(key) = p.next_key() {
+        match key {
+            "limit" => limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
+            _ => return Err(p.unknown(key, "limit")),
+        }
+    }
+    Ok(Arc::new(FifoConfig { limit: Limit::Packets(limit) }))
+}
+
+/// `bfifo [limit BYTES]`.
+pub fn parse_bfifo(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
+    let mut limit = 1000 * 1500;
+    while let Some(key) = p.next_key() {
+        match key {
+            "limit" => limit = p.bytes(key)?,
+            _ => return Err(p.unknown(key, "limit")),
+        }
+    }
+    if limit == 0 {
+        return Err(p.invalid("limit must be at least 1 byte"));
+    }
+    Ok(Arc::new(FifoConfig { limit: Limit::Bytes(limit) }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -81,6 +130,16 @@ mod tests {
         let mut p = Packet::new(0, Direction::Forward, Kind::Data, len);
         p.tcp.seq = seq;
         p
+    }
+
+    #[test]
+    fn tc_strings() {
+        use crate::qdisc::QdiscSpec;
+        let pf = |s: &str| format!("{:?}", QdiscSpec::parse(s).unwrap());
+        assert_eq!(QdiscSpec::parse("pfifo limit 1000").unwrap(), QdiscSpec::parse("pfifo").unwrap());
+        assert!(pf("bfifo limit 64kb").contains("Bytes(65536)"));
+        assert!(pf("bfifo limit 150000").contains("Bytes(150000)"));
+        assert!(QdiscSpec::parse("bfifo limit 0").is_err());
     }
 
     #[test]

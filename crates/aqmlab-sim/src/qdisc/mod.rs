@@ -1,15 +1,32 @@
 //! Queue disciplines. Each lives in its own file behind the [`Qdisc`] trait, takes the Linux
 //! kernel's parameter names and defaults, and is built from a [`QdiscSpec`] parsed from a
 //! tc-style string (`"pfifo limit 1000"`) or an equivalent TOML table.
+//!
+//! Adding a discipline: a file with the discipline (implementing [`Qdisc`]), its configuration
+//! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
 mod fifo;
 mod spec;
 
 pub use fifo::Fifo;
-pub use spec::QdiscSpec;
+pub use spec::{Params, Parser, QdiscConfig, QdiscSpec};
 
 use crate::packet::Packet;
-use crate::time::Time;
+use crate::rng::Stream;
+use crate::time::{Rate, Time};
+
+/// tc kinds and their parsers.
+pub const REGISTRY: &[(&str, Parser)] = &[("pfifo", fifo::parse_pfifo), ("bfifo", fifo::parse_bfifo)];
+
+/// What a discipline may know about where it is installed.
+pub struct BuildCtx {
+    /// Rate of the link the discipline feeds (the HTB parent rate in the studies' harness).
+    pub link_rate: Rate,
+    /// Largest packet on the link, in bytes (Linux `psched_mtu`: MTU + link-layer header).
+    pub mtu: u32,
+    /// The discipline's own random stream (flow-hash perturbation, RED/PIE/DualPI2 draws).
+    pub rng: Stream,
+}
 
 /// Counters every discipline keeps, named after `tc -s qdisc` output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -52,13 +69,18 @@ pub trait Qdisc {
         self.len() == 0
     }
     fn stats(&self) -> &QdiscStats;
+    /// For disciplines that shape (CAKE, the SCE qdiscs): when `dequeue` returned nothing
+    /// although packets are queued, the earliest time a packet may leave.
+    fn ready_at(&self) -> Option<Time> {
+        None
+    }
+    /// Names of the sub-queues that `Packet::queue` indexes (e.g. `["C", "L"]` for DualPI2),
+    /// so that per-queue sojourn times can be reported.
+    fn queue_names(&self) -> &'static [&'static str] {
+        &["q"]
+    }
+    /// Extended statistics (`tc -s` xstats, e.g. PIE's drop probability), sampled on the
+    /// series grid. The names must be the same at every call.
+    fn xstats(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
-/// Builds the discipline a spec describes. `mtu` is the link's maximum packet size.
-pub fn build(spec: &QdiscSpec, mtu: u32) -> Box<dyn Qdisc> {
-    let _ = mtu;
-    match spec {
-        QdiscSpec::Pfifo { limit } => Box::new(Fifo::pfifo(*limit)),
-        QdiscSpec::Bfifo { limit } => Box::new(Fifo::bfifo(*limit)),
-    }
-}

@@ -21,7 +21,7 @@ use crate::time::Time;
 pub struct TcpConfig {
     /// Payload bytes per full segment (`mss_cache`).
     pub mss: u32,
-    /// Bytes of IP and TCP headers (with the timestamp option) per packet.
+    /// Header bytes per packet on the wire: Ethernet, IPv4 and TCP with timestamps.
     pub header_bytes: u32,
     /// Initial window in packets (RFC 6928, Linux `TCP_INIT_CWND`).
     pub initial_cwnd: u32,
@@ -52,7 +52,7 @@ impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
             mss: 1448,
-            header_bytes: crate::scenario::TCP_IP_HEADER_BYTES,
+            header_bytes: crate::scenario::ETHERNET_HEADER_BYTES + crate::scenario::TCP_IP_HEADER_BYTES,
             initial_cwnd: 10,
             ecn: EcnMode::Off,
             pacing: false,
