@@ -66,7 +66,7 @@ def test_dict_input_and_name():
     assert r.summary["name"] == "label"
     assert list(r.summary)[0] == "name"  # engine key order is kept
     assert [f["cc"] for f in r.summary["flows"]] == ["reno", "cubic"]
-    assert r.summary["bottleneck"]["qdisc"] == "bfifo"
+    assert r.summary["bottleneck"]["qdisc"] == "bfifo limit 100000"
     assert r.summary["seed"] == 3
 
 
