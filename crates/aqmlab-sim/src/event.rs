@@ -29,6 +29,8 @@ pub enum FlowTimer {
     Pacing,
     /// RACK reordering-window timer (RFC 8985 §6.2).
     Reorder,
+    /// A latency probe's next request.
+    ProbeSend,
 }
 
 #[derive(Debug)]

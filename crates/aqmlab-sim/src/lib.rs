@@ -3,6 +3,7 @@
 //!
 //! See `docs/architecture.md` for what each module owns and how a packet moves.
 
+pub mod apps;
 pub mod cc;
 pub mod event;
 pub mod link;

@@ -66,6 +66,9 @@ pub enum Kind {
     SynAck,
     Data,
     Ack,
+    /// Latency-probe request and its echo (UDP, irtt-like).
+    ProbeRequest,
+    ProbeReply,
 }
 
 /// A packet in flight. `Copy` and about 90 bytes, so queues hold packets inline.
@@ -87,6 +90,10 @@ pub struct Packet {
     pub wire_len: u32,
     /// Time of entry into the current qdisc (set by the link on enqueue).
     pub enqueued_at: Time,
+    /// When the endpoint sent this packet (probes: one-way delay).
+    pub sent_at: Time,
+    /// Probe replies: when the request was sent (round-trip time).
+    pub origin: Time,
     pub tcp: TcpHeader,
 }
 
@@ -103,6 +110,8 @@ impl Packet {
             queue: 0,
             wire_len,
             enqueued_at: Time::ZERO,
+            sent_at: Time::ZERO,
+            origin: Time::ZERO,
             tcp: TcpHeader::default(),
         }
     }
@@ -114,6 +123,6 @@ mod tests {
 
     #[test]
     fn packet_is_small() {
-        assert!(std::mem::size_of::<Packet>() <= 104, "{}", std::mem::size_of::<Packet>());
+        assert!(std::mem::size_of::<Packet>() <= 112, "{}", std::mem::size_of::<Packet>());
     }
 }

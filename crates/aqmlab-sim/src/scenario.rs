@@ -29,7 +29,11 @@ pub struct Scenario {
     pub return_path: Option<ReturnPath>,
     #[serde(default)]
     pub metrics: Metrics,
+    #[serde(default)]
     pub flows: Vec<FlowSpec>,
+    /// Latency probes (isochronous UDP request/response, irtt-like).
+    #[serde(default)]
+    pub probes: Vec<ProbeSpec>,
 }
 
 fn default_seed() -> u64 {
@@ -140,6 +144,67 @@ pub struct FlowSpec {
     /// Receive window limit in bytes (default: not limiting).
     #[serde(default, deserialize_with = "de_opt_bytes")]
     pub rwnd: Option<u64>,
+}
+
+/// An ECN codepoint, for traffic that sets it directly (probes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+pub enum Codepoint {
+    #[serde(rename = "not-ect")]
+    NotEct,
+    #[serde(rename = "ect0")]
+    Ect0,
+    #[serde(rename = "ect1")]
+    Ect1,
+    #[serde(rename = "ce")]
+    Ce,
+}
+
+impl Codepoint {
+    pub fn ecn(self) -> crate::packet::Ecn {
+        use crate::packet::Ecn;
+        match self {
+            Codepoint::NotEct => Ecn::NotEct,
+            Codepoint::Ect0 => Ecn::Ect0,
+            Codepoint::Ect1 => Ecn::Ect1,
+            Codepoint::Ce => Ecn::Ce,
+        }
+    }
+}
+
+/// A latency probe: a request every `interval`, echoed by the far end.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProbeSpec {
+    /// Label; defaults to `probe-<index>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Base round-trip time of the probe's path.
+    #[serde(deserialize_with = "de_time")]
+    pub rtt: Time,
+    #[serde(default = "default_probe_interval", deserialize_with = "de_time")]
+    pub interval: Time,
+    /// Bytes on the wire per request and reply (Ethernet + IP + UDP + payload).
+    #[serde(default = "default_probe_size")]
+    pub size: u32,
+    #[serde(default = "default_probe_ecn")]
+    pub ecn: Codepoint,
+    #[serde(default)]
+    pub dscp: u8,
+    #[serde(default, deserialize_with = "de_time")]
+    pub start: Time,
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub stop: Option<Time>,
+}
+
+fn default_probe_interval() -> Time {
+    Time::from_millis(10)
+}
+/// irtt's default request: 14 (Ethernet) + 20 (IP) + 8 (UDP) + 60 bytes of irtt header.
+fn default_probe_size() -> u32 {
+    102
+}
+fn default_probe_ecn() -> Codepoint {
+    Codepoint::NotEct
 }
 
 fn default_ecn() -> EcnMode {
@@ -288,8 +353,29 @@ impl Scenario {
         if self.duration > Time::from_secs(100_000) {
             return err("duration", "must be at most 100000s".into());
         }
-        if self.flows.is_empty() {
-            return err("flows", "at least one [[flows]] entry is needed".into());
+        if self.flows.is_empty() && self.probes.is_empty() {
+            return err("flows", "at least one [[flows]] or [[probes]] entry is needed".into());
+        }
+        for (i, p) in self.probes.iter().enumerate() {
+            let k = |name: &str| format!("probes[{i}].{name}");
+            if p.rtt < Time::from_micros(2) {
+                return err(&k("rtt"), "must be at least 2us".into());
+            }
+            if p.interval < Time::from_micros(1) {
+                return err(&k("interval"), "must be at least 1us".into());
+            }
+            if !(42..=65_535).contains(&p.size) {
+                return err(&k("size"), format!("{} is out of range 42..65535 bytes", p.size));
+            }
+            if p.dscp > 63 {
+                return err(&k("dscp"), format!("{} is out of range 0..63", p.dscp));
+            }
+            if p.start >= self.duration {
+                return err(&k("start"), format!("{} is not before the end of the run ({})", p.start, self.duration));
+            }
+            if p.stop.is_some_and(|s| s <= p.start) {
+                return err(&k("stop"), "must be after start".into());
+            }
         }
         if self.metrics.step < Time::from_millis(1) {
             return err("metrics.step", "must be at least 1ms".into());

@@ -7,6 +7,8 @@
 //! per-flow delay before each shared link mirrors the studies' harness, which applied netem
 //! delay on the middlebox's ingress, ahead of the AQM (algorithms.md 4.0).
 
+use crate::apps::probe::{ProbeConfig, ProbeStats};
+use crate::apps::Probe;
 use crate::cc;
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
@@ -59,6 +61,17 @@ impl Flow {
     }
 }
 
+/// A latency probe with its series handles.
+struct ProbeFlow {
+    name: String,
+    rtt_base: Time,
+    start: Time,
+    probe: Probe,
+    rtt: SeriesId,
+    owd_up: SeriesId,
+    owd_down: SeriesId,
+}
+
 struct BottleneckSeries {
     qdelay: SeriesId,
     qdelay_max: SeriesId,
@@ -69,6 +82,15 @@ struct BottleneckSeries {
     queue_qdelay: Vec<SeriesId>,
     /// The discipline's xstats, in the order it reports them.
     xstats: Vec<SeriesId>,
+}
+
+/// Adds a path's two per-endpoint delay lines (rtt/2 each way); returns their indices.
+fn push_delays(elements: &mut Vec<Element>, rtt: Time) -> (u32, u32) {
+    let fwd = Time(rtt.0 / 2);
+    elements.push(Element::Delay(DelayLine::new(fwd)));
+    elements.push(Element::Delay(DelayLine::new(rtt - fwd)));
+    let n = elements.len() as u32;
+    (n - 2, n - 1)
 }
 
 /// A ready-to-run simulation.
@@ -84,6 +106,8 @@ pub struct Simulation {
     /// Element indices of each flow's route, per direction.
     routes: Vec<[Box<[u32]>; 2]>,
     flows: Vec<Flow>,
+    /// Probes; their endpoint ids follow the TCP flows' (`flows.len() + i`).
+    probes: Vec<ProbeFlow>,
     out: Vec<Packet>,
     bottleneck: usize,
     recorder: SeriesRecorder,
@@ -191,7 +215,35 @@ pub struct Summary {
     pub flows: Vec<FlowSummary>,
     pub bottleneck: BottleneckSummary,
     pub jain_steady: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub probes: Vec<ProbeSummary>,
     pub packets: Conservation,
+}
+
+/// A latency probe (`summary.json` → `probes[]`); delays in ms.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeSummary {
+    pub name: String,
+    pub rtt_base_ms: f64,
+    pub sent: u64,
+    pub received: u64,
+    pub rtt_ms: SojournSummary,
+    pub owd_up_ms: SojournSummary,
+    pub owd_down_ms: SojournSummary,
+}
+
+impl ProbeSummary {
+    fn of(name: &str, rtt_base: Time, st: &ProbeStats) -> Self {
+        ProbeSummary {
+            name: name.to_string(),
+            rtt_base_ms: rtt_base.as_millis_f64(),
+            sent: st.sent,
+            received: st.received,
+            rtt_ms: SojournSummary::of(&st.rtt.all),
+            owd_up_ms: SojournSummary::of(&st.owd_up.all),
+            owd_down_ms: SojournSummary::of(&st.owd_down.all),
+        }
+    }
 }
 
 /// Everything a run produces.
@@ -243,12 +295,7 @@ impl Simulation {
                     ..TcpConfig::default()
                 };
                 let cc = cc::by_name(&spec.cc).expect("validated");
-                let fwd_delay = Time(spec.rtt.0 / 2);
-                let rev_delay = spec.rtt - fwd_delay;
-                elements.push(Element::Delay(DelayLine::new(fwd_delay)));
-                let fwd_el = (elements.len() - 1) as u32;
-                elements.push(Element::Delay(DelayLine::new(rev_delay)));
-                let rev_el = (elements.len() - 1) as u32;
+                let (fwd_el, rev_el) = push_delays(&mut elements, spec.rtt);
                 let mut fwd = vec![fwd_el, bottleneck as u32];
                 fwd.extend(bn_prop);
                 let rev = vec![rev_el, return_link];
@@ -273,6 +320,25 @@ impl Simulation {
                     rate_samples: Vec::with_capacity(ticks),
                 });
             }
+        }
+        let mut probes = Vec::new();
+        for (i, spec) in sc.probes.iter().enumerate() {
+            let id = (flows.len() + i) as u32;
+            let name = spec.name.clone().unwrap_or_else(|| format!("probe-{i}"));
+            let (fwd_el, rev_el) = push_delays(&mut elements, spec.rtt);
+            let mut fwd = vec![fwd_el, bottleneck as u32];
+            fwd.extend(bn_prop);
+            routes.push([fwd.into_boxed_slice(), vec![rev_el, return_link].into_boxed_slice()]);
+            let cfg = ProbeConfig { interval: spec.interval, wire_len: spec.size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
+            probes.push(ProbeFlow {
+                rtt: recorder.register(&name, "rtt", "ms"),
+                owd_up: recorder.register(&name, "owd_up", "ms"),
+                owd_down: recorder.register(&name, "owd_down", "ms"),
+                name,
+                rtt_base: spec.rtt + sc.bottleneck.delay,
+                start: spec.start,
+                probe: Probe::new(id, cfg),
+            });
         }
         let bn_series = BottleneckSeries {
             qdelay: recorder.register("bottleneck", "qdelay", "ms"),
@@ -300,6 +366,9 @@ impl Simulation {
                 events.schedule(s, Event::Flow(i as u32, FlowTimer::Stop));
             }
         }
+        for (i, p) in probes.iter().enumerate() {
+            events.schedule(p.start, Event::Flow((flows.len() + i) as u32, FlowTimer::Start));
+        }
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
         Simulation {
@@ -312,6 +381,7 @@ impl Simulation {
             elements,
             routes,
             flows,
+            probes,
             out: Vec::with_capacity(256),
             bottleneck,
             name: sc.name.clone(),
@@ -359,13 +429,21 @@ impl Simulation {
                     self.elements[id as usize].wake(&mut ctx);
                 }
                 Event::Flow(f, timer) => {
-                    let flow = &mut self.flows[f as usize];
                     let mut ctx = EndpointCtx { flow: f, now: at, events: &mut self.events, out: &mut self.out };
-                    match timer {
-                        FlowTimer::Start => flow.sender.start(&mut ctx),
-                        FlowTimer::Stop => flow.sender.stop(),
-                        FlowTimer::DelayedAck => flow.receiver.on_timer(timer, &mut ctx),
-                        FlowTimer::Retransmit | FlowTimer::Pacing | FlowTimer::Reorder => flow.sender.on_timer(timer, &mut ctx),
+                    match self.flows.get_mut(f as usize) {
+                        Some(flow) => match timer {
+                            FlowTimer::Start => flow.sender.start(&mut ctx),
+                            FlowTimer::Stop => flow.sender.stop(),
+                            FlowTimer::DelayedAck => flow.receiver.on_timer(timer, &mut ctx),
+                            _ => flow.sender.on_timer(timer, &mut ctx),
+                        },
+                        None => {
+                            let p = &mut self.probes[f as usize - self.flows.len()].probe;
+                            match timer {
+                                FlowTimer::Start => p.start(&mut ctx),
+                                _ => p.on_timer(timer, &mut ctx),
+                            }
+                        }
                     }
                 }
             }
@@ -415,11 +493,13 @@ impl Simulation {
                 self.elements[el as usize].receive(pkt, &mut ctx);
             } else {
                 self.packets_delivered += 1;
-                let flow = &mut self.flows[pkt.flow as usize];
                 let mut ctx = EndpointCtx { flow: pkt.flow, now: self.now, events: &mut self.events, out: &mut self.out };
-                match pkt.dir {
-                    Direction::Forward => flow.receiver.on_packet(&pkt, &mut ctx),
-                    Direction::Reverse => flow.sender.on_packet(&pkt, &mut ctx),
+                match self.flows.get_mut(pkt.flow as usize) {
+                    Some(flow) => match pkt.dir {
+                        Direction::Forward => flow.receiver.on_packet(&pkt, &mut ctx),
+                        Direction::Reverse => flow.sender.on_packet(&pkt, &mut ctx),
+                    },
+                    None => self.probes[pkt.flow as usize - self.flows.len()].probe.on_packet(&pkt, &mut ctx),
                 }
             }
         }
@@ -457,6 +537,12 @@ impl Simulation {
             let rtx = f.sender.stats.retransmits;
             self.recorder.set(s.retransmits, (rtx - f.last_retransmits) as f64);
             f.last_retransmits = rtx;
+        }
+        for p in &mut self.probes {
+            let st = &mut p.probe.stats;
+            self.recorder.set(p.rtt, st.rtt.take_tick_mean_ms());
+            self.recorder.set(p.owd_up, st.owd_up.take_tick_mean_ms());
+            self.recorder.set(p.owd_down, st.owd_down.take_tick_mean_ms());
         }
         let l = match &mut self.elements[self.bottleneck] {
             Element::Link(l) => l,
@@ -532,7 +618,7 @@ impl Simulation {
         } else {
             Vec::new()
         };
-        let first_start = self.flows.iter().map(|f| f.start).min().unwrap_or(Time::ZERO);
+        let first_start = self.flows.iter().map(|f| f.start).chain(self.probes.iter().map(|p| p.start)).min().unwrap_or(Time::ZERO);
         let span = end - first_start;
         let qs = link.qdisc().stats();
         let bottleneck = BottleneckSummary {
@@ -561,6 +647,7 @@ impl Simulation {
             flows,
             bottleneck,
             jain_steady,
+            probes: self.probes.iter().map(|p| ProbeSummary::of(&p.name, p.rtt_base, &p.probe.stats)).collect(),
             packets,
         };
         RunOutput { summary, series: self.recorder.finish() }

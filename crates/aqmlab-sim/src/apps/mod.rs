@@ -1,0 +1,5 @@
+//! Traffic sources other than TCP bulk transfers.
+
+pub mod probe;
+
+pub use probe::{Probe, ProbeStats};

@@ -1,0 +1,158 @@
+//! An isochronous UDP latency probe, like irtt (`irtt client -i 10ms`, used by the
+//! l4s-tests Skype runs, algorithms.md 5.6): the client sends a small request every
+//! `interval`; the server echoes it at once; the client records the round-trip time and the
+//! one-way delay of each direction (exact here, as the simulator has one clock).
+//!
+//! Requests and replies carry a chosen ECN codepoint and DSCP, so a probe can ride in a
+//! DualPI2 L queue (ECT(1)) or be a sparse flow in fq_codel.
+
+use crate::event::{FlowTimer, Timer};
+use crate::metrics::LogHistogram;
+use crate::packet::{Direction, Ecn, Kind, Packet};
+use crate::tcp::EndpointCtx;
+use crate::time::Time;
+
+/// Probe settings.
+#[derive(Clone, Debug)]
+pub struct ProbeConfig {
+    pub interval: Time,
+    /// Bytes on the wire of each request and reply (Ethernet + IP + UDP + payload).
+    pub wire_len: u32,
+    pub ecn: Ecn,
+    pub dscp: u8,
+    pub stop: Option<Time>,
+}
+
+/// One direction's or the round trip's delay record, streamed.
+#[derive(Debug, Default)]
+pub struct DelayStats {
+    pub all: LogHistogram,
+    tick_sum: Time,
+    tick_n: u64,
+}
+
+impl DelayStats {
+    fn record(&mut self, d: Time) {
+        self.all.record(d.as_nanos());
+        self.tick_sum += d;
+        self.tick_n += 1;
+    }
+    /// Mean delay in ms of the samples since the last call (NaN if none).
+    pub fn take_tick_mean_ms(&mut self) -> f64 {
+        let m = if self.tick_n > 0 { self.tick_sum.as_millis_f64() / self.tick_n as f64 } else { f64::NAN };
+        self.tick_sum = Time::ZERO;
+        self.tick_n = 0;
+        m
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct ProbeStats {
+    pub sent: u64,
+    pub received: u64,
+    pub rtt: DelayStats,
+    /// Client to server.
+    pub owd_up: DelayStats,
+    /// Server to client.
+    pub owd_down: DelayStats,
+}
+
+/// Both ends of a probe session.
+#[derive(Debug)]
+pub struct Probe {
+    id: u32,
+    cfg: ProbeConfig,
+    seq: u32,
+    timer: Timer,
+    pub stats: ProbeStats,
+}
+
+impl Probe {
+    pub fn new(id: u32, cfg: ProbeConfig) -> Self {
+        Probe { id, cfg, seq: 0, timer: Timer::default(), stats: ProbeStats::default() }
+    }
+
+    fn packet(&self, dir: Direction, kind: Kind, now: Time) -> Packet {
+        let mut p = Packet::new(self.id, dir, kind, self.cfg.wire_len);
+        p.ecn = self.cfg.ecn;
+        p.dscp = self.cfg.dscp;
+        p.sent_at = now;
+        p
+    }
+
+    /// Starts the session: the first request goes now.
+    pub fn start(&mut self, ctx: &mut EndpointCtx) {
+        self.send(ctx);
+    }
+
+    pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
+        if t == FlowTimer::ProbeSend && self.timer.fire(ctx.now, ctx.event(t), ctx.events) {
+            self.send(ctx);
+        }
+    }
+
+    fn send(&mut self, ctx: &mut EndpointCtx) {
+        if self.cfg.stop.is_some_and(|s| ctx.now >= s) {
+            return;
+        }
+        let mut req = self.packet(Direction::Forward, Kind::ProbeRequest, ctx.now);
+        req.tcp.seq = self.seq;
+        req.origin = ctx.now;
+        self.seq += 1;
+        self.stats.sent += 1;
+        ctx.out.push(req);
+        self.timer.arm(ctx.now + self.cfg.interval, ctx.event(FlowTimer::ProbeSend), ctx.events);
+    }
+
+    /// A request reached the server (forward direction) or a reply the client.
+    pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
+        match pkt.kind {
+            Kind::ProbeRequest => {
+                let mut reply = self.packet(Direction::Reverse, Kind::ProbeReply, ctx.now);
+                reply.tcp.seq = pkt.tcp.seq;
+                reply.origin = pkt.origin;
+                ctx.out.push(reply);
+            }
+            Kind::ProbeReply => {
+                self.stats.received += 1;
+                self.stats.rtt.record(ctx.now - pkt.origin);
+                self.stats.owd_up.record(pkt.sent_at - pkt.origin);
+                self.stats.owd_down.record(ctx.now - pkt.sent_at);
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Event, EventQueue};
+
+    #[test]
+    fn sends_every_interval_until_stop_and_measures_each_direction() {
+        let cfg = ProbeConfig { interval: Time::from_millis(10), wire_len: 100, ecn: Ecn::Ect1, dscp: 4, stop: Some(Time::from_millis(35)) };
+        let mut p = Probe::new(3, cfg);
+        let mut q = EventQueue::default();
+        let mut out = vec![];
+        p.start(&mut EndpointCtx { flow: 3, now: Time::ZERO, events: &mut q, out: &mut out });
+        while let Some((t, ev)) = q.pop() {
+            let Event::Flow(_, timer) = ev else { panic!() };
+            p.on_timer(timer, &mut EndpointCtx { flow: 3, now: t, events: &mut q, out: &mut out });
+        }
+        let sent: Vec<(u32, Time)> = out.iter().map(|r| (r.tcp.seq, r.sent_at)).collect();
+        let ms = Time::from_millis;
+        assert_eq!(sent, vec![(0, ms(0)), (1, ms(10)), (2, ms(20)), (3, ms(30))]);
+        assert!(out.iter().all(|r| r.ecn == Ecn::Ect1 && r.dscp == 4 && r.dir == Direction::Forward));
+        // Request 1 arrives after 7 ms; the reply after 5 more.
+        let mut replies = vec![];
+        p.on_packet(&out[1], &mut EndpointCtx { flow: 3, now: ms(17), events: &mut q, out: &mut replies });
+        assert_eq!(replies.len(), 1);
+        assert_eq!(replies[0].dir, Direction::Reverse);
+        p.on_packet(&replies[0], &mut EndpointCtx { flow: 3, now: ms(22), events: &mut q, out: &mut vec![] });
+        assert_eq!(p.stats.rtt.all.max(), Some(ms(12).as_nanos()));
+        assert_eq!(p.stats.owd_up.all.max(), Some(ms(7).as_nanos()));
+        assert_eq!(p.stats.owd_down.all.max(), Some(ms(5).as_nanos()));
+        assert_eq!((p.stats.sent, p.stats.received), (4, 1));
+    }
+}

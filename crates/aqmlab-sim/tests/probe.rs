@@ -1,0 +1,46 @@
+//! The latency probe measures the path: base RTT plus serialisation when idle, the queue when
+//! bulk flows fill it.
+
+use aqmlab_sim::{Scenario, Simulation};
+
+fn run(text: &str) -> aqmlab_sim::sim::Summary {
+    let out = Simulation::new(&Scenario::from_toml(text, &[]).unwrap()).run();
+    let p = out.summary.packets;
+    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight);
+    out.summary
+}
+
+#[test]
+fn an_idle_path_gives_base_rtt_plus_serialisation() {
+    let s = run("duration = \"2s\"\n[bottleneck]\nrate = \"10Mbit\"\n[[probes]]\nrtt = \"30ms\"\ninterval = \"10ms\"\nsize = 125\necn = \"ect1\"\n");
+    let p = &s.probes[0];
+    assert_eq!(p.sent, 200);
+    // Replies to the requests sent at 1970, 1980 and 1990 ms would arrive after 2 s.
+    assert_eq!(p.received, 197);
+    // 125 B at 10 Mbit/s = 100 us on each of the two links.
+    let rtt = p.rtt_ms.max.unwrap();
+    assert!((rtt - 30.2).abs() < 1e-6 && (p.rtt_ms.p50.unwrap() - 30.2).abs() < 0.2, "{rtt}");
+    assert!((p.owd_up_ms.max.unwrap() - 15.1).abs() < 1e-6);
+    assert!((p.owd_down_ms.max.unwrap() - 15.1).abs() < 1e-6);
+}
+
+#[test]
+fn a_probe_behind_bulk_flows_sees_the_fifo_queue() {
+    let s = run("duration = \"20s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"pfifo limit 200\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 2\n[[probes]]\nrtt = \"20ms\"\n");
+    let p = &s.probes[0];
+    // The FIFO holds up to 200 x 1514 B = 48 ms at 50 Mbit/s; the probe's upstream delay
+    // tracks the bottleneck sojourn, its downstream delay does not.
+    let queue_p50 = s.bottleneck.sojourn_ms.p50.unwrap();
+    let up_p50 = p.owd_up_ms.p50.unwrap() - 10.0;
+    assert!(queue_p50 > 20.0, "{queue_p50}");
+    assert!((up_p50 - queue_p50).abs() < 0.15 * queue_p50, "probe {up_p50} vs queue {queue_p50}");
+    assert!(p.owd_down_ms.max.unwrap() < 10.1);
+}
+
+#[test]
+fn probe_options_are_checked() {
+    let e = Scenario::from_toml("duration = \"2s\"\n[bottleneck]\nrate = \"10Mbit\"\n[[probes]]\nrtt = \"30ms\"\nsize = 10\n", &[]).unwrap_err();
+    assert!(e.to_string().contains("probes[0].size"), "{e}");
+    let e = Scenario::from_toml("duration = \"2s\"\n[bottleneck]\nrate = \"10Mbit\"\n[[probes]]\nrtt = \"30ms\"\necn = \"ect2\"\n", &[]).unwrap_err();
+    assert!(e.to_string().contains("probes[0].ecn"), "{e}");
+}
