@@ -54,6 +54,10 @@ pub struct TcpHeader {
     /// ACK: number of CE-marked data packets received so far (an AccECN-style counter,
     /// RFC 9768's r.cep), for senders that want exact CE feedback.
     pub ce_count: u32,
+    /// ACK: number of SCE-marked (ECT(1)) data packets received so far, on SCE connections.
+    pub sce_count: u32,
+    /// ACK: ESCE, the SCE echo flag: the segment that triggered this ACK was SCE-marked.
+    pub esce: bool,
     pub sack_len: u8,
     pub sacks: [SackBlock; MAX_SACK_BLOCKS],
 }

@@ -105,6 +105,19 @@ pub enum EcnMode {
     Off,
     /// RFC 3168: ECT(0), ECE latched until CWR, one reduction per window.
     Rfc3168,
+    /// L4S (RFC 9330/9331): ECT(1) on every data packet, accurate (AccECN-style) feedback of
+    /// the number of CE-marked packets; the congestion control decides the response.
+    L4s,
+    /// SCE (draft-morton-tsvwg-sce): ECT(0) sender; SCE marks (ECT(1)) are echoed as ESCE
+    /// with an exact count, CE as in RFC 3168.
+    Sce,
+}
+
+impl EcnMode {
+    /// Whether ECN is negotiated at all.
+    pub fn is_on(self) -> bool {
+        self != EcnMode::Off
+    }
 }
 
 /// One flow (or `count` identical flows).

@@ -359,3 +359,33 @@ fn series_cover_the_grid_and_drops_add_up() {
     let bytes = g * 1e6 * 0.05 / 8.0;
     assert!((bytes - out.summary.flows[0].bytes_delivered as f64).abs() < 1.0);
 }
+
+#[test]
+fn l4s_senders_mark_every_data_packet_ect1_and_reduce_on_ce_counts() {
+    let sc = dumbbell("20Mbit", "pfifo limit 100", "10s", "[[flows]]\ncc = \"reno\"\nrtt = \"40ms\"\necn = \"l4s\"\n");
+    let mut sim = Simulation::new(&sc);
+    let mut not_ect1 = 0u64;
+    let mut n = 0u64;
+    sim.replace_bottleneck_qdisc(Rule::new(100, move |p: &mut Packet, now| {
+        n += 1;
+        if p.ecn != Ecn::Ect1 {
+            not_ect1 += 1;
+        }
+        assert_eq!(not_ect1, 0, "data packet {n} not ECT(1)");
+        // One CE mark in 50 between 3 s and 4 s.
+        if now >= Time::from_secs(3) && now < Time::from_secs(4) && n % 50 == 0 {
+            p.ecn = Ecn::Ce;
+        }
+        true
+    }));
+    sim.run_until(Time::from_secs(3));
+    let before = sim.sender(0).stats.cwr_reductions;
+    sim.run_until(Time::from_millis(4_200));
+    let reductions = sim.sender(0).stats.cwr_reductions - before;
+    assert!(reductions >= 3, "{reductions}");
+    let out = sim.run();
+    assert_conserved(&out.summary);
+    let f = &out.summary.flows[0];
+    // Every reduction was caused by a newly counted CE mark, at most one per window.
+    assert!(f.ce_received >= 5 && reductions as u64 <= f.ce_received, "{f:?} {reductions}");
+}

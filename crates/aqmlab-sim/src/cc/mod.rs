@@ -59,6 +59,8 @@ pub struct TcpCcState {
     pub delivered: u64,
     /// Of `delivered`, packets that arrived CE-marked (exact, AccECN-style feedback).
     pub delivered_ce: u64,
+    /// Packets that arrived SCE-marked (ECT(1) on an SCE connection), as echoed.
+    pub delivered_sce: u64,
     pub snd_una: u32,
     pub snd_nxt: u32,
     /// Linux `tcp_is_cwnd_limited()`: growth is only allowed while cwnd is the limit.
@@ -86,6 +88,8 @@ pub struct AckSample {
     pub acked: u32,
     /// Data packets newly reported CE-marked by the receiver's counter.
     pub acked_ce: u32,
+    /// Data packets newly reported SCE-marked (SCE connections).
+    pub acked_sce: u32,
     /// RTT of the most recently sent, never-retransmitted packet this ACK covers (Linux
     /// `ca_rtt_us`), if any.
     pub rtt: Option<Time>,
@@ -214,6 +218,7 @@ pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
         packets_in_flight: cwnd,
         delivered: 0,
         delivered_ce: 0,
+        delivered_sce: 0,
         snd_una: 0,
         snd_nxt: cwnd,
         is_cwnd_limited: true,

@@ -41,6 +41,10 @@ pub struct TcpReceiver {
     max_quickacks: u32,
     /// CE-marked data packets received (exact count, echoed in every ACK).
     pub ce_received: u32,
+    /// SCE-marked (ECT(1)) data packets received on an SCE connection (echoed as a count).
+    pub sce_received: u32,
+    /// (CE, SCE) marking of the last data packet, for change-triggered ACKs.
+    last_mark_state: (bool, bool),
     /// Payload bytes delivered in order to the application.
     pub delivered_bytes: u64,
     pub acks_sent: u64,
@@ -63,6 +67,8 @@ impl TcpReceiver {
             mss: cfg.mss,
             max_quickacks: cfg.quickacks,
             ce_received: 0,
+            sce_received: 0,
+            last_mark_state: (false, false),
             delivered_bytes: 0,
             acks_sent: 0,
         }
@@ -74,7 +80,7 @@ impl TcpReceiver {
             Kind::Syn => {
                 let mut reply = Packet::new(self.flow, Direction::Reverse, Kind::SynAck, self.header_bytes);
                 // RFC 3168 §6.1.1: an ECN-setup SYN (ECE+CWR) is answered with ECE.
-                reply.tcp.ece = pkt.tcp.ece && pkt.tcp.cwr && self.ecn != EcnMode::Off;
+                reply.tcp.ece = pkt.tcp.ece && pkt.tcp.cwr && self.ecn.is_on();
                 ctx.out.push(reply);
             }
             Kind::Data => self.on_data(pkt, ctx),
@@ -94,11 +100,23 @@ impl TcpReceiver {
         if pkt.ecn == Ecn::Ce && !is_duplicate {
             self.ce_received += 1;
         }
-        // Linux __tcp_ecn_check_ce (new data only, ECN connections only).
-        if self.ecn != EcnMode::Off && !is_duplicate {
+        if self.ecn.is_on() && !is_duplicate {
+            // Change-triggered ACKs for exact feedback (RFC 9768 §3.2.2.5.1, DCTCP's
+            // receiver): ACK at once when the CE (or SCE) state flips.
+            let state = (pkt.ecn == Ecn::Ce, self.ecn == EcnMode::Sce && pkt.ecn == Ecn::Ect1);
+            if matches!(self.ecn, EcnMode::L4s | EcnMode::Sce) && state != self.last_mark_state {
+                ack_now = true;
+            }
+            self.last_mark_state = state;
+            if state.1 {
+                self.sce_received += 1;
+            }
+            // Linux __tcp_ecn_check_ce (new data only, ECN connections only).
             match pkt.ecn {
                 Ecn::Ce => {
-                    if !self.ece_latched {
+                    // RFC 3168 ECE latch (SCE transports use it for CE too); L4S feedback is
+                    // the exact counter instead.
+                    if self.ecn != EcnMode::L4s && !self.ece_latched {
                         // Better not delay ACKs: the sender may have a very low cwnd.
                         self.quick = self.quick.max(2);
                         self.ece_latched = true;
@@ -175,6 +193,8 @@ impl TcpReceiver {
         ack.tcp.seq = self.rcv_nxt;
         ack.tcp.ece = self.ece_latched;
         ack.tcp.ce_count = self.ce_received;
+        ack.tcp.sce_count = self.sce_received;
+        ack.tcp.esce = self.last_mark_state.1;
         ack.tcp.sack_len = n as u8;
         for (dst, src) in ack.tcp.sacks.iter_mut().zip(&self.ooo) {
             *dst = SackBlock { start: src.start, end: src.end };
@@ -305,5 +325,41 @@ mod tests {
         send(&mut rx, 5, false, false, &mut out);
         assert!(!out.is_empty() && out.iter().all(|a| !a.tcp.ece));
         assert_eq!(rx.ce_received, 1);
+    }
+
+    fn feed(rx: &mut TcpReceiver, marks: &[Ecn]) -> Vec<Packet> {
+        let mut q = EventQueue::default();
+        let mut out = vec![];
+        for (i, &m) in marks.iter().enumerate() {
+            let mut p = data(i as u32);
+            p.ecn = m;
+            rx.on_packet(&p, &mut EndpointCtx { flow: 0, now: Time::ZERO, events: &mut q, out: &mut out });
+        }
+        out
+    }
+
+    #[test]
+    fn l4s_feedback_is_an_exact_ce_count_with_change_triggered_acks() {
+        let cfg = TcpConfig { ecn: EcnMode::L4s, quickacks: 0, ..TcpConfig::default() };
+        let mut rx = TcpReceiver::new(0, &cfg);
+        use Ecn::{Ce, Ect1};
+        let acks = feed(&mut rx, &[Ect1, Ect1, Ce, Ce, Ce, Ect1, Ect1, Ect1]);
+        // ACKs: 2nd segment (two full), 3rd (CE starts), 4th... (every second), 6th (CE ends), 8th.
+        let covered: Vec<(u32, u32)> = acks.iter().map(|a| (a.tcp.seq, a.tcp.ce_count)).collect();
+        assert_eq!(covered, vec![(2, 0), (3, 1), (5, 3), (6, 3), (8, 3)]);
+        assert!(acks.iter().all(|a| !a.tcp.ece), "no RFC 3168 latch in L4S mode");
+    }
+
+    #[test]
+    fn sce_marks_are_counted_and_echoed() {
+        let cfg = TcpConfig { ecn: EcnMode::Sce, quickacks: 0, ..TcpConfig::default() };
+        let mut rx = TcpReceiver::new(0, &cfg);
+        use Ecn::{Ect0, Ect1};
+        let acks = feed(&mut rx, &[Ect0, Ect1, Ect1, Ect0]);
+        assert_eq!(rx.sce_received, 2);
+        let last = acks.last().unwrap().tcp;
+        assert_eq!(last.sce_count, 2);
+        assert!(acks.iter().any(|a| a.tcp.esce));
+        assert!(acks.iter().all(|a| !a.tcp.ece));
     }
 }

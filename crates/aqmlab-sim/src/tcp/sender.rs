@@ -114,6 +114,7 @@ pub struct TcpSender {
     /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
     queue_cwr: bool,
     ce_count_seen: u32,
+    sce_count_seen: u32,
     // RTT estimation (`tcp_rtt_estimator`), in ns.
     srtt: Time,
     mdev: Time,
@@ -167,6 +168,7 @@ impl TcpSender {
             packets_in_flight: 0,
             delivered: 0,
             delivered_ce: 0,
+            delivered_sce: 0,
             snd_una: 0,
             snd_nxt: 0,
             is_cwnd_limited: false,
@@ -206,6 +208,7 @@ impl TcpSender {
             prr_out: 0,
             queue_cwr: false,
             ce_count_seen: 0,
+            sce_count_seen: 0,
             srtt: Time::ZERO,
             mdev: Time::ZERO,
             mdev_max: Time::ZERO,
@@ -323,7 +326,7 @@ impl TcpSender {
     fn send_syn(&mut self, ctx: &mut EndpointCtx) {
         let mut syn = Packet::new(self.flow, Direction::Forward, Kind::Syn, self.cfg.header_bytes);
         // RFC 3168 §6.1.1: request ECN with ECE and CWR on the SYN.
-        if self.cfg.ecn != EcnMode::Off {
+        if self.cfg.ecn.is_on() {
             syn.tcp.ece = true;
             syn.tcp.cwr = true;
         }
@@ -470,7 +473,16 @@ impl TcpSender {
         self.ce_count_seen = pkt.tcp.ce_count;
         self.stats.ce_echoed += ce_delta as u64;
         self.tp.delivered_ce += ce_delta as u64;
-        let ece = pkt.tcp.ece && self.cfg.ecn == EcnMode::Rfc3168;
+        let sce_delta = pkt.tcp.sce_count.wrapping_sub(self.sce_count_seen);
+        self.sce_count_seen = pkt.tcp.sce_count;
+        self.tp.delivered_sce += sce_delta as u64;
+        // The echo that starts a CWR reduction (Linux FLAG_ECE): the ECE flag, or with
+        // accurate feedback an increase of the CE counter.
+        let ece = match self.cfg.ecn {
+            EcnMode::Off => false,
+            EcnMode::Rfc3168 | EcnMode::Sce => pkt.tcp.ece,
+            EcnMode::L4s => ce_delta > 0,
+        };
 
         // RTT (Linux tcp_clean_rtx_queue + tcp_ack_update_rtt): the estimator takes the oldest
         // newly ACKed segment, unless the ACK covers retransmitted data (Karn), else the oldest
@@ -517,7 +529,7 @@ impl TcpSender {
         self.finish_rate_sample(&mut rs, prior, now);
 
         self.sync_tp(now);
-        let sample = AckSample { acked: pkts_acked, acked_ce: ce_delta, rtt: ca_rtt, prior_in_flight };
+        let sample = AckSample { acked: pkts_acked, acked_ce: ce_delta, acked_sce: sce_delta, rtt: ca_rtt, prior_in_flight };
         self.cc.pkts_acked(&mut self.tp, &sample);
 
         // State machine (Linux tcp_fastretrans_alert).
@@ -671,7 +683,7 @@ impl TcpSender {
         self.prr_delivered = 0;
         self.prr_out = 0;
         self.tp.ssthresh = self.cc.ssthresh(&self.tp);
-        self.queue_cwr = self.cfg.ecn != EcnMode::Off;
+        self.queue_cwr = matches!(self.cfg.ecn, EcnMode::Rfc3168 | EcnMode::Sce);
     }
 
     /// PRR (RFC 6937 §3, Linux `tcp_cwnd_reduction`): spread the reduction over the ACKs of
@@ -798,7 +810,7 @@ impl TcpSender {
         self.set_state(CaState::Loss);
         self.tp.cwnd = self.in_flight() + 1;
         self.tp.cwnd_cnt = 0;
-        self.queue_cwr = self.cfg.ecn != EcnMode::Off;
+        self.queue_cwr = matches!(self.cfg.ecn, EcnMode::Rfc3168 | EcnMode::Sce);
         self.rto = self.computed_rto();
         self.rto_timer.arm(ctx.now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
         self.update_pacing_rate();
@@ -926,13 +938,17 @@ impl TcpSender {
             self.sb.push_back(snap);
             self.snd_nxt += 1;
             // RFC 3168 §6.1.2: ECT only on new data, never on retransmissions (Linux tcp_ecn_send).
-            if self.cfg.ecn != EcnMode::Off {
+            if matches!(self.cfg.ecn, EcnMode::Rfc3168 | EcnMode::Sce) {
                 pkt.ecn = Ecn::Ect0;
                 if self.queue_cwr {
                     pkt.tcp.cwr = true;
                     self.queue_cwr = false;
                 }
             }
+        }
+        // L4S: ECT(1) on every data packet, retransmissions included (AccECN, RFC 9768 §3.1.5).
+        if self.cfg.ecn == EcnMode::L4s {
+            pkt.ecn = Ecn::Ect1;
         }
         if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
             self.prr_out += 1;
