@@ -9,6 +9,7 @@ pub mod event;
 pub mod link;
 pub mod metrics;
 pub mod packet;
+pub mod params;
 pub mod qdisc;
 pub mod rng;
 pub mod scenario;

@@ -124,8 +124,8 @@ impl EcnMode {
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
-    /// Congestion control by Linux name.
-    pub cc: String,
+    /// Congestion control by Linux name, optionally with parameters (`"cubic hystart 0"`).
+    pub cc: crate::cc::CcSpec,
     /// Base round-trip time (split evenly between the two directions).
     #[serde(deserialize_with = "de_time")]
     pub rtt: Time,
@@ -399,9 +399,6 @@ impl Scenario {
         }
         for (i, f) in self.flows.iter().enumerate() {
             let k = |name: &str| format!("flows[{i}].{name}");
-            if crate::cc::by_name(&f.cc).is_none() {
-                return err(&k("cc"), format!("unknown congestion control '{}' (known: {})", f.cc, crate::cc::KNOWN));
-            }
             if f.rtt < Time::from_micros(2) {
                 return err(&k("rtt"), "must be at least 2us".into());
             }
@@ -520,6 +517,8 @@ count = 2        # optional: this many identical flows
         assert!(e.contains("unknown field `rtx`"), "{e}");
         let e = err(&MINIMAL.replace("cc = \"cubic\"", "cc = \"vegas\""));
         assert!(e.starts_with("line 7: flows[0].cc: unknown congestion control 'vegas'"), "{e}");
+        let e = err(&MINIMAL.replace("cc = \"cubic\"", "cc = \"cubic beta 2000\""));
+        assert!(e.starts_with("line 7: flows[0].cc: cubic beta: 2000 is out of range"), "{e}");
         let e = err(&MINIMAL.replace("duration = \"60s\"\n", ""));
         assert!(e.contains("missing field `duration`"), "{e}");
         let e = err(&MINIMAL.replace("pfifo limit 1000", "pfifo limit -3"));

@@ -9,7 +9,6 @@
 
 use crate::apps::probe::{ProbeConfig, ProbeStats};
 use crate::apps::Probe;
-use crate::cc;
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
 use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder};
@@ -283,7 +282,7 @@ impl Simulation {
                 let name = match (&spec.name, spec.count) {
                     (Some(n), 1) => n.clone(),
                     (Some(n), _) => format!("{n}-{k}"),
-                    (None, _) => format!("{}-{}", spec.cc, id),
+                    (None, _) => format!("{}-{}", spec.cc.config().name(), id),
                 };
                 let cfg = TcpConfig {
                     mss: spec.mss,
@@ -294,7 +293,7 @@ impl Simulation {
                     size: spec.size,
                     ..TcpConfig::default()
                 };
-                let cc = cc::by_name(&spec.cc).expect("validated");
+                let cc = spec.cc.config().build();
                 let (fwd_el, rev_el) = push_delays(&mut elements, spec.rtt);
                 let mut fwd = vec![fwd_el, bottleneck as u32];
                 fwd.extend(bn_prop);

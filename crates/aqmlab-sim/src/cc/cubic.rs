@@ -30,7 +30,9 @@
 //! - Products are computed in 128 bits and saturate instead of wrapping in 32/64 bits (Linux
 //!   only guarantees no overflow below ~1 million packets / 100 s RTT).
 
-use super::{acked_for_avoidance, cong_avoid_ai, AckSample, CaEvent, CaState, CongestionControl, TcpCcState};
+use super::{acked_for_avoidance, cong_avoid_ai, AckSample, CaEvent, CaState, CcConfig, CongestionControl, TcpCcState};
+use crate::params::Params;
+use std::sync::Arc;
 use crate::time::Time;
 
 /// Linux `BICTCP_BETA_SCALE`: β and the fast-convergence factor are in 1/1024.
@@ -85,6 +87,42 @@ impl Default for CubicParams {
             gso_max_size: 65_536,
         }
     }
+}
+
+impl CcConfig for CubicParams {
+    fn name(&self) -> &'static str {
+        "cubic"
+    }
+    fn build(&self) -> Box<dyn CongestionControl> {
+        Box::new(Cubic::new(*self))
+    }
+}
+
+/// `cubic [fast_convergence 0|1] [beta N] [bic_scale N] [tcp_friendliness 0|1] [hystart 0|1]
+/// [hystart_detect N] [hystart_low_window N] [hystart_ack_delta_us N] [initial_ssthresh N]`:
+/// the module parameters of `tcp_cubic.c`, by their Linux names and units.
+pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
+    let mut c = CubicParams::default();
+    while let Some(k) = p.next_key() {
+        match k {
+            "fast_convergence" => c.fast_convergence = p.uint(k, 0..=1)? == 1,
+            "beta" => c.beta = p.uint(k, 1..=1023)? as u32,
+            "bic_scale" => c.bic_scale = p.uint(k, 1..=1024)? as u32,
+            "tcp_friendliness" => c.tcp_friendliness = p.uint(k, 0..=1)? == 1,
+            "hystart" => c.hystart = p.uint(k, 0..=1)? == 1,
+            "hystart_detect" => c.hystart_detect = p.uint(k, 0..=3)? as u8,
+            "hystart_low_window" => c.hystart_low_window = p.uint(k, 2..=1_000_000)? as u32,
+            "hystart_ack_delta_us" => c.hystart_ack_delta_us = p.uint(k, 1..=100_000)?,
+            "initial_ssthresh" => c.initial_ssthresh = p.uint(k, 0..=u32::MAX as u64)? as u32,
+            _ => {
+                return Err(p.unknown(
+                    k,
+                    "fast_convergence, beta, bic_scale, tcp_friendliness, hystart, hystart_detect, hystart_low_window, hystart_ack_delta_us, initial_ssthresh",
+                ))
+            }
+        }
+    }
+    Ok(Arc::new(c))
 }
 
 /// Linux `struct bictcp` minus the HyStart round fields: what `bictcp_reset` clears.

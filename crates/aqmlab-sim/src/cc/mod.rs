@@ -12,7 +12,9 @@ pub mod cubic;
 pub use reno::Reno;
 pub use cubic::Cubic;
 
+use crate::params::{Params, Registered, Spec};
 use crate::time::Time;
+use std::sync::Arc;
 
 /// Linux `enum tcp_ca_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -192,17 +194,30 @@ pub fn cong_avoid_ai(tp: &mut TcpCcState, w: u32, acked: u32) {
     tp.cwnd = tp.cwnd.min(tp.cwnd_clamp);
 }
 
-/// The congestion controls available by name.
-pub fn by_name(name: &str) -> Option<Box<dyn CongestionControl>> {
-    match name {
-        "reno" => Some(Box::new(Reno)),
-        "cubic" => Some(Box::new(Cubic::default())),
-        _ => None,
+/// A parsed congestion-control configuration (name and parameters) that builds instances.
+pub trait CcConfig: std::fmt::Debug + Send + Sync {
+    /// The Linux name, e.g. `"cubic"`.
+    fn name(&self) -> &'static str;
+    /// A new instance for one connection.
+    fn build(&self) -> Box<dyn CongestionControl>;
+}
+
+/// A congestion control's parser (parameters after the name, tc style).
+pub type CcParser = fn(&mut Params) -> Result<Arc<dyn CcConfig>, String>;
+
+/// Congestion controls by name.
+pub const REGISTRY: &[(&str, CcParser)] = &[("reno", reno::parse), ("cubic", cubic::parse)];
+
+impl Registered for dyn CcConfig {
+    const WHAT: &'static str = "congestion control";
+    fn registry() -> &'static [(&'static str, CcParser)] {
+        REGISTRY
     }
 }
 
-/// Names accepted by [`by_name`], for error messages.
-pub const KNOWN: &str = "reno, cubic";
+/// A congestion control with its parameters: `cc = "cubic"`, or with parameters
+/// `cc = "prague rtt_target 25ms"` / `cc = { kind = "prague", rtt_target = "25ms" }`.
+pub type CcSpec = Spec<dyn CcConfig>;
 
 #[cfg(test)]
 pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {

@@ -2,7 +2,9 @@
 //! `net/ipv4/tcp_cong.c`): slow start up to ssthresh, then +1 packet per cwnd of ACKed
 //! packets; on loss or ECN echo, ssthresh = max(cwnd / 2, 2).
 
-use super::{cong_avoid_ai, acked_for_avoidance, CongestionControl, TcpCcState};
+use super::{acked_for_avoidance, cong_avoid_ai, CcConfig, CongestionControl, TcpCcState};
+use crate::params::Params;
+use std::sync::Arc;
 
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Reno;
@@ -24,6 +26,23 @@ impl CongestionControl for Reno {
     /// Linux `tcp_reno_undo_cwnd`: back to the cwnd before the reduction.
     fn undo_cwnd(&mut self, tp: &TcpCcState) -> u32 {
         tp.cwnd.max(tp.ssthresh.saturating_mul(2))
+    }
+}
+
+impl CcConfig for Reno {
+    fn name(&self) -> &'static str {
+        "reno"
+    }
+    fn build(&self) -> Box<dyn CongestionControl> {
+        Box::new(Reno)
+    }
+}
+
+/// `reno` takes no parameters.
+pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
+    match p.next_key() {
+        Some(k) => Err(p.unknown(k, "none")),
+        None => Ok(Arc::new(Reno)),
     }
 }
 
