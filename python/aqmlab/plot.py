@@ -82,9 +82,20 @@ def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
             if (flow, "srtt") in have:
                 s = result.series(flow, "srtt")
                 ax_rtt.plot(s.index, s.values, color=c, lw=lw, label=f"{label} srtt" if label else None)
-        if ("bottleneck", "qdelay") in have:
+        # Per sub-queue delay (e.g. DualPI2's C and L queues) when the discipline has several.
+        sub_queues = sorted(m for (e, m) in have if e == "bottleneck" and m.startswith("qdelay_"))
+        for j, metric in enumerate(sub_queues):
+            s = result.series("bottleneck", metric)
+            ax_rtt.plot(s.index, s.values, color="black", lw=1.0, ls=[":", "--", "-."][j % 3],
+                        label=f"{metric[len('qdelay_'):]} queue delay")
+        if not sub_queues and ("bottleneck", "qdelay") in have:
             s = result.series("bottleneck", "qdelay")
             ax_rtt.plot(s.index, s.values, color="black", lw=1.0, ls=":", label="bottleneck queue delay")
+        for probe in summary.get("probes", []):
+            name = probe["name"]
+            if (name, "rtt") in have:
+                s = result.series(name, "rtt")
+                ax_rtt.plot(s.index, s.values, color="grey", lw=0.8, label=f"{name} RTT")
 
         rate = summary.get("bottleneck", {}).get("rate_mbps")
         if rate:
@@ -93,7 +104,7 @@ def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
         ax_tp.set_ylabel("Throughput (Mbit/s)")
         ax_tp.set_title("Per-flow throughput: delivery rate and goodput" + (f" ({len(flows)} flows)" if many else ""), fontsize=10)
         ax_rtt.set_ylabel("TCP RTT / queue delay (ms)")
-        ax_rtt.set_title("TCP RTT (srtt) and bottleneck queue delay", fontsize=10)
+        ax_rtt.set_title("TCP RTT (srtt), probe RTT and bottleneck queue delay", fontsize=10)
         ax_rtt.set_xlabel("Time (s)")
         for ax in (ax_tp, ax_rtt):
             ax.grid(True, alpha=0.3)
