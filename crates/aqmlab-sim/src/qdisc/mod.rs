@@ -6,9 +6,11 @@
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
 mod fifo;
+mod pie;
 mod spec;
 
 pub use fifo::Fifo;
+pub use pie::{Pie, PieConfig};
 pub use spec::{Params, Parser, QdiscConfig, QdiscSpec};
 
 use crate::packet::Packet;
@@ -16,7 +18,7 @@ use crate::rng::Stream;
 use crate::time::{Rate, Time};
 
 /// tc kinds and their parsers.
-pub const REGISTRY: &[(&str, Parser)] = &[("pfifo", fifo::parse_pfifo), ("bfifo", fifo::parse_bfifo)];
+pub const REGISTRY: &[(&str, Parser)] = &[("pfifo", fifo::parse_pfifo), ("bfifo", fifo::parse_bfifo), ("pie", pie::parse_pie)];
 
 /// What a discipline may know about where it is installed.
 pub struct BuildCtx {

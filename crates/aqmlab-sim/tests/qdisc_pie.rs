@@ -1,0 +1,120 @@
+//! System tests of PIE (RFC 8033, Linux sch_pie.c) at the bottleneck of the dumbbell.
+
+use aqmlab_sim::sim::{RunOutput, Summary};
+use aqmlab_sim::{Scenario, Simulation};
+
+fn run(rate: &str, qdisc: &str, duration: &str, flows: &str) -> RunOutput {
+    let text = format!("duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}");
+    let sc = Scenario::from_toml(&text, &[]).expect("valid scenario");
+    let out = Simulation::new(&sc).run();
+    assert_conserved(&out.summary);
+    out
+}
+
+/// Sent = delivered + dropped + still inside the network, for every run.
+fn assert_conserved(s: &Summary) {
+    let p = s.packets;
+    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
+    assert!(p.sent > 0);
+}
+
+/// Mean of a series' finite values over the time window [from, to) seconds.
+fn mean_between(out: &RunOutput, metric: &str, from: f64, to: f64) -> f64 {
+    let col = out.series.get("bottleneck", metric).unwrap_or_else(|| panic!("no series bottleneck/{metric}"));
+    let v: Vec<f64> = out.series.time.iter().zip(&col.values).filter(|(t, v)| **t >= from && **t < to && v.is_finite()).map(|(_, v)| *v).collect();
+    assert!(!v.is_empty());
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+fn cubic(n: u32, rtt: &str, ecn: &str) -> String {
+    format!("[[flows]]\ncc = \"cubic\"\nrtt = \"{rtt}\"\necn = \"{ecn}\"\ncount = {n}\n")
+}
+
+/// Largest value a series took.
+fn max_of(out: &RunOutput, metric: &str) -> f64 {
+    out.series.get("bottleneck", metric).unwrap().values.iter().cloned().filter(|v| v.is_finite()).fold(f64::MIN, f64::max)
+}
+
+/// Within `frac` of `target`.
+fn near(x: f64, target: f64, frac: f64) -> bool {
+    (x - target).abs() <= frac * target
+}
+
+#[test]
+fn single_cubic_flow_settles_at_the_15ms_target() {
+    let out = run("50Mbit", "pie", "60s", &cubic(1, "20ms", "off"));
+    let s = &out.summary;
+    // Queue delay: mean per-packet sojourn over the second half, from the series and from
+    // the summary (whole run), and PIE's own estimate (xstat).
+    let qdelay = mean_between(&out, "qdelay", 30.0, 60.0);
+    let estimate = mean_between(&out, "pie_qdelay", 30.0, 60.0);
+    let sojourn = s.bottleneck.sojourn_ms.mean.unwrap();
+    assert!(near(qdelay, 15.0, 0.3), "second-half mean queue delay {qdelay} ms");
+    assert!(near(sojourn, 15.0, 0.3), "mean sojourn {sojourn} ms");
+    assert!(near(estimate, 15.0, 0.3), "PIE's delay estimate {estimate} ms");
+    assert!(s.bottleneck.utilization >= 0.9, "utilisation {}", s.bottleneck.utilization);
+    // Control by early drops, not by the 1000-packet tail (which would mean >200 ms of queue).
+    assert!(s.bottleneck.drops > 0);
+    assert_eq!(s.bottleneck.ce_marks, 0);
+    assert!(s.bottleneck.sojourn_ms.p99.unwrap() < 60.0);
+}
+
+#[test]
+fn ecn_flow_is_marked_instead_of_dropped_while_p_is_small() {
+    let out = run("50Mbit", "pie ecn", "60s", &cubic(1, "20ms", "rfc3168"));
+    let s = &out.summary;
+    let pmax = max_of(&out, "prob");
+    assert!(pmax <= 0.1, "a single flow keeps p below the 10 % ECN limit (max {pmax})");
+    assert!(s.bottleneck.ce_marks > 0);
+    assert_eq!(s.bottleneck.drops, 0, "every early signal is a mark");
+    let qdelay = mean_between(&out, "qdelay", 30.0, 60.0);
+    assert!(near(qdelay, 15.0, 0.3), "second-half mean queue delay {qdelay} ms");
+    assert!(s.bottleneck.utilization >= 0.9);
+    // The same ECN-capable flow through PIE without `ecn` is dropped, never marked.
+    let out = run("50Mbit", "pie noecn", "60s", &cubic(1, "20ms", "rfc3168"));
+    assert!(out.summary.bottleneck.drops > 0);
+    assert_eq!(out.summary.bottleneck.ce_marks, 0);
+}
+
+#[test]
+fn ecn_flows_are_dropped_once_p_exceeds_10_percent() {
+    // 20 flows on 10 Mbit/s x 20 ms (a BDP of 17 packets) need p well above 10 %.
+    let out = run("10Mbit", "pie ecn", "20s", &cubic(20, "20ms", "rfc3168"));
+    let s = &out.summary;
+    let p = mean_between(&out, "prob", 10.0, 20.0);
+    assert!(p > 0.1, "mean p {p}");
+    assert!(s.bottleneck.drops > 10 * s.bottleneck.ce_marks, "drops {} marks {}", s.bottleneck.drops, s.bottleneck.ce_marks);
+    let qdelay = mean_between(&out, "qdelay", 10.0, 20.0);
+    assert!(near(qdelay, 15.0, 0.3), "second-half mean queue delay {qdelay} ms");
+}
+
+#[test]
+fn departure_rate_estimator_measures_the_link_rate_and_holds_the_target() {
+    let out = run("50Mbit", "pie dq_rate_estimator", "30s", &cubic(1, "20ms", "off"));
+    let s = &out.summary;
+    // avg_dq_rate in bytes/s: the 50 Mbit/s link drains 6.25 MB/s while backlogged.
+    let rate = mean_between(&out, "avg_dq_rate", 15.0, 30.0);
+    assert!(near(rate, 6.25e6, 0.03), "avg_dq_rate {rate} B/s");
+    let qdelay = mean_between(&out, "qdelay", 15.0, 30.0);
+    assert!(near(qdelay, 15.0, 0.3), "second-half mean queue delay {qdelay} ms");
+    assert!(s.bottleneck.utilization >= 0.9);
+}
+
+#[test]
+fn load_transient_study_variants_run() {
+    // Järvinen & Kojo's PIE settings on their 2 Mbit/s bottleneck with a 100-packet buffer.
+    for q in [
+        "pie limit 100 target 20ms max_burst 100ms dq_rate_estimator dq_threshold 10 tupdate 30ms",
+        "pie limit 100 target 20ms max_burst 100ms dq_rate_estimator dq_threshold 5 tupdate 30ms",
+        "pie limit 100 target 20ms max_burst 100ms dq_rate_estimator dq_threshold 10 tupdate 60ms",
+    ] {
+        let out = run("2Mbit", q, "30s", "[[flows]]\ncc = \"reno\"\nrtt = \"162ms\"\ncount = 2\n");
+        let s = &out.summary;
+        assert!(s.bottleneck.drops > 0, "{q}");
+        assert!(s.bottleneck.utilization > 0.7, "{q}: utilisation {}", s.bottleneck.utilization);
+        // Far below the 600 ms a full 100-packet buffer holds at 2 Mbit/s.
+        let mean = s.bottleneck.sojourn_ms.mean.unwrap();
+        assert!(mean < 60.0, "{q}: mean sojourn {mean} ms");
+        assert!(out.series.get("bottleneck", "avg_dq_rate").is_some());
+    }
+}
