@@ -3,19 +3,18 @@
 //! pfifo drops an arriving packet when `qlen >= limit` (packets); bfifo when
 //! `backlog + len > limit` (bytes). No AQM, no ECN marking.
 
+use super::queue::PacketQueue;
 use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::time::Time;
 use crate::units::Limit;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// A tail-drop FIFO limited in packets (pfifo) or bytes (bfifo).
 #[derive(Debug)]
 pub struct Fifo {
     limit: Limit,
-    queue: VecDeque<Packet>,
-    backlog: u64,
+    queue: PacketQueue,
     stats: QdiscStats,
 }
 
@@ -29,7 +28,7 @@ impl Fifo {
         Self::new(Limit::Bytes(limit), (limit / 1500) as usize)
     }
     fn new(limit: Limit, capacity: usize) -> Self {
-        Fifo { limit, queue: VecDeque::with_capacity(capacity.min(1 << 16)), backlog: 0, stats: QdiscStats::default() }
+        Fifo { limit, queue: PacketQueue::with_capacity(capacity), stats: QdiscStats::default() }
     }
 }
 
@@ -43,30 +42,24 @@ impl Qdisc for Fifo {
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
         let fits = match self.limit {
             Limit::Packets(n) => self.queue.len() < n as usize,
-            Limit::Bytes(b) => self.backlog + pkt.wire_len as u64 <= b,
+            Limit::Bytes(b) => self.queue.backlog() + pkt.wire_len as u64 <= b,
         };
         if !fits {
             self.stats.drops += 1;
             self.stats.overlimits += 1;
             return Enqueued::Dropped;
         }
-        self.backlog += pkt.wire_len as u64;
-        self.stats.enqueued += 1;
-        self.queue.push_back(pkt);
+        self.queue.push(pkt, &mut self.stats);
         Enqueued::Queued
     }
     fn dequeue(&mut self, _now: Time) -> Option<Packet> {
-        let p = self.queue.pop_front()?;
-        self.backlog -= p.wire_len as u64;
-        self.stats.dequeued += 1;
-        self.stats.dequeued_bytes += p.wire_len as u64;
-        Some(p)
+        self.queue.pop(&mut self.stats)
     }
     fn len(&self) -> usize {
         self.queue.len()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.backlog
+        self.queue.backlog()
     }
     fn stats(&self) -> &QdiscStats {
         &self.stats

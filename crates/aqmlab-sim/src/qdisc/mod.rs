@@ -6,10 +6,12 @@
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
 mod fifo;
+mod queue;
 mod pie;
 mod spec;
 
 pub use fifo::Fifo;
+pub use queue::PacketQueue;
 pub use pie::{Pie, PieConfig};
 pub use spec::{Params, Parser, QdiscConfig, QdiscSpec};
 

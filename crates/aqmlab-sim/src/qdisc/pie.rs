@@ -22,7 +22,7 @@ use crate::packet::{Ecn, Packet};
 use crate::rng::Stream;
 use crate::time::Time;
 use crate::units::Limit;
-use std::collections::VecDeque;
+use super::PacketQueue;
 use std::sync::Arc;
 
 /// Probability 1 (`MAX_PROB` in pie.h: `U64_MAX >> BITS_PER_BYTE`).
@@ -145,8 +145,7 @@ pub struct Pie {
     /// Update period after jiffy rounding.
     tupdate: Time,
     rng: Stream,
-    queue: VecDeque<Packet>,
-    backlog: u64,
+    queue: PacketQueue,
     vars: Vars,
     /// When the timer fires next.
     next_update: Time,
@@ -169,8 +168,7 @@ impl Pie {
             max_burst,
             tupdate,
             rng,
-            queue: VecDeque::with_capacity((cfg.limit as usize).min(1 << 16)),
-            backlog: 0,
+            queue: PacketQueue::with_capacity(cfg.limit as usize),
             vars,
             next_update: FIRST_UPDATE,
             stats: QdiscStats::default(),
@@ -185,7 +183,7 @@ impl Pie {
     /// Runs every update the timer would have run up to `now`.
     fn run_timer(&mut self, now: Time) {
         while self.next_update <= now {
-            self.calculate_probability(self.backlog);
+            self.calculate_probability(self.queue.backlog());
             self.next_update += self.tupdate;
         }
     }
@@ -380,7 +378,7 @@ impl Qdisc for Pie {
         let accept = if self.queue.len() >= self.cfg.limit as usize {
             self.stats.overlimits += 1;
             false
-        } else if !self.drop_early(self.backlog, pkt.wire_len) {
+        } else if !self.drop_early(self.queue.backlog(), pkt.wire_len) {
             true
         } else if self.cfg.ecn && self.vars.prob <= MAX_PROB / 10 && set_ce(&mut pkt) {
             self.stats.ce_marks += 1;
@@ -394,20 +392,15 @@ impl Qdisc for Pie {
             return Enqueued::Dropped;
         }
         pkt.enqueued_at = now;
-        self.backlog += pkt.wire_len as u64;
-        self.stats.enqueued += 1;
-        self.queue.push_back(pkt);
+        self.queue.push(pkt, &mut self.stats);
         Enqueued::Queued
     }
 
     /// `pie_qdisc_dequeue`.
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
         self.run_timer(now);
-        let pkt = self.queue.pop_front()?;
-        self.backlog -= pkt.wire_len as u64;
-        self.stats.dequeued += 1;
-        self.stats.dequeued_bytes += pkt.wire_len as u64;
-        self.process_dequeue(&pkt, self.backlog, now);
+        let pkt = self.queue.pop(&mut self.stats)?;
+        self.process_dequeue(&pkt, self.queue.backlog(), now);
         Some(pkt)
     }
 
@@ -415,7 +408,7 @@ impl Qdisc for Pie {
         self.queue.len()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.backlog
+        self.queue.backlog()
     }
     fn stats(&self) -> &QdiscStats {
         &self.stats
@@ -754,8 +747,7 @@ mod tests {
         for _ in 0..n {
             q.enqueue(pkt(ecn), Time::ZERO);
             while q.queue.len() > keep {
-                q.queue.pop_front();
-                q.backlog -= MTU as u64;
+                q.queue.take();
             }
         }
         (q.stats.enqueued - e0, q.stats.ce_marks - m0)
@@ -804,8 +796,7 @@ mod tests {
                 gaps.push(since);
                 since = 0;
             } else {
-                q.queue.pop_front();
-                q.backlog -= MTU as u64;
+                q.queue.take();
             }
         }
         assert!(gaps.iter().all(|&g| (9..=85).contains(&g)), "{:?}", gaps.iter().min());
@@ -879,8 +870,7 @@ mod tests {
             if q.enqueue(p, Time::ZERO) == Enqueued::Dropped {
                 small += 1;
             } else {
-                q.queue.pop_back();
-                q.backlog -= 378;
+                q.queue.take_back();
             }
         }
         let rate = small as f64 / 40_000.0;
@@ -975,7 +965,7 @@ mod tests {
         let sample2 = (bytes << 8) / (ticks(t2[10]) - ticks(t1[10]));
         assert_eq!(q.vars.avg_dq_rate as u64, sample1 - (sample1 >> 3) + (sample2 >> 3));
         // Delay = backlog / rate at the next update.
-        let backlog = q.backlog;
+        let backlog = q.queue.backlog();
         q.calculate_probability(backlog);
         assert_eq!(q.vars.qdelay, (backlog << 8) / q.vars.avg_dq_rate as u64);
         // Close to backlog / (1514 B per 242.24 us), a little low: the first cycle counts

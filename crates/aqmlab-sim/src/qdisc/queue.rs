@@ -1,0 +1,60 @@
+//! The packet FIFO with byte accounting that disciplines build on: it keeps the backlog in
+//! bytes and the enqueue/dequeue counters of [`QdiscStats`] consistent.
+
+use super::QdiscStats;
+use crate::packet::Packet;
+use std::collections::VecDeque;
+
+#[derive(Debug)]
+pub struct PacketQueue {
+    packets: VecDeque<Packet>,
+    backlog: u64,
+}
+
+impl PacketQueue {
+    /// A queue with room for `capacity` packets before it reallocates (capped at 65536).
+    pub fn with_capacity(capacity: usize) -> Self {
+        PacketQueue { packets: VecDeque::with_capacity(capacity.min(1 << 16)), backlog: 0 }
+    }
+    /// Appends an accepted packet, counting it as enqueued.
+    pub fn push(&mut self, pkt: Packet, stats: &mut QdiscStats) {
+        self.backlog += pkt.wire_len as u64;
+        stats.enqueued += 1;
+        self.packets.push_back(pkt);
+    }
+    /// Removes the head for transmission, counting it as dequeued.
+    pub fn pop(&mut self, stats: &mut QdiscStats) -> Option<Packet> {
+        let p = self.take()?;
+        stats.dequeued += 1;
+        stats.dequeued_bytes += p.wire_len as u64;
+        Some(p)
+    }
+    /// Removes the head without counting it as sent (the caller drops it or moves it).
+    pub fn take(&mut self) -> Option<Packet> {
+        let p = self.packets.pop_front()?;
+        self.backlog -= p.wire_len as u64;
+        Some(p)
+    }
+    /// Removes the most recently queued packet without counting it as sent.
+    pub fn take_back(&mut self) -> Option<Packet> {
+        let p = self.packets.pop_back()?;
+        self.backlog -= p.wire_len as u64;
+        Some(p)
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &Packet> {
+        self.packets.iter()
+    }
+    pub fn front(&self) -> Option<&Packet> {
+        self.packets.front()
+    }
+    pub fn len(&self) -> usize {
+        self.packets.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.packets.is_empty()
+    }
+    /// Bytes queued.
+    pub fn backlog(&self) -> u64 {
+        self.backlog
+    }
+}
