@@ -6,9 +6,12 @@
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
 mod fifo;
+mod hred;
+mod red;
 mod spec;
 
 pub use fifo::Fifo;
+pub use red::{RedStats, TcRed};
 pub use spec::{Params, Parser, QdiscConfig, QdiscSpec};
 
 use crate::packet::Packet;
@@ -16,7 +19,12 @@ use crate::rng::Stream;
 use crate::time::{Rate, Time};
 
 /// tc kinds and their parsers.
-pub const REGISTRY: &[(&str, Parser)] = &[("pfifo", fifo::parse_pfifo), ("bfifo", fifo::parse_bfifo)];
+pub const REGISTRY: &[(&str, Parser)] = &[
+    ("pfifo", fifo::parse_pfifo),
+    ("bfifo", fifo::parse_bfifo),
+    ("red", red::parse_red),
+    ("hred", hred::parse_hred),
+];
 
 /// What a discipline may know about where it is installed.
 pub struct BuildCtx {
