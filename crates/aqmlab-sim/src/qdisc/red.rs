@@ -52,7 +52,8 @@ pub(super) enum Zone {
     Above,
 }
 
-/// What `red_action` decided for an arriving packet.
+/// What `red_action` decided for an arriving packet (`RED_DONT_MARK`, ...).
+#[allow(clippy::enum_variant_names)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Verdict {
     DontMark,
