@@ -6,13 +6,16 @@
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
 mod fifo;
-mod queue;
+mod hred;
 mod pie;
+mod queue;
+mod red;
 mod spec;
 
 pub use fifo::Fifo;
-pub use queue::PacketQueue;
 pub use pie::{Pie, PieConfig};
+pub use queue::PacketQueue;
+pub use red::{RedStats, TcRed};
 pub use spec::{Params, Parser, QdiscConfig, QdiscSpec};
 
 use crate::packet::Packet;
@@ -20,7 +23,13 @@ use crate::rng::Stream;
 use crate::time::{Rate, Time};
 
 /// tc kinds and their parsers.
-pub const REGISTRY: &[(&str, Parser)] = &[("pfifo", fifo::parse_pfifo), ("bfifo", fifo::parse_bfifo), ("pie", pie::parse_pie)];
+pub const REGISTRY: &[(&str, Parser)] = &[
+    ("pfifo", fifo::parse_pfifo),
+    ("bfifo", fifo::parse_bfifo),
+    ("red", red::parse_red),
+    ("hred", hred::parse_hred),
+    ("pie", pie::parse_pie),
+];
 
 /// What a discipline may know about where it is installed.
 pub struct BuildCtx {

@@ -1,0 +1,321 @@
+//! Harsh RED (HRED; Järvinen, Ding, Nyrhinen & Kojo, "Harsh RED: Improving RED for Limited
+//! Aggregate Traffic", IEEE AINA 2012): RED with a packet-based average and thresholds, a
+//! small min_th, a large max_p and a fast average (w_q 0.02 or 0.04), so that the slow start
+//! of a few flows is signalled in time instead of ending in tail drop.
+//!
+//! HRED is RED with different parameters and units, so it runs on the shared RED machinery of
+//! [`super::red`] (count-based marking with a cached random number, ECN/harddrop/nodrop
+//! actions, idle handling, FIFO child). Only the average differs: here it is a real-valued
+//! EWMA of the queue length in packets, as in ns-2's `REDQueue` (the simulator the HRED
+//! papers used), with an optional "gentle" ramp above max_th (Floyd, "Optimum functions for
+//! computing the drop probability", http://icir.org/floyd/red/gentle.html).
+
+use super::red::{Average, Backlog, Flags, Red, Zone};
+use super::{BuildCtx, Fifo, Params, Qdisc, QdiscConfig};
+use crate::time::{Rate, Time};
+use std::sync::Arc;
+
+/// The packet-based, real-valued RED average (ns-2 `REDQueue::estimator`, `calculate_p_new`).
+#[derive(Clone, Debug)]
+pub(super) struct PacketAverage {
+    /// Average queue length, packets.
+    pub avg: f64,
+    w: f64,
+    min: f64,
+    max: f64,
+    max_p: f64,
+    gentle: bool,
+    /// Packets of `avpkt` bytes the link sends per second (ns-2 `ptc`), for idle decay.
+    ptc: f64,
+}
+
+impl PacketAverage {
+    /// Floyd's Pb for the current average: 0 .. max_p linearly from min_th to max_th; with
+    /// gentle, max_p .. 1 from max_th to 2 max_th; 1 beyond.
+    pub fn pb(&self) -> f64 {
+        let a = self.avg;
+        if a < self.min {
+            0.0
+        } else if a < self.max {
+            self.max_p * (a - self.min) / (self.max - self.min)
+        } else if self.gentle {
+            (self.max_p + (1.0 - self.max_p) * (a - self.max) / self.max).min(1.0)
+        } else {
+            1.0
+        }
+    }
+}
+
+impl Average for PacketAverage {
+    fn update(&mut self, backlog: Backlog) {
+        self.avg = self.avg * (1.0 - self.w) + self.w * backlog.packets as f64;
+    }
+    /// ns-2: the idle time counts as m = floor(idle * ptc) arrivals to an empty queue, then
+    /// the arrival's own update: avg (1-w)^m, then the usual EWMA step.
+    fn update_after_idle(&mut self, idle: Time, backlog: Backlog) {
+        let m = (self.ptc * idle.as_secs_f64()).floor().min(i32::MAX as f64) as i32;
+        self.avg *= (1.0 - self.w).powi(m);
+        self.update(backlog);
+    }
+    fn zone(&self) -> Zone {
+        let hard = if self.gentle { 2.0 * self.max } else { self.max };
+        if self.avg < self.min {
+            Zone::Below
+        } else if self.avg >= hard {
+            Zone::Above
+        } else {
+            Zone::Between
+        }
+    }
+    fn draw(&self, r: u32) -> u64 {
+        r as u64
+    }
+    fn reached(&self, count: u64, q_r: u64) -> bool {
+        // Pb * count >= U with U = q_r / 2^32 uniform in [0, 1).
+        self.pb() * count as f64 * 4294967296.0 >= q_r as f64
+    }
+    fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("qavg", self.avg));
+        out.push(("pb", self.pb()));
+    }
+}
+
+/// Parsed `hred` parameters.
+#[derive(Clone, Debug, PartialEq)]
+struct HredConfig {
+    limit: u32,
+    min: f64,
+    max: f64,
+    wq: f64,
+    max_p: f64,
+    gentle: bool,
+    avpkt: u32,
+    /// Defaults to the link rate.
+    bandwidth: Option<Rate>,
+    flags: Flags,
+}
+
+impl HredConfig {
+    fn average(&self, link_rate: Rate) -> PacketAverage {
+        let bw = self.bandwidth.unwrap_or(link_rate);
+        PacketAverage {
+            avg: 0.0,
+            w: self.wq,
+            min: self.min,
+            max: self.max,
+            max_p: self.max_p,
+            gentle: self.gentle,
+            ptc: bw.bits_per_sec() as f64 / (8.0 * self.avpkt as f64),
+        }
+    }
+}
+
+impl QdiscConfig for HredConfig {
+    fn kind(&self) -> &'static str {
+        "hred"
+    }
+    fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
+        Box::new(Red::new("hred", self.average(ctx.link_rate), self.flags, Fifo::pfifo(self.limit), ctx.rng.clone()))
+    }
+}
+
+fn read_hred(p: &mut Params) -> Result<HredConfig, String> {
+    let known = "limit, min, max, wq, max_p, gentle, ecn, harddrop, nodrop, avpkt, bandwidth";
+    let mut c = HredConfig {
+        limit: 100,
+        min: 3.0,
+        max: 40.0,
+        wq: 0.02,
+        max_p: 0.65,
+        gentle: true,
+        avpkt: 1000,
+        bandwidth: None,
+        flags: Flags::default(),
+    };
+    while let Some(key) = p.next_key() {
+        match key {
+            "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
+            "min" => c.min = p.real(key, 0.0..=1e9)?,
+            "max" => c.max = p.real(key, 0.0..=1e9)?,
+            "wq" => c.wq = p.real(key, 0.0..=1.0)?,
+            "max_p" => c.max_p = p.real(key, 0.0..=1.0)?,
+            "gentle" => c.gentle = true,
+            "nogentle" => c.gentle = false,
+            "avpkt" => c.avpkt = p.uint(key, 1..=u32::MAX as u64)? as u32,
+            "bandwidth" => c.bandwidth = Some(p.rate(key)?),
+            _ if c.flags.parse(key, false) => {}
+            _ => return Err(p.unknown(key, known)),
+        }
+    }
+    if c.max <= c.min {
+        return Err(p.invalid(format!("max {} must be above min {}", c.max, c.min)));
+    }
+    if c.wq <= 0.0 {
+        return Err(p.invalid("wq must be above 0"));
+    }
+    if c.max_p <= 0.0 {
+        return Err(p.invalid("max_p must be above 0"));
+    }
+    c.flags.validate().map_err(|e| p.invalid(e))?;
+    Ok(c)
+}
+
+/// `hred [limit PACKETS] [min PACKETS] [max PACKETS] [wq W] [max_p P] [gentle|nogentle]
+/// [ecn] [harddrop] [nodrop] [avpkt BYTES] [bandwidth RATE]`. Defaults: the load-transient
+/// study's setting (limit 100, min 3, max 40, wq 0.02, max_p 0.65), gentle on, ECN off.
+pub fn parse_hred(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
+    Ok(Arc::new(read_hred(p)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::red::tests::pkt;
+    use super::super::red::Verdict;
+    use super::*;
+    use crate::packet::Ecn;
+    use crate::qdisc::{Enqueued, QdiscSpec};
+    use crate::rng::Stream;
+
+    fn spec(s: &str) -> String {
+        format!("{:?}", QdiscSpec::parse(s).unwrap())
+    }
+
+    fn defaults() -> HredConfig {
+        HredConfig {
+            limit: 100,
+            min: 3.0,
+            max: 40.0,
+            wq: 0.02,
+            max_p: 0.65,
+            gentle: true,
+            avpkt: 1000,
+            bandwidth: None,
+            flags: Flags::default(),
+        }
+    }
+
+    fn hred(c: &HredConfig) -> Red<PacketAverage> {
+        Red::new("hred", c.average(Rate(2_000_000)), c.flags, Fifo::pfifo(c.limit), Stream::new(3, "hred-test"))
+    }
+
+    #[test]
+    fn parameters_defaults_and_errors() {
+        assert_eq!(spec("hred"), format!("Spec {{ text: \"hred\", config: {:?} }}", defaults()));
+        let s = spec("hred limit 50 min 5 max 30 wq 0.04 max_p 0.5 nogentle ecn avpkt 1500 bandwidth 2Mbit");
+        assert!(s.contains("limit: 50, min: 5.0, max: 30.0, wq: 0.04, max_p: 0.5, gentle: false, avpkt: 1500, bandwidth: Some(Rate(2000000))"), "{s}");
+        assert!(s.contains("ecn: true"), "{s}");
+        let t: toml::Table = toml::from_str("kind = \"hred\"\nwq = 0.04\ngentle = false").unwrap();
+        assert!(format!("{:?}", QdiscSpec::from_table(&t).unwrap()).contains("wq: 0.04, max_p: 0.65, gentle: false"));
+        let err = |s: &str| QdiscSpec::parse(s).unwrap_err();
+        assert!(err("hred min 50 max 40").contains("max 40 must be above min 50"));
+        assert!(err("hred wq 0").contains("wq"));
+        assert!(err("hred max_p 1.5").contains("max_p"));
+        assert!(err("hred adaptive").contains("'adaptive'"));
+        assert!(err("hred limit 0").contains("limit"));
+        assert!(err("hred nodrop").contains("nodrop"));
+    }
+
+    #[test]
+    fn gentle_ramp_and_hard_threshold() {
+        let mut a = defaults().average(Rate(2_000_000));
+        let mut at = |avg: f64| {
+            a.avg = avg;
+            (a.zone(), a.pb())
+        };
+        assert_eq!(at(2.9), (Zone::Below, 0.0));
+        assert_eq!(at(3.0), (Zone::Between, 0.0));
+        let (z, pb) = at(21.5);
+        assert_eq!(z, Zone::Between);
+        assert!((pb - 0.65 * 18.5 / 37.0).abs() < 1e-12);
+        // Gentle: max_p at max_th, rising linearly to 1 at 2 max_th.
+        let (z, pb) = at(40.0);
+        assert_eq!(z, Zone::Between);
+        assert!((pb - 0.65).abs() < 1e-12);
+        let (_, pb) = at(60.0);
+        assert!((pb - 0.825).abs() < 1e-12);
+        let (_, pb) = at(79.9);
+        assert!((pb - (0.65 + 0.35 * 39.9 / 40.0)).abs() < 1e-12);
+        assert_eq!(at(80.0).0, Zone::Above);
+        // Without gentle, max_th is the hard threshold.
+        let mut a = HredConfig { gentle: false, ..defaults() }.average(Rate(2_000_000));
+        a.avg = 39.99;
+        assert_eq!(a.zone(), Zone::Between);
+        a.avg = 40.0;
+        assert_eq!(a.zone(), Zone::Above);
+    }
+
+    /// The shared count-based marking with a real Pb: the c-th packet after a mark is marked
+    /// with probability Pb / (1 - (c-1) Pb); in the gentle region (Pb 0.825) every mark gap is
+    /// 1 (probability 0.825) or 2.
+    #[test]
+    #[allow(clippy::needless_range_loop)]
+    fn marking_in_the_linear_and_gentle_regions() {
+        for (avg, pb) in [(21.5, 0.325), (60.0, 0.825)] {
+            let mut q = hred(&defaults());
+            q.avg.avg = avg;
+            assert_eq!(q.action(), Verdict::DontMark, "first packet in the region only draws");
+            let (mut gaps, mut since) = (vec![0u64; 8], 0usize);
+            let n = 200_000;
+            for _ in 0..n {
+                since += 1;
+                if q.action() == Verdict::ProbMark {
+                    gaps[since.min(7)] += 1;
+                    since = 0;
+                }
+            }
+            let m: u64 = gaps.iter().sum();
+            let mut at_risk = m as f64;
+            for c in 1..=((1.0 / pb) as usize).min(4) {
+                let want = (pb / (1.0 - (c - 1) as f64 * pb)).min(1.0);
+                let got = gaps[c] as f64 / at_risk;
+                assert!((got - want).abs() < 0.01, "avg {avg} c {c}: {got} vs {want}");
+                at_risk -= gaps[c] as f64;
+            }
+            assert!(gaps[(1.0 / pb) as usize + 2..].iter().all(|&g| g == 0), "{gaps:?}");
+        }
+    }
+
+    /// avg <- (1 - wq) avg + wq q on each arrival, q in packets before the arrival; after an
+    /// idle period t, avg (1-wq)^floor(t ptc) first (ns-2), ptc = bandwidth / (8 avpkt).
+    #[test]
+    fn packet_average_and_idle_decay() {
+        let c = defaults();
+        let mut q = hred(&c);
+        let mut want = 0.0f64;
+        for k in 0..30u32 {
+            let before = q.len();
+            q.enqueue(pkt(1514, Ecn::NotEct), Time::from_micros(k as u64));
+            want = want * 0.98 + 0.02 * before as f64;
+            assert_eq!(q.avg.avg, want, "arrival {k}");
+        }
+        while q.len() > 0 {
+            q.dequeue(Time::from_millis(1));
+        }
+        assert!(q.dequeue(Time::from_millis(2)).is_none());
+        // 2 Mbit/s, 1000 B: ptc 250 packets/s; 101 ms idle = 25.25 -> 25 dummy arrivals.
+        q.enqueue(pkt(1514, Ecn::NotEct), Time::from_millis(103));
+        let expect = want * 0.98f64.powi(25) * 0.98;
+        assert!((q.avg.avg - expect).abs() < 1e-12 * want, "{} vs {expect}", q.avg.avg);
+    }
+
+    #[test]
+    fn ecn_marks_and_drops_at_packet_thresholds() {
+        let c = HredConfig { flags: Flags { ecn: true, ..Flags::default() }, limit: 5, ..defaults() };
+        let mut q = hred(&c);
+        q.avg.avg = 100.0; // above 2 max_th: hard marks
+        for _ in 0..3 {
+            q.enqueue(pkt(1514, Ecn::Ect0), Time::ZERO);
+        }
+        assert_eq!(q.enqueue(pkt(1514, Ecn::NotEct), Time::ZERO), Enqueued::Dropped);
+        assert_eq!((q.stats().ce_marks, q.red.forced_mark, q.red.forced_drop), (3, 3, 1));
+        // The packet limit of the child FIFO.
+        q.avg.avg = 0.0;
+        q.enqueue(pkt(66, Ecn::NotEct), Time::ZERO);
+        q.enqueue(pkt(66, Ecn::NotEct), Time::ZERO);
+        assert_eq!(q.enqueue(pkt(66, Ecn::NotEct), Time::ZERO), Enqueued::Dropped);
+        assert_eq!((q.len(), q.red.pdrop, q.stats().drops, q.stats().overlimits), (5, 1, 2, 1));
+        let mut out = Vec::new();
+        q.xstats(&mut out);
+        assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec!["qavg", "pb"]);
+    }
+}
