@@ -5,9 +5,11 @@
 //! Adding a discipline: a file with the discipline (implementing [`Qdisc`]), its configuration
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
+mod dualpi2;
 mod fifo;
 mod spec;
 
+pub use dualpi2::DualPi2;
 pub use fifo::Fifo;
 pub use spec::{Params, Parser, QdiscConfig, QdiscSpec};
 
@@ -16,7 +18,11 @@ use crate::rng::Stream;
 use crate::time::{Rate, Time};
 
 /// tc kinds and their parsers.
-pub const REGISTRY: &[(&str, Parser)] = &[("pfifo", fifo::parse_pfifo), ("bfifo", fifo::parse_bfifo)];
+pub const REGISTRY: &[(&str, Parser)] = &[
+    ("pfifo", fifo::parse_pfifo),
+    ("bfifo", fifo::parse_bfifo),
+    ("dualpi2", dualpi2::parse_dualpi2),
+];
 
 /// What a discipline may know about where it is installed.
 pub struct BuildCtx {
