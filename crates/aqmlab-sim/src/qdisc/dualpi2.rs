@@ -151,6 +151,10 @@ pub fn parse_dualpi2(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
         if v == 0 {
             return Err(p.invalid(format!("{key} must be at least 1/256 Hz (0.00390625)")));
         }
+        if v > ALPHA_BETA_MAX {
+            // The kernel's netlink policy refuses it.
+            return Err(p.invalid(format!("{key} must be below 2^23 Hz")));
+        }
         Ok(v)
     };
     while let Some(key) = p.next_key() {
@@ -232,8 +236,8 @@ pub fn parse_dualpi2(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
     if let Some(t) = tupdate.filter(|&t| t > 0) {
         c.tupdate_us = t;
     }
-    c.alpha = alpha.unwrap_or(c.alpha).min(ALPHA_BETA_MAX);
-    c.beta = beta.unwrap_or(c.beta).min(ALPHA_BETA_MAX);
+    c.alpha = alpha.unwrap_or(c.alpha);
+    c.beta = beta.unwrap_or(c.beta);
     Ok(Arc::new(c))
 }
 
@@ -355,7 +359,7 @@ impl DualPi2 {
                 break;
             }
             self.update_probability(next);
-            next = next + tupdate;
+            next += tupdate;
         }
         self.next_update = Some(next);
     }
@@ -662,6 +666,12 @@ mod tests {
             })
         ));
         assert!(parses_to("dualpi2 drop_on_overload drop_dequeue l4s_ect split_gso classic_protection 10", &d));
+        let t: toml::Table = toml::from_str("kind = \"dualpi2\"\nstep_thresh = \"5ms\"\nany_ect = true").unwrap();
+        let want = cfg(|c| {
+            c.step_thresh = StepThresh::Time(5_000_000);
+            c.ecn_mask = 3;
+        });
+        assert!(format!("{:?}", QdiscSpec::from_table(&t).unwrap()).contains(&format!("{want:?}")));
         // max_rtt 100ms: typical = max/6 = 16666 us, tupdate = typical (< max/3),
         // alpha = 0.1·tupdate/max², beta = 0.3/max (RFC 9332 App. A.1 as tc computes it).
         let alpha = (0.1f32 as f64 * 16_666.0 / 1e5 / 1e5 * 1e6 * 256.0) as u32;
@@ -684,6 +694,7 @@ mod tests {
             "dualpi2 k 2",
             "dualpi2 typical_rtt 200ms max_rtt 100ms",
             "dualpi2 target",
+            "dualpi2 alpha 9000000",
         ] {
             let e = QdiscSpec::parse(bad).unwrap_err();
             assert!(!e.contains('\n') && e.contains("dualpi2"), "{bad}: {e}");
