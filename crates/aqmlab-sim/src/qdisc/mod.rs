@@ -5,6 +5,7 @@
 //! Adding a discipline: a file with the discipline (implementing [`Qdisc`]), its configuration
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
+mod dualpi2;
 mod fifo;
 mod hred;
 mod pie;
@@ -12,6 +13,7 @@ mod queue;
 mod red;
 mod spec;
 
+pub use dualpi2::DualPi2;
 pub use fifo::Fifo;
 pub use pie::{Pie, PieConfig};
 pub use queue::PacketQueue;
@@ -29,6 +31,7 @@ pub const REGISTRY: &[(&str, Parser)] = &[
     ("red", red::parse_red),
     ("hred", hred::parse_hred),
     ("pie", pie::parse_pie),
+    ("dualpi2", dualpi2::parse_dualpi2),
 ];
 
 /// What a discipline may know about where it is installed.
