@@ -5,6 +5,7 @@
 //! Adding a discipline: a file with the discipline (implementing [`Qdisc`]), its configuration
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
+pub mod codel;
 mod fifo;
 mod pie;
 mod spec;
@@ -18,7 +19,12 @@ use crate::rng::Stream;
 use crate::time::{Rate, Time};
 
 /// tc kinds and their parsers.
-pub const REGISTRY: &[(&str, Parser)] = &[("pfifo", fifo::parse_pfifo), ("bfifo", fifo::parse_bfifo), ("pie", pie::parse_pie)];
+pub const REGISTRY: &[(&str, Parser)] = &[
+    ("pfifo", fifo::parse_pfifo),
+    ("bfifo", fifo::parse_bfifo),
+    ("pie", pie::parse_pie),
+    ("codel", codel::parse_codel),
+];
 
 /// What a discipline may know about where it is installed.
 pub struct BuildCtx {
