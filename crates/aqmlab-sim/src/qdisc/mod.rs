@@ -9,6 +9,7 @@ pub mod codel;
 mod fifo;
 pub mod fq_codel;
 mod pie;
+pub mod sfq_codel;
 mod spec;
 
 pub use fifo::Fifo;
@@ -26,6 +27,7 @@ pub const REGISTRY: &[(&str, Parser)] = &[
     ("pie", pie::parse_pie),
     ("codel", codel::parse_codel),
     ("fq_codel", fq_codel::parse_fq_codel),
+    ("sfq_codel", sfq_codel::parse_sfq_codel),
 ];
 
 /// Flow hash of a packet for flow-queueing disciplines: `hash_key` (the 5-tuple stand-in)
