@@ -217,7 +217,13 @@ impl CodelFlow {
         }
     }
 
-    fn pop_checked(&mut self, p: &CodelParams, totals: &mut Totals, guard: MtuGuard, now: Time) -> (Option<Packet>, bool) {
+    fn pop_checked(
+        &mut self,
+        p: &CodelParams,
+        totals: &mut Totals,
+        guard: MtuGuard,
+        now: Time,
+    ) -> (Option<Packet>, bool) {
         let pkt = self.pop(totals);
         let backlog = self.guard_backlog(totals, guard);
         let drop = self.vars.should_drop(pkt.as_ref(), p, backlog, now);
@@ -337,7 +343,14 @@ pub struct Codel {
 impl Codel {
     pub fn new(limit: u32, params: CodelParams) -> Self {
         let flow = CodelFlow { queue: VecDeque::with_capacity((limit as usize).min(1 << 16)), ..CodelFlow::default() };
-        Codel { limit, params, flow, totals: Totals::default(), ctr: CodelCounters::default(), stats: QdiscStats::default() }
+        Codel {
+            limit,
+            params,
+            flow,
+            totals: Totals::default(),
+            ctr: CodelCounters::default(),
+            stats: QdiscStats::default(),
+        }
     }
     pub fn vars(&self) -> &CodelVars {
         &self.flow.vars
@@ -363,7 +376,8 @@ impl Qdisc for Codel {
         Enqueued::Queued
     }
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
-        let p = self.flow.dequeue(&self.params, &mut self.totals, MtuGuard::Qdisc, now, &mut self.stats, &mut self.ctr)?;
+        let p =
+            self.flow.dequeue(&self.params, &mut self.totals, MtuGuard::Qdisc, now, &mut self.stats, &mut self.ctr)?;
         self.stats.dequeued += 1;
         self.stats.dequeued_bytes += p.wire_len as u64;
         Some(p)
@@ -399,7 +413,14 @@ pub struct CodelOptions {
 impl CodelOptions {
     pub fn new(ecn: bool) -> Self {
         let d = CodelParams::new(0);
-        CodelOptions { target: d.target, interval: d.interval, ecn, ce_threshold: None, ce_threshold_selector: 0, ce_threshold_mask: 0 }
+        CodelOptions {
+            target: d.target,
+            interval: d.interval,
+            ecn,
+            ce_threshold: None,
+            ce_threshold_selector: 0,
+            ce_threshold_mask: 0,
+        }
     }
     /// Reads one CoDel parameter (`target`, `interval`, `ecn`, `noecn`, `ce_threshold`,
     /// `ce_threshold_selector VALUE/MASK`) if `key` is one; false if it is not.
@@ -532,7 +553,7 @@ mod tests {
             for _ in 0..(after.0 - before.0 + after.1 - before.1) {
                 events.push(t);
             }
-            t = t + service;
+            t += service;
         }
         events
     }
@@ -609,17 +630,17 @@ mod tests {
                 seq += 1;
             }
             q.dequeue(t);
-            t = t + service;
+            t += service;
         }
         assert!(q.vars().dropping() && q.vars().count() > 5, "count {}", q.vars().count());
         // No arrivals: the queue drains and CoDel leaves the dropping state.
         while !q.is_empty() {
             q.dequeue(t);
-            t = t + service;
+            t += service;
         }
         assert!(!q.vars().dropping());
         let c1 = q.vars().count();
-        t = t + pause;
+        t += pause;
         // Overload again until CoDel re-enters the dropping state.
         loop {
             for _ in 0..2 {
@@ -630,7 +651,7 @@ mod tests {
             if q.vars().dropping() {
                 return (c1, q.vars().count());
             }
-            t = t + service;
+            t += service;
         }
     }
 
@@ -653,7 +674,14 @@ mod tests {
         let (mut stats, mut ctr) = (QdiscStats::default(), CodelCounters::default());
         // State as after a dropping episode: entered with lastcount 3, reached count 10, left
         // at t = 1 s; last drop scheduled at 1 s.
-        f.vars = CodelVars { count: 10, lastcount: 3, dropping: false, rec_inv_sqrt: 20724, drop_next: Time::from_secs(1), ..Default::default() };
+        f.vars = CodelVars {
+            count: 10,
+            lastcount: 3,
+            dropping: false,
+            rec_inv_sqrt: 20724,
+            drop_next: Time::from_secs(1),
+            ..Default::default()
+        };
         // A standing queue: packets enqueued at 0, plus enough backlog to pass the MTU guard.
         let at = |ms: u64| Time(ms * MS);
         for i in 0..10 {
@@ -677,7 +705,10 @@ mod tests {
 
         // Same, but the last scheduled drop was exactly 16 intervals before re-entry (the
         // window is open, `now - drop_next < 16 interval`): restart at 1.
-        let mut f2 = CodelFlow { vars: CodelVars { drop_next: at(1601), count: 10, lastcount: 3, rec_inv_sqrt: 20724, ..Default::default() }, ..Default::default() };
+        let mut f2 = CodelFlow {
+            vars: CodelVars { drop_next: at(1601), count: 10, lastcount: 3, rec_inv_sqrt: 20724, ..Default::default() },
+            ..Default::default()
+        };
         let mut totals = Totals::default();
         for i in 0..10 {
             let mut p = pkt(0, 1514, i, Ecn::NotEct);
@@ -688,7 +719,7 @@ mod tests {
         f2.dequeue(&p, &mut totals, MtuGuard::Qdisc, at(3201), &mut stats, &mut ctr);
         assert!(f2.vars.dropping);
         assert_eq!(f2.vars.count, 1);
-        assert_eq!(f2.vars.drop_next, at(3201) + Time(((100 * MS) as u128 * 0xFFFF_0000u128 >> 32) as u64));
+        assert_eq!(f2.vars.drop_next, at(3201) + Time((((100 * MS) as u128 * 0xFFFF_0000u128) >> 32) as u64));
     }
 
     #[test]
@@ -714,7 +745,7 @@ mod tests {
             let mut t = Time::ZERO;
             for i in 0..100 {
                 enq(&mut q, pkt(0, 1514, i, Ecn::NotEct), t);
-                t = t + step;
+                t += step;
                 q.dequeue(t);
             }
             assert_eq!(q.stats().drops > 0, drops, "{behind} packets behind the head");
@@ -787,9 +818,15 @@ mod tests {
     #[test]
     fn tc_strings() {
         let dbg = |s: &str| format!("{:?}", QdiscSpec::parse(s).unwrap());
-        assert_eq!(QdiscSpec::parse("codel").unwrap(), QdiscSpec::parse("codel limit 1000 target 5ms interval 100ms noecn").unwrap());
+        assert_eq!(
+            QdiscSpec::parse("codel").unwrap(),
+            QdiscSpec::parse("codel limit 1000 target 5ms interval 100ms noecn").unwrap()
+        );
         let d = dbg("codel limit 200 target 1ms interval 20ms ecn ce_threshold 500us");
-        assert!(d.contains("limit: 200") && d.contains("ecn: true") && d.contains("ce_threshold: Some(Time(500000))"), "{d}");
+        assert!(
+            d.contains("limit: 200") && d.contains("ecn: true") && d.contains("ce_threshold: Some(Time(500000))"),
+            "{d}"
+        );
         assert!(dbg("codel target 2500").contains("target: Time(2500000)"), "bare number is us");
         assert!(dbg("codel ce_threshold 1ms ce_threshold_selector 0x01/0x03").contains("ce_threshold_mask: 3"));
         let e = QdiscSpec::parse("codel target fast").unwrap_err();

@@ -212,7 +212,8 @@ impl Qdisc for FqCodel {
                 self.old_flows.push_back(idx);
                 continue;
             }
-            let pkt = flow.q.dequeue(&self.params, &mut self.totals, MtuGuard::Qdisc, now, &mut self.stats, &mut self.ctr);
+            let pkt =
+                flow.q.dequeue(&self.params, &mut self.totals, MtuGuard::Qdisc, now, &mut self.stats, &mut self.ctr);
             let Some(pkt) = pkt else {
                 self.unlink_head(list);
                 if list == List::New && !self.old_flows.is_empty() {
@@ -267,7 +268,11 @@ pub fn parse_fq_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
             "memory_limit" => c.memory_limit = p.bytes(key)?.min(1 << 31),
             "drop_batch" => c.drop_batch = p.uint(key, 0..=u32::MAX as u64)?.max(1) as u32,
             _ if c.codel.parse_key(key, p)? => {}
-            _ => return Err(p.unknown(key, &format!("limit, flows, quantum, memory_limit, drop_batch, {}", CodelOptions::KEYS))),
+            _ => {
+                return Err(
+                    p.unknown(key, &format!("limit, flows, quantum, memory_limit, drop_batch, {}", CodelOptions::KEYS))
+                )
+            }
         }
     }
     Ok(Arc::new(c))
@@ -438,7 +443,7 @@ mod tests {
                 assert_eq!(enq(&mut a, p, t), enq(&mut b, p, t));
             }
             assert_eq!(a.dequeue(t), b.dequeue(t), "at {t}");
-            t = t + Time(MS / 10);
+            t += Time(MS / 10);
         }
         assert!(a.is_empty());
         assert_eq!(a.stats(), b.stats());
@@ -450,13 +455,27 @@ mod tests {
         let dbg = |s: &str| format!("{:?}", QdiscSpec::parse(s).unwrap());
         assert_eq!(
             QdiscSpec::parse("fq_codel").unwrap(),
-            QdiscSpec::parse("fq_codel limit 10240 flows 1024 target 5ms interval 100ms ecn memory_limit 32mb drop_batch 64").unwrap()
+            QdiscSpec::parse(
+                "fq_codel limit 10240 flows 1024 target 5ms interval 100ms ecn memory_limit 32mb drop_batch 64"
+            )
+            .unwrap()
         );
-        for s in ["fq_codel flows 1", "fq_codel flows 1 target 1ms interval 20ms", "fq_codel target 3ms interval 40ms", "fq_codel noecn"] {
+        for s in [
+            "fq_codel flows 1",
+            "fq_codel flows 1 target 1ms interval 20ms",
+            "fq_codel target 3ms interval 40ms",
+            "fq_codel noecn",
+        ] {
             QdiscSpec::parse(s).unwrap();
         }
         let d = dbg("fq_codel flows 1 target 1ms interval 20ms noecn");
-        assert!(d.contains("flows: 1") && d.contains("target: Time(1000000)") && d.contains("interval: Time(20000000)") && d.contains("ecn: false"), "{d}");
+        assert!(
+            d.contains("flows: 1")
+                && d.contains("target: Time(1000000)")
+                && d.contains("interval: Time(20000000)")
+                && d.contains("ecn: false"),
+            "{d}"
+        );
         assert!(dbg("fq_codel quantum 100").contains("quantum: Some(256)"));
         assert!(dbg("fq_codel ce_threshold 1ms").contains("ce_threshold: Some(Time(1000000))"));
         assert!(QdiscSpec::parse("fq_codel flows 0").unwrap_err().contains("flows"));

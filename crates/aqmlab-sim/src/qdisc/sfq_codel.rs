@@ -96,7 +96,10 @@ impl SfqCodel {
     fn drop_from_longest(&mut self) {
         let mut m = self.maxbin as usize;
         for j in 0..self.bins.len() {
-            if j != self.maxbin as usize && self.bins[j].on_sched && self.bins[j].q.queue.len() >= self.bins[m].q.queue.len() {
+            if j != self.maxbin as usize
+                && self.bins[j].on_sched
+                && self.bins[j].q.queue.len() >= self.bins[m].q.queue.len()
+            {
                 m = j;
             }
         }
@@ -160,7 +163,14 @@ impl Qdisc for SfqCodel {
             }
             let bin = &mut self.bins[b as usize];
             bin.new = false;
-            let pkt = bin.q.dequeue(&self.params, &mut self.totals, MtuGuard::QdiscOrQueueEmpty, now, &mut self.stats, &mut self.ctr);
+            let pkt = bin.q.dequeue(
+                &self.params,
+                &mut self.totals,
+                MtuGuard::QdiscOrQueueEmpty,
+                now,
+                &mut self.stats,
+                &mut self.ctr,
+            );
             let Some(pkt) = pkt else {
                 // CoDel's drops emptied the bin: it leaves the ring (and is new on its next
                 // arrival).
@@ -235,12 +245,16 @@ mod tests {
 
     fn distinct_flows(q: &SfqCodel, n: usize) -> Vec<u32> {
         let mut seen = Vec::new();
-        (0..).filter(|&f| {
-            let b = q.classify(&pkt(f, 100, 0, Ecn::NotEct));
-            !seen.contains(&b) && { seen.push(b); true }
-        })
-        .take(n)
-        .collect()
+        (0..)
+            .filter(|&f| {
+                let b = q.classify(&pkt(f, 100, 0, Ecn::NotEct));
+                !seen.contains(&b) && {
+                    seen.push(b);
+                    true
+                }
+            })
+            .take(n)
+            .collect()
     }
 
     fn serve(q: &mut SfqCodel, n: usize, t: Time) -> Vec<u32> {
@@ -345,7 +359,7 @@ mod tests {
                 enq(&mut q, pkt(f[k], 1514, next_seq[k], Ecn::NotEct), t);
                 next_seq[k] += 1;
             }
-            t = t + Time(10 * MS);
+            t += Time(10 * MS);
         }
         assert!(dropped[0] > 50, "{dropped:?}");
         assert_eq!(dropped[1], 0);
@@ -361,7 +375,13 @@ mod tests {
             QdiscSpec::parse("sfq_codel limit 1000 flows 1024 quantum 0 target 5ms interval 100ms noecn").unwrap()
         );
         let d = dbg("sfq_codel limit 100 flows 16 quantum 1514 ecn");
-        assert!(d.contains("limit: 100") && d.contains("flows: 16") && d.contains("quantum: 1514") && d.contains("ecn: true"), "{d}");
+        assert!(
+            d.contains("limit: 100")
+                && d.contains("flows: 16")
+                && d.contains("quantum: 1514")
+                && d.contains("ecn: true"),
+            "{d}"
+        );
         assert!(QdiscSpec::parse("sfq_codel flows 0").unwrap_err().contains("flows"));
         assert!(QdiscSpec::parse("sfq_codel perturb 10").unwrap_err().contains("perturb"));
     }
