@@ -144,11 +144,22 @@ impl Qdisc for SfqCodel {
 
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
         loop {
-            // ns-2 readybin: drop empty bins from the head of the ring.
+            // ns-2 readybin: empty bins leave the ring when they reach its head. CoDel finds no
+            // packet and leaves the dropping state, as ns-2 `removebin` does.
             let &b = self.ring.front()?;
-            if self.bins[b as usize].q.queue.is_empty() {
+            let bin = &mut self.bins[b as usize];
+            if bin.q.queue.is_empty() {
+                let none = bin.q.dequeue(
+                    &self.params,
+                    &mut self.totals,
+                    MtuGuard::QdiscOrQueueEmpty,
+                    now,
+                    &mut self.stats,
+                    &mut self.ctr,
+                );
+                debug_assert!(none.is_none());
                 self.ring.pop_front();
-                self.bins[b as usize].on_sched = false;
+                bin.on_sched = false;
                 continue;
             }
             if self.quantum > 0 && self.bins[b as usize].deficit <= 0 {
