@@ -399,31 +399,10 @@ impl Qdisc for Codel {
     }
 }
 
-/// CoDel parameters as given in tc syntax, before the link's MTU is known.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct CodelOptions {
-    pub target: Time,
-    pub interval: Time,
-    pub ecn: bool,
-    pub ce_threshold: Option<Time>,
-    pub ce_threshold_selector: u8,
-    pub ce_threshold_mask: u8,
-}
-
-impl CodelOptions {
-    pub fn new(ecn: bool) -> Self {
-        let d = CodelParams::new(0);
-        CodelOptions {
-            target: d.target,
-            interval: d.interval,
-            ecn,
-            ce_threshold: None,
-            ce_threshold_selector: 0,
-            ce_threshold_mask: 0,
-        }
-    }
+impl CodelParams {
     /// Reads one CoDel parameter (`target`, `interval`, `ecn`, `noecn`, `ce_threshold`,
-    /// `ce_threshold_selector VALUE/MASK`) if `key` is one; false if it is not.
+    /// `ce_threshold_selector VALUE/MASK`) if `key` is one; false if it is not. (`mtu` is not
+    /// a tc parameter: disciplines set it from the link when they are built.)
     pub fn parse_key(&mut self, key: &str, p: &mut Params) -> Result<bool, String> {
         match key {
             "target" => self.target = p.time(key)?,
@@ -443,16 +422,10 @@ impl CodelOptions {
     }
     /// The parameter names `parse_key` knows, for error messages.
     pub const KEYS: &'static str = "target, interval, ecn, noecn, ce_threshold, ce_threshold_selector";
-    pub fn params(&self, mtu: u32) -> CodelParams {
-        CodelParams {
-            target: self.target,
-            interval: self.interval,
-            ecn: self.ecn,
-            ce_threshold: self.ce_threshold,
-            ce_threshold_selector: self.ce_threshold_selector,
-            ce_threshold_mask: self.ce_threshold_mask,
-            mtu,
-        }
+    /// These parameters on a link whose `psched_mtu` is `mtu` (clamped to [256, 2^20] as
+    /// `codel_init` and `fq_codel_init` do).
+    pub fn with_mtu(self, mtu: u32) -> Self {
+        CodelParams { mtu: mtu.clamp(256, 1 << 20), ..self }
     }
 }
 
@@ -477,7 +450,8 @@ fn parse_selector(v: &str) -> Result<(u8, u8), String> {
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct CodelConfig {
     limit: u32,
-    opts: CodelOptions,
+    /// `mtu` is set from the link at build time.
+    codel: CodelParams,
 }
 
 impl QdiscConfig for CodelConfig {
@@ -485,9 +459,7 @@ impl QdiscConfig for CodelConfig {
         "codel"
     }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        // codel_init: mtu = clamp(psched_mtu, 256, 1 << 20).
-        let mtu = ctx.mtu.clamp(256, 1 << 20);
-        Box::new(Codel::new(self.limit, self.opts.params(mtu)))
+        Box::new(Codel::new(self.limit, self.codel.with_mtu(ctx.mtu)))
     }
 }
 
@@ -495,12 +467,12 @@ impl QdiscConfig for CodelConfig {
 /// [ce_threshold_selector VALUE/MASK]` (Linux defaults: limit 1000, target 5ms, interval
 /// 100ms, noecn).
 pub fn parse_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let mut c = CodelConfig { limit: 1000, opts: CodelOptions::new(false) };
+    let mut c = CodelConfig { limit: 1000, codel: CodelParams::new(0) };
     while let Some(key) = p.next_key() {
         match key {
             "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
-            _ if c.opts.parse_key(key, p)? => {}
-            _ => return Err(p.unknown(key, &format!("limit, {}", CodelOptions::KEYS))),
+            _ if c.codel.parse_key(key, p)? => {}
+            _ => return Err(p.unknown(key, &format!("limit, {}", CodelParams::KEYS))),
         }
     }
     Ok(Arc::new(c))
@@ -795,10 +767,10 @@ mod tests {
         assert_eq!(q.stats().drops, 0);
 
         // With a selector of ECT(1) (0x01/0x03), ECT(0) packets are not marked.
-        let mut o = CodelOptions::new(false);
+        let mut o = CodelParams::new(1514);
         o.ce_threshold = Some(Time(2 * MS));
         (o.ce_threshold_selector, o.ce_threshold_mask) = parse_selector("0x01/0x03").unwrap();
-        let mut q = Codel::new(1000, o.params(1514));
+        let mut q = Codel::new(1000, o);
         enq(&mut q, pkt(0, 1514, 0, Ecn::Ect0), Time::ZERO);
         enq(&mut q, pkt(0, 1514, 1, Ecn::Ect1), Time::ZERO);
         assert_eq!(q.dequeue(Time(3 * MS)).unwrap().ecn, Ecn::Ect0);

@@ -4,7 +4,7 @@
 //!
 //! See docs/algorithms/fq_codel.md for what differs from Linux.
 
-use super::codel::{CodelCounters, CodelFlow, CodelOptions, CodelParams, MtuGuard, Totals};
+use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard, Totals};
 use super::{flow_bucket, BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::time::Time;
@@ -59,7 +59,8 @@ pub struct FqCodelConfig {
     pub quantum: Option<u32>,
     pub memory_limit: u64,
     pub drop_batch: u32,
-    pub codel: CodelOptions,
+    /// `mtu` is set from the link at build time.
+    pub codel: CodelParams,
 }
 
 impl Default for FqCodelConfig {
@@ -70,7 +71,7 @@ impl Default for FqCodelConfig {
             quantum: None,
             memory_limit: 32 << 20,
             drop_batch: 64,
-            codel: CodelOptions::new(true),
+            codel: CodelParams { ecn: true, ..CodelParams::new(0) },
         }
     }
 }
@@ -84,7 +85,7 @@ impl FqCodel {
             quantum: c.quantum.unwrap_or(mtu),
             memory_limit: c.memory_limit,
             drop_batch: c.drop_batch,
-            params: c.codel.params(mtu),
+            params: c.codel.with_mtu(mtu),
             perturbation,
             flows: vec![Flow::default(); c.flows as usize],
             new_flows: VecDeque::with_capacity(c.flows as usize),
@@ -270,7 +271,7 @@ pub fn parse_fq_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
             _ if c.codel.parse_key(key, p)? => {}
             _ => {
                 return Err(
-                    p.unknown(key, &format!("limit, flows, quantum, memory_limit, drop_batch, {}", CodelOptions::KEYS))
+                    p.unknown(key, &format!("limit, flows, quantum, memory_limit, drop_batch, {}", CodelParams::KEYS))
                 )
             }
         }

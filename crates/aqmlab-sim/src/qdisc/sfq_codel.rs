@@ -14,7 +14,7 @@
 //! Each bin runs the shared Linux CoDel ([`super::codel`]) with the ns-2 addition that a packet
 //! which empties its own bin is never above target. See docs/algorithms/sfq_codel.md.
 
-use super::codel::{CodelCounters, CodelFlow, CodelOptions, CodelParams, MtuGuard, Totals};
+use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard, Totals};
 use super::{flow_bucket, BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::time::Time;
@@ -57,12 +57,13 @@ pub struct SfqCodelConfig {
     pub flows: u32,
     /// 0: one packet per turn; otherwise DRR credit per turn in bytes (ns-2 `quantum_`).
     pub quantum: u32,
-    pub codel: CodelOptions,
+    /// `mtu` is set from the link at build time.
+    pub codel: CodelParams,
 }
 
 impl Default for SfqCodelConfig {
     fn default() -> Self {
-        SfqCodelConfig { limit: 1000, flows: 1024, quantum: 0, codel: CodelOptions::new(false) }
+        SfqCodelConfig { limit: 1000, flows: 1024, quantum: 0, codel: CodelParams::new(0) }
     }
 }
 
@@ -71,7 +72,7 @@ impl SfqCodel {
         SfqCodel {
             limit: c.limit,
             quantum: c.quantum,
-            params: c.codel.params(mtu),
+            params: c.codel.with_mtu(mtu),
             perturbation,
             bins: vec![Bin::default(); c.flows as usize],
             ring: VecDeque::with_capacity(c.flows as usize),
@@ -235,7 +236,7 @@ pub fn parse_sfq_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
             "flows" => c.flows = p.uint(key, 1..=65536)? as u32,
             "quantum" => c.quantum = p.uint(key, 0..=1 << 20)? as u32,
             _ if c.codel.parse_key(key, p)? => {}
-            _ => return Err(p.unknown(key, &format!("limit, flows, quantum, {}", CodelOptions::KEYS))),
+            _ => return Err(p.unknown(key, &format!("limit, flows, quantum, {}", CodelParams::KEYS))),
         }
     }
     Ok(Arc::new(c))
