@@ -5,12 +5,15 @@
 //! Adding a discipline: a file with the discipline (implementing [`Qdisc`]), its configuration
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
+pub mod codel;
 mod dualpi2;
 mod fifo;
+pub mod fq_codel;
 mod hred;
 mod pie;
 mod queue;
 mod red;
+pub mod sfq_codel;
 mod spec;
 
 pub use dualpi2::DualPi2;
@@ -32,7 +35,26 @@ pub const REGISTRY: &[(&str, Parser)] = &[
     ("hred", hred::parse_hred),
     ("pie", pie::parse_pie),
     ("dualpi2", dualpi2::parse_dualpi2),
+    ("codel", codel::parse_codel),
+    ("fq_codel", fq_codel::parse_fq_codel),
+    ("sfq_codel", sfq_codel::parse_sfq_codel),
 ];
+
+/// Flow hash of a packet for flow-queueing disciplines: `hash_key` (the 5-tuple stand-in)
+/// mixed with a per-instance `perturbation` drawn from the discipline's stream (Linux keys
+/// `skb_get_hash` with a random seed), then reduced to `[0, buckets)` as Linux
+/// `reciprocal_scale` does: `(hash * buckets) >> 32`.
+pub fn flow_bucket(hash_key: u32, perturbation: u32, buckets: u32) -> u32 {
+    // murmur3's 32-bit finaliser: a bijection, so distinct keys never share a hash, only a
+    // bucket.
+    let mut h = hash_key ^ perturbation;
+    h ^= h >> 16;
+    h = h.wrapping_mul(0x85eb_ca6b);
+    h ^= h >> 13;
+    h = h.wrapping_mul(0xc2b2_ae35);
+    h ^= h >> 16;
+    ((h as u64 * buckets as u64) >> 32) as u32
+}
 
 /// What a discipline may know about where it is installed.
 pub struct BuildCtx {

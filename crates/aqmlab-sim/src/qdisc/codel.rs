@@ -1,0 +1,810 @@
+//! CoDel (RFC 8289) as Linux implements it (`include/net/codel.h`, `include/net/codel_impl.h`),
+//! as a reusable per-queue component, and the single-queue `codel` discipline
+//! (`net/sched/sch_codel.c`).
+//!
+//! The component is [`CodelFlow`]: a FIFO with its CoDel variables ([`CodelVars`]). Disciplines
+//! that run CoDel on many queues (fq_codel, sfq_codel, the SCE qdiscs) keep one `CodelFlow` per
+//! queue, one [`CodelParams`] and one [`Totals`] (the qdisc-wide packet and byte backlog that
+//! the MTU guard looks at), and call [`CodelFlow::dequeue`].
+//!
+//! Version read: torvalds/linux `codel_impl.h` (with `ce_threshold_selector/mask`), `codel.h`,
+//! `sch_codel.c` of Linux 6.18 (MyWRT/linux-6.18.y mirror). See docs/algorithms/codel.md for
+//! the differences from Linux.
+
+use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use crate::packet::{Ecn, Packet};
+use crate::time::Time;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// CoDel parameters (`struct codel_params`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CodelParams {
+    /// Acceptable standing queue delay.
+    pub target: Time,
+    /// Window over which the delay must stay above `target` before dropping starts; also the
+    /// base of the control law.
+    pub interval: Time,
+    /// Mark ECN-capable packets with CE instead of dropping them.
+    pub ecn: bool,
+    /// Step threshold: CE-mark every departing ECN-capable packet whose sojourn exceeds it
+    /// (`None` = `CODEL_DISABLED_THRESHOLD`).
+    pub ce_threshold: Option<Time>,
+    /// Apply `ce_threshold` only to packets with `dsfield & mask == selector` (mask 0: all).
+    pub ce_threshold_selector: u8,
+    pub ce_threshold_mask: u8,
+    /// No drop while the qdisc backlog is at most this many bytes (Linux: `psched_mtu`).
+    pub mtu: u32,
+}
+
+impl CodelParams {
+    /// `codel_params_init`: target 5 ms, interval 100 ms, no ECN, no CE threshold.
+    pub fn new(mtu: u32) -> Self {
+        CodelParams {
+            target: Time::from_millis(5),
+            interval: Time::from_millis(100),
+            ecn: false,
+            ce_threshold: None,
+            ce_threshold_selector: 0,
+            ce_threshold_mask: 0,
+            mtu,
+        }
+    }
+}
+
+/// Per-queue CoDel state (`struct codel_vars`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodelVars {
+    /// Drops (and marks) since entering the dropping state.
+    count: u32,
+    /// `count` at the last entry into the dropping state.
+    lastcount: u32,
+    dropping: bool,
+    /// 1/sqrt(count) in Q0.16 (the top half of a Q0.32 number, as Linux stores it).
+    rec_inv_sqrt: u16,
+    /// When the delay will have been above target for an interval (None: below target).
+    first_above_time: Option<Time>,
+    /// Time of the next drop, or of the last one.
+    drop_next: Time,
+    /// Sojourn time of the last packet examined.
+    ldelay: Time,
+}
+
+/// Counters of the CoDel component, named as in `struct codel_stats` / `tc -s` xstats.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CodelCounters {
+    /// Packets CE-marked by the control law instead of being dropped (`ecn_mark`; a packet
+    /// that arrived already CE is counted too, as `INET_ECN_set_ce` succeeds on it).
+    pub ecn_mark: u64,
+    /// Packets CE-marked by the `ce_threshold` step (`ce_mark`, same convention).
+    pub ce_mark: u64,
+}
+
+/// Qdisc-wide backlog shared by all the CoDel queues of one discipline.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub qlen: usize,
+    pub backlog: u64,
+}
+
+/// Which backlog the "backlog <= mtu" guard of `codel_should_drop` compares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MtuGuard {
+    /// The qdisc-wide byte backlog after removing the head packet (Linux codel, fq_codel).
+    Qdisc,
+    /// As `Qdisc`, and also "below target" when the packet emptied its own queue (ns-2
+    /// sfqcodel's `q->length() == 0` test).
+    QdiscOrQueueEmpty,
+}
+
+/// Sets CE on an ECN-capable packet, as `INET_ECN_set_ce`: succeeds for ECT(0), ECT(1) and CE
+/// (already marked), fails for Not-ECT. Returns (succeeded, the field changed).
+fn set_ce(p: &mut Packet) -> (bool, bool) {
+    match p.ecn {
+        Ecn::NotEct => (false, false),
+        Ecn::Ce => (true, false),
+        Ecn::Ect0 | Ecn::Ect1 => {
+            p.ecn = Ecn::Ce;
+            (true, true)
+        }
+    }
+}
+
+impl CodelVars {
+    /// One Newton iteration of 1/sqrt(count), in Linux's fixed point (`codel_Newton_step`):
+    /// x <- x (3 - count x^2) / 2, with x in Q0.32 and 16 bits kept. Wrapping arithmetic as
+    /// in the kernel's unsigned C.
+    fn newton_step(&mut self) {
+        let x = (self.rec_inv_sqrt as u64) << 16; // Q0.32
+        let x2 = (x * x) >> 32; // Q0.32
+        let mut val = (3u64 << 32).wrapping_sub((self.count as u64).wrapping_mul(x2));
+        val >>= 2;
+        val = val.wrapping_mul(x) >> (32 - 2 + 1);
+        self.rec_inv_sqrt = (val >> 16) as u16;
+    }
+
+    /// `codel_control_law`: t + interval / sqrt(count), with 1/sqrt(count) from
+    /// `rec_inv_sqrt` (`reciprocal_scale(interval, rec_inv_sqrt << 16)`).
+    fn control_law(&self, t: Time, interval: Time) -> Time {
+        let scale = (self.rec_inv_sqrt as u128) << 16;
+        t + Time(((interval.0 as u128 * scale) >> 32) as u64)
+    }
+
+    /// `codel_should_drop`: has the head packet's sojourn been above target for an interval?
+    fn should_drop(&mut self, pkt: Option<&Packet>, p: &CodelParams, backlog: u64, now: Time) -> bool {
+        let Some(pkt) = pkt else {
+            self.first_above_time = None;
+            return false;
+        };
+        self.ldelay = now - pkt.enqueued_at;
+        if self.ldelay < p.target || backlog <= p.mtu as u64 {
+            self.first_above_time = None;
+            return false;
+        }
+        match self.first_above_time {
+            None => {
+                self.first_above_time = Some(now + p.interval);
+                false
+            }
+            Some(t) => now > t,
+        }
+    }
+
+    /// Drops since the dropping state was entered.
+    pub fn count(&self) -> u32 {
+        self.count
+    }
+    pub fn dropping(&self) -> bool {
+        self.dropping
+    }
+    /// Sojourn of the last packet examined (`ldelay`).
+    pub fn ldelay(&self) -> Time {
+        self.ldelay
+    }
+    /// 1/sqrt(count) as Linux approximates it.
+    pub fn inv_sqrt_count(&self) -> f64 {
+        self.rec_inv_sqrt as f64 / 65536.0
+    }
+    /// fq_codel's overflow handler "tells codel to increase its signal strength" by adding
+    /// the number of packets it dropped to `count` (`fq_codel_drop`).
+    pub fn add_count(&mut self, n: u32) {
+        self.count = self.count.wrapping_add(n);
+    }
+}
+
+/// A FIFO managed by CoDel: one of a discipline's queues.
+#[derive(Clone, Debug, Default)]
+pub struct CodelFlow {
+    pub queue: VecDeque<Packet>,
+    /// Bytes queued here.
+    pub backlog: u64,
+    pub vars: CodelVars,
+}
+
+impl CodelFlow {
+    /// Appends a packet, counting it in the flow's and the qdisc's backlog.
+    pub fn push(&mut self, pkt: Packet, totals: &mut Totals) {
+        self.backlog += pkt.wire_len as u64;
+        totals.backlog += pkt.wire_len as u64;
+        totals.qlen += 1;
+        self.queue.push_back(pkt);
+    }
+
+    /// Removes the head packet without AQM (overflow drops), updating the backlogs.
+    pub fn pop(&mut self, totals: &mut Totals) -> Option<Packet> {
+        let p = self.queue.pop_front()?;
+        self.backlog -= p.wire_len as u64;
+        totals.backlog -= p.wire_len as u64;
+        totals.qlen -= 1;
+        Some(p)
+    }
+
+    /// Removes the tail packet (ns-2 sfqcodel's overflow drop), updating the backlogs.
+    pub fn pop_tail(&mut self, totals: &mut Totals) -> Option<Packet> {
+        let p = self.queue.pop_back()?;
+        self.backlog -= p.wire_len as u64;
+        totals.backlog -= p.wire_len as u64;
+        totals.qlen -= 1;
+        Some(p)
+    }
+
+    /// The backlog the MTU guard compares, after the head packet has been removed (Linux's
+    /// `dequeue_func` lowers `sch->qstats.backlog` before `codel_should_drop` reads it).
+    fn guard_backlog(&self, totals: &Totals, guard: MtuGuard) -> u64 {
+        match guard {
+            MtuGuard::QdiscOrQueueEmpty if self.queue.is_empty() => 0,
+            _ => totals.backlog,
+        }
+    }
+
+    fn pop_checked(
+        &mut self,
+        p: &CodelParams,
+        totals: &mut Totals,
+        guard: MtuGuard,
+        now: Time,
+    ) -> (Option<Packet>, bool) {
+        let pkt = self.pop(totals);
+        let backlog = self.guard_backlog(totals, guard);
+        let drop = self.vars.should_drop(pkt.as_ref(), p, backlog, now);
+        (pkt, drop)
+    }
+
+    /// `codel_dequeue`: the next packet to send, after head-dropping (or CE-marking) as the
+    /// control law says. Drops are counted in `stats.drops`, CE marks that changed a packet in
+    /// `stats.ce_marks` (once per packet) and the Linux counters in `ctr`.
+    pub fn dequeue(
+        &mut self,
+        p: &CodelParams,
+        totals: &mut Totals,
+        guard: MtuGuard,
+        now: Time,
+        stats: &mut QdiscStats,
+        ctr: &mut CodelCounters,
+    ) -> Option<Packet> {
+        let (mut pkt, drop) = self.pop_checked(p, totals, guard, now);
+        if pkt.is_none() {
+            self.vars.dropping = false;
+            return None;
+        }
+        let v = &mut self.vars;
+        let mut marked = false;
+        if v.dropping {
+            if !drop {
+                // Sojourn below target (or backlog at most one MTU): leave the dropping state.
+                v.dropping = false;
+            } else {
+                // Time for the next drop(s); a large backlog may need several at once.
+                while self.vars.dropping && now >= self.vars.drop_next {
+                    let v = &mut self.vars;
+                    v.count = v.count.wrapping_add(1);
+                    v.newton_step();
+                    let head = pkt.as_mut().expect("dropping implies a packet");
+                    if p.ecn {
+                        let (ok, changed) = set_ce(head);
+                        if ok {
+                            ctr.ecn_mark += 1;
+                            marked = changed;
+                            v.drop_next = v.control_law(v.drop_next, p.interval);
+                            break;
+                        }
+                    }
+                    stats.drops += 1;
+                    let (next, drop) = self.pop_checked(p, totals, guard, now);
+                    pkt = next;
+                    let v = &mut self.vars;
+                    if !drop {
+                        v.dropping = false;
+                    } else {
+                        v.drop_next = v.control_law(v.drop_next, p.interval);
+                    }
+                }
+            }
+        } else if drop {
+            // Enter the dropping state: mark or drop this packet.
+            let head = pkt.as_mut().expect("checked above");
+            let (ok, changed) = if p.ecn { set_ce(head) } else { (false, false) };
+            if ok {
+                ctr.ecn_mark += 1;
+                marked = changed;
+            } else {
+                stats.drops += 1;
+                // Linux re-evaluates should_drop on the next packet (for ldelay and
+                // first_above_time) but does not use its verdict here.
+                pkt = self.pop_checked(p, totals, guard, now).0;
+            }
+            let v = &mut self.vars;
+            v.dropping = true;
+            // Re-entering soon after leaving: resume near the drop rate that last controlled
+            // the queue (count - lastcount) instead of restarting from 1.
+            let delta = v.count.wrapping_sub(v.lastcount);
+            let since = now.0 as i128 - v.drop_next.0 as i128;
+            if delta > 1 && since < 16 * p.interval.0 as i128 {
+                v.count = delta;
+                v.newton_step();
+            } else {
+                v.count = 1;
+                v.rec_inv_sqrt = u16::MAX;
+            }
+            v.lastcount = v.count;
+            v.drop_next = v.control_law(now, p.interval);
+        }
+        let mut pkt = pkt?;
+        if let Some(th) = p.ce_threshold {
+            let dsfield = (pkt.dscp << 2) | pkt.ecn as u8;
+            let selected = p.ce_threshold_mask == 0 || dsfield & p.ce_threshold_mask == p.ce_threshold_selector;
+            if self.vars.ldelay > th && selected {
+                let (ok, changed) = set_ce(&mut pkt);
+                if ok {
+                    ctr.ce_mark += 1;
+                    marked |= changed;
+                }
+            }
+        }
+        if marked {
+            stats.ce_marks += 1;
+        }
+        Some(pkt)
+    }
+}
+
+/// The single-queue `codel` discipline (`sch_codel.c`): tail drop at `limit` packets, CoDel
+/// head drop at dequeue.
+#[derive(Debug)]
+pub struct Codel {
+    limit: u32,
+    params: CodelParams,
+    flow: CodelFlow,
+    totals: Totals,
+    ctr: CodelCounters,
+    stats: QdiscStats,
+}
+
+impl Codel {
+    pub fn new(limit: u32, params: CodelParams) -> Self {
+        let flow = CodelFlow { queue: VecDeque::with_capacity((limit as usize).min(1 << 16)), ..CodelFlow::default() };
+        Codel {
+            limit,
+            params,
+            flow,
+            totals: Totals::default(),
+            ctr: CodelCounters::default(),
+            stats: QdiscStats::default(),
+        }
+    }
+    pub fn vars(&self) -> &CodelVars {
+        &self.flow.vars
+    }
+    pub fn counters(&self) -> &CodelCounters {
+        &self.ctr
+    }
+}
+
+impl Qdisc for Codel {
+    fn kind(&self) -> &'static str {
+        "codel"
+    }
+    /// `codel_qdisc_enqueue`: tail drop when `qlen >= limit`.
+    fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
+        if self.totals.qlen >= self.limit as usize {
+            self.stats.drops += 1;
+            self.stats.overlimits += 1;
+            return Enqueued::Dropped;
+        }
+        self.stats.enqueued += 1;
+        self.flow.push(pkt, &mut self.totals);
+        Enqueued::Queued
+    }
+    fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        let p =
+            self.flow.dequeue(&self.params, &mut self.totals, MtuGuard::Qdisc, now, &mut self.stats, &mut self.ctr)?;
+        self.stats.dequeued += 1;
+        self.stats.dequeued_bytes += p.wire_len as u64;
+        Some(p)
+    }
+    fn len(&self) -> usize {
+        self.totals.qlen
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.totals.backlog
+    }
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+    fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
+        let v = &self.flow.vars;
+        out.push(("ldelay", v.ldelay.as_millis_f64()));
+        out.push(("count", v.count as f64));
+        out.push(("dropping", v.dropping as u8 as f64));
+    }
+}
+
+impl CodelParams {
+    /// Reads one CoDel parameter (`target`, `interval`, `ecn`, `noecn`, `ce_threshold`,
+    /// `ce_threshold_selector VALUE/MASK`) if `key` is one; false if it is not. (`mtu` is not
+    /// a tc parameter: disciplines set it from the link when they are built.)
+    pub fn parse_key(&mut self, key: &str, p: &mut Params) -> Result<bool, String> {
+        match key {
+            "target" => self.target = p.time(key)?,
+            "interval" => self.interval = p.time(key)?,
+            "ecn" => self.ecn = true,
+            "noecn" => self.ecn = false,
+            "ce_threshold" => self.ce_threshold = Some(p.time(key)?),
+            "ce_threshold_selector" => {
+                let v = p.value(key)?;
+                let (s, m) = parse_selector(v).map_err(|e| p.invalid(format!("ce_threshold_selector: {e}")))?;
+                self.ce_threshold_selector = s;
+                self.ce_threshold_mask = m;
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+    /// The parameter names `parse_key` knows, for error messages.
+    pub const KEYS: &'static str = "target, interval, ecn, noecn, ce_threshold, ce_threshold_selector";
+    /// These parameters on a link whose `psched_mtu` is `mtu` (clamped to [256, 2^20] as
+    /// `codel_init` and `fq_codel_init` do).
+    pub fn with_mtu(self, mtu: u32) -> Self {
+        CodelParams { mtu: mtu.clamp(256, 1 << 20), ..self }
+    }
+}
+
+/// `VALUE/MASK` with each a byte in decimal or 0x hex (tc's `ce_threshold_selector`).
+fn parse_selector(v: &str) -> Result<(u8, u8), String> {
+    let byte = |s: &str| {
+        let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+            Some(h) => u8::from_str_radix(h, 16),
+            None => s.parse::<u8>(),
+        };
+        r.map_err(|_| format!("'{s}' is not a byte"))
+    };
+    let (s, m) = v.split_once('/').ok_or_else(|| format!("'{v}' is not VALUE/MASK"))?;
+    let (s, m) = (byte(s)?, byte(m)?);
+    if s & !m != 0 {
+        return Err(format!("value {s:#x} has bits outside mask {m:#x}"));
+    }
+    Ok((s, m))
+}
+
+/// Parsed `codel` parameters.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct CodelConfig {
+    limit: u32,
+    /// `mtu` is set from the link at build time.
+    codel: CodelParams,
+}
+
+impl QdiscConfig for CodelConfig {
+    fn kind(&self) -> &'static str {
+        "codel"
+    }
+    fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
+        Box::new(Codel::new(self.limit, self.codel.with_mtu(ctx.mtu)))
+    }
+}
+
+/// `codel [limit PACKETS] [target TIME] [interval TIME] [ecn|noecn] [ce_threshold TIME]
+/// [ce_threshold_selector VALUE/MASK]` (Linux defaults: limit 1000, target 5ms, interval
+/// 100ms, noecn).
+pub fn parse_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
+    let mut c = CodelConfig { limit: 1000, codel: CodelParams::new(0) };
+    while let Some(key) = p.next_key() {
+        match key {
+            "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
+            _ if c.codel.parse_key(key, p)? => {}
+            _ => return Err(p.unknown(key, &format!("limit, {}", CodelParams::KEYS))),
+        }
+    }
+    Ok(Arc::new(c))
+}
+
+/// Synthetic packets and drivers shared by the CoDel-family unit tests.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use super::*;
+    use crate::packet::{Direction, Kind};
+    use crate::qdisc::Qdisc;
+
+    pub fn pkt(flow: u32, len: u32, seq: u32, ecn: Ecn) -> Packet {
+        let mut p = Packet::new(flow, Direction::Forward, Kind::Data, len);
+        p.tcp.seq = seq;
+        p.ecn = ecn;
+        p
+    }
+
+    /// Enqueues as the link does (stamping `enqueued_at`).
+    pub fn enq(q: &mut dyn Qdisc, mut p: Packet, now: Time) -> Enqueued {
+        p.enqueued_at = now;
+        q.enqueue(p, now)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testutil::*;
+    use super::*;
+    use crate::qdisc::QdiscSpec;
+
+    const MS: u64 = 1_000_000;
+
+    /// A link of `rate_pps` packets per second of 1514 bytes, offered `load` times its rate
+    /// (constant spacing), running for `dur`; returns the times of each drop (or mark) event.
+    /// Per-step events: arrivals first, then one dequeue per service slot.
+    fn overload(q: &mut Codel, ecn: Ecn, service: Time, arrivals_per_service: u32, dur: Time) -> Vec<Time> {
+        let mut events = Vec::new();
+        let mut t = Time::ZERO;
+        let mut seq = 0;
+        while t < dur {
+            for _ in 0..arrivals_per_service {
+                enq(q, pkt(0, 1514, seq, ecn), t);
+                seq += 1;
+            }
+            let before = (q.stats().drops, q.counters().ecn_mark);
+            q.dequeue(t);
+            let after = (q.stats().drops, q.counters().ecn_mark);
+            for _ in 0..(after.0 - before.0 + after.1 - before.1) {
+                events.push(t);
+            }
+            t += service;
+        }
+        events
+    }
+
+    fn codel(limit: u32, ecn: bool) -> Codel {
+        Codel::new(limit, CodelParams { ecn, ..CodelParams::new(1514) })
+    }
+
+    /// Linux's 1/sqrt(count) sequence in real arithmetic: one Newton step per count increment,
+    /// starting from 1 at count 1.
+    fn newton_sequence(n: u32) -> Vec<f64> {
+        let mut x = vec![0.0, 1.0];
+        for c in 2..=n {
+            let p = x[c as usize - 1];
+            x.push(p * (3.0 - c as f64 * p * p) / 2.0);
+        }
+        x
+    }
+
+    #[test]
+    fn newton_iteration_tracks_inverse_sqrt() {
+        let reference = newton_sequence(1000);
+        let mut v = CodelVars { count: 1, rec_inv_sqrt: u16::MAX, ..Default::default() };
+        for n in 2..=1000u32 {
+            v.count = n;
+            v.newton_step();
+            // The fixed point follows the real-valued iteration ...
+            assert!((v.inv_sqrt_count() - reference[n as usize]).abs() < 1e-3, "count {n}");
+            // ... which is within 1 % of 1/sqrt(count) from count 7 on. One step from 1 gives
+            // 0.5 at count 2 (exact 0.707): Linux schedules the second drop after interval/2.
+            let exact = 1.0 / (n as f64).sqrt();
+            let err = (v.inv_sqrt_count() - exact).abs() / exact;
+            assert!(n < 7 || err < 0.01, "count {n}: {} vs {exact}", v.inv_sqrt_count());
+        }
+        assert!((reference[2] - 0.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn drops_follow_interval_over_sqrt_count() {
+        // Two arrivals per service slot of 0.1 ms: the queue grows without bound (limit large),
+        // so once dropping starts, every dequeue is above target and drops happen exactly when
+        // the control law schedules them (to within the 0.1 ms dequeue grid).
+        let mut q = codel(1_000_000, false);
+        let service = Time(MS / 10);
+        let ev = overload(&mut q, Ecn::NotEct, service, 2, Time::from_secs(3));
+        assert!(ev.len() > 60, "{} drops", ev.len());
+        // The n-th departure arrived at slot n/2, so the sojourn is t/2: above the 5 ms target
+        // from t = 10 ms, and the first drop comes an interval later.
+        let first = ev[0].as_millis_f64();
+        assert!((first - 110.1).abs() < 0.15, "first drop at {first} ms");
+        let linux = newton_sequence(100);
+        for (i, w) in ev.windows(2).enumerate().take(60) {
+            let count = i + 1; // the gap after the drop that set this count
+            let got = (w[1] - w[0]).as_millis_f64();
+            let want = 100.0 * linux[count];
+            assert!((got - want).abs() <= 0.002 * want + 0.1, "gap {i} (count {count}): {got} ms, want {want} ms");
+            let exact = 100.0 / (count as f64).sqrt();
+            assert!(count < 7 || (got - exact).abs() <= 0.01 * exact + 0.1, "count {count}: {got} vs {exact}");
+        }
+        assert!(q.vars().dropping());
+    }
+
+    /// Overload, drain, pause, overload again; returns (count reached in the first episode,
+    /// count right after re-entering the dropping state).
+    fn reentry(pause: Time) -> (u32, u32) {
+        let mut q = codel(1_000_000, false);
+        let service = Time(MS / 10);
+        let mut t = Time::ZERO;
+        let mut seq = 0u32;
+        // Two arrivals per service slot for 1 s: a dropping episode that starts from count 1.
+        while t < Time::from_secs(1) {
+            for _ in 0..2 {
+                enq(&mut q, pkt(0, 1514, seq, Ecn::NotEct), t);
+                seq += 1;
+            }
+            q.dequeue(t);
+            t += service;
+        }
+        assert!(q.vars().dropping() && q.vars().count() > 5, "count {}", q.vars().count());
+        // No arrivals: the queue drains and CoDel leaves the dropping state.
+        while !q.is_empty() {
+            q.dequeue(t);
+            t += service;
+        }
+        assert!(!q.vars().dropping());
+        let c1 = q.vars().count();
+        t += pause;
+        // Overload again until CoDel re-enters the dropping state.
+        loop {
+            for _ in 0..2 {
+                enq(&mut q, pkt(0, 1514, seq, Ecn::NotEct), t);
+                seq += 1;
+            }
+            q.dequeue(t);
+            if q.vars().dropping() {
+                return (c1, q.vars().count());
+            }
+            t += service;
+        }
+    }
+
+    #[test]
+    fn count_recalled_within_16_intervals_and_reset_after() {
+        // Re-entry ~0.1 s (first_above wait) after a short pause: count - lastcount (lastcount 1).
+        let (c1, c2) = reentry(Time::from_millis(100));
+        assert_eq!(c2, c1 - 1);
+        // The last drop was more than 16 intervals (1.6 s) before re-entry: count restarts at 1.
+        let (_, c2) = reentry(Time::from_millis(1600));
+        assert_eq!(c2, 1);
+    }
+
+    /// Drives the state machine directly to pin the recall rule exactly.
+    #[test]
+    fn recall_rule_is_count_minus_lastcount() {
+        let p = CodelParams::new(1514);
+        let mut f = CodelFlow::default();
+        let mut totals = Totals::default();
+        let (mut stats, mut ctr) = (QdiscStats::default(), CodelCounters::default());
+        // State as after a dropping episode: entered with lastcount 3, reached count 10, left
+        // at t = 1 s; last drop scheduled at 1 s.
+        f.vars = CodelVars {
+            count: 10,
+            lastcount: 3,
+            dropping: false,
+            rec_inv_sqrt: 20724,
+            drop_next: Time::from_secs(1),
+            ..Default::default()
+        };
+        // A standing queue: packets enqueued at 0, plus enough backlog to pass the MTU guard.
+        let at = |ms: u64| Time(ms * MS);
+        for i in 0..10 {
+            let mut p = pkt(0, 1514, i, Ecn::NotEct);
+            p.enqueued_at = at(1000);
+            f.push(p, &mut totals);
+        }
+        // First above-target observation starts the interval; the next, an interval later, drops.
+        assert!(f.dequeue(&p, &mut totals, MtuGuard::Qdisc, at(1100), &mut stats, &mut ctr).is_some());
+        assert!(f.dequeue(&p, &mut totals, MtuGuard::Qdisc, at(1201), &mut stats, &mut ctr).is_some());
+        assert_eq!(stats.drops, 1);
+        assert!(f.vars.dropping);
+        assert_eq!(f.vars.count, 7, "10 - 3");
+        assert_eq!(f.vars.lastcount, 7);
+        // Scheduled at now + interval x (one Newton step from 1/sqrt(10) with count 7), which is
+        // 36.4 ms rather than 100/sqrt(7) = 37.8 ms ("next Newton steps will correct it").
+        let x = 20724.0 / 65536.0;
+        let want = 100.0 * x * (3.0 - 7.0 * x * x) / 2.0;
+        let gap = (f.vars.drop_next - at(1201)).as_millis_f64();
+        assert!((gap - want).abs() < 0.001 * want, "{gap} vs {want}");
+
+        // Same, but the last scheduled drop was exactly 16 intervals before re-entry (the
+        // window is open, `now - drop_next < 16 interval`): restart at 1.
+        let mut f2 = CodelFlow {
+            vars: CodelVars { drop_next: at(1601), count: 10, lastcount: 3, rec_inv_sqrt: 20724, ..Default::default() },
+            ..Default::default()
+        };
+        let mut totals = Totals::default();
+        for i in 0..10 {
+            let mut p = pkt(0, 1514, i, Ecn::NotEct);
+            p.enqueued_at = at(3000);
+            f2.push(p, &mut totals);
+        }
+        f2.dequeue(&p, &mut totals, MtuGuard::Qdisc, at(3100), &mut stats, &mut ctr);
+        f2.dequeue(&p, &mut totals, MtuGuard::Qdisc, at(3201), &mut stats, &mut ctr);
+        assert!(f2.vars.dropping);
+        assert_eq!(f2.vars.count, 1);
+        assert_eq!(f2.vars.drop_next, at(3201) + Time((((100 * MS) as u128 * 0xFFFF_0000u128) >> 32) as u64));
+    }
+
+    #[test]
+    fn no_drop_while_backlog_at_most_one_mtu() {
+        // One packet at a time, each waiting far longer than target: the remaining backlog after
+        // dequeue is 0 <= mtu, so CoDel never drops.
+        let mut q = codel(1000, false);
+        for i in 0..100u64 {
+            enq(&mut q, pkt(0, 1514, i as u32, Ecn::NotEct), Time(i * 50 * MS));
+            let p = q.dequeue(Time(i * 50 * MS + 40 * MS));
+            assert!(p.is_some());
+        }
+        assert_eq!(q.stats().drops, 0);
+        assert_eq!(q.vars().ldelay(), Time(40 * MS));
+        // A standing queue with every sojourn (30 ms) above target: with 1 packet left behind
+        // each dequeue (backlog 1514 <= mtu) CoDel never drops; with 2 (3028 > mtu) it does.
+        for (behind, drops) in [(1u32, false), (2, true)] {
+            let mut q = codel(1000, false);
+            let step = Time(30 * MS);
+            for i in 0..behind {
+                enq(&mut q, pkt(0, 1514, i, Ecn::NotEct), Time::ZERO);
+            }
+            let mut t = Time::ZERO;
+            for i in 0..100 {
+                enq(&mut q, pkt(0, 1514, i, Ecn::NotEct), t);
+                t += step;
+                q.dequeue(t);
+            }
+            assert_eq!(q.stats().drops > 0, drops, "{behind} packets behind the head");
+        }
+    }
+
+    #[test]
+    fn ecn_marks_ect_instead_of_dropping() {
+        let service = Time(MS / 10);
+        let mut plain = codel(1_000_000, false);
+        let drops = overload(&mut plain, Ecn::Ect0, service, 2, Time::from_secs(2));
+        let mut q = codel(1_000_000, true);
+        let marks = overload(&mut q, Ecn::Ect0, service, 2, Time::from_secs(2));
+        assert_eq!(q.stats().drops, 0);
+        assert_eq!(q.counters().ecn_mark, marks.len() as u64);
+        assert_eq!(q.stats().ce_marks, marks.len() as u64);
+        assert!(marks.len() > 20);
+        // Marking does not shrink the queue, so the control law keeps firing on schedule: the
+        // mark times are those of a queue that is never relieved.
+        assert_eq!(marks[0], drops[0]);
+        // Not-ECT packets are dropped even with ecn on; ECT(1) is marked like ECT(0).
+        let mut q = codel(1_000_000, true);
+        overload(&mut q, Ecn::NotEct, service, 2, Time::from_secs(1));
+        assert!(q.stats().drops > 0 && q.stats().ce_marks == 0);
+        let mut q = codel(1_000_000, true);
+        overload(&mut q, Ecn::Ect1, service, 2, Time::from_secs(1));
+        assert!(q.stats().drops == 0 && q.stats().ce_marks > 0);
+    }
+
+    #[test]
+    fn ce_threshold_marks_every_ect_packet_above_it() {
+        let mut q = Codel::new(1000, CodelParams { ce_threshold: Some(Time(2 * MS)), ..CodelParams::new(1514) });
+        // Sojourns of 1, 3, 1, 3 ... ms; only the 3 ms ones are marked, ECT only.
+        let mut marked = 0;
+        for i in 0..20u64 {
+            let t = Time(i * 10 * MS);
+            let ecn = if i % 4 < 2 { Ecn::Ect0 } else { Ecn::NotEct };
+            enq(&mut q, pkt(0, 1514, i as u32, ecn), t);
+            let wait = if i % 2 == 0 { 1 } else { 3 };
+            let p = q.dequeue(t + Time(wait * MS)).unwrap();
+            let want = wait == 3 && ecn == Ecn::Ect0;
+            assert_eq!(p.ecn == Ecn::Ce, want, "packet {i}");
+            marked += want as u64;
+        }
+        assert_eq!(q.stats().ce_marks, marked);
+        assert_eq!(q.counters().ce_mark, marked);
+        assert_eq!(q.stats().drops, 0);
+
+        // With a selector of ECT(1) (0x01/0x03), ECT(0) packets are not marked.
+        let mut o = CodelParams::new(1514);
+        o.ce_threshold = Some(Time(2 * MS));
+        (o.ce_threshold_selector, o.ce_threshold_mask) = parse_selector("0x01/0x03").unwrap();
+        let mut q = Codel::new(1000, o);
+        enq(&mut q, pkt(0, 1514, 0, Ecn::Ect0), Time::ZERO);
+        enq(&mut q, pkt(0, 1514, 1, Ecn::Ect1), Time::ZERO);
+        assert_eq!(q.dequeue(Time(3 * MS)).unwrap().ecn, Ecn::Ect0);
+        assert_eq!(q.dequeue(Time(3 * MS)).unwrap().ecn, Ecn::Ce);
+    }
+
+    #[test]
+    fn tail_drops_at_limit() {
+        let mut q = codel(3, false);
+        for i in 0..5 {
+            let r = enq(&mut q, pkt(0, 1514, i, Ecn::NotEct), Time::ZERO);
+            assert_eq!(r, if i < 3 { Enqueued::Queued } else { Enqueued::Dropped });
+        }
+        assert_eq!((q.len(), q.backlog_bytes(), q.stats().overlimits), (3, 3 * 1514, 2));
+    }
+
+    #[test]
+    fn tc_strings() {
+        let dbg = |s: &str| format!("{:?}", QdiscSpec::parse(s).unwrap());
+        assert_eq!(
+            QdiscSpec::parse("codel").unwrap(),
+            QdiscSpec::parse("codel limit 1000 target 5ms interval 100ms noecn").unwrap()
+        );
+        let d = dbg("codel limit 200 target 1ms interval 20ms ecn ce_threshold 500us");
+        assert!(
+            d.contains("limit: 200") && d.contains("ecn: true") && d.contains("ce_threshold: Some(Time(500000))"),
+            "{d}"
+        );
+        assert!(dbg("codel target 2500").contains("target: Time(2500000)"), "bare number is us");
+        assert!(dbg("codel ce_threshold 1ms ce_threshold_selector 0x01/0x03").contains("ce_threshold_mask: 3"));
+        let e = QdiscSpec::parse("codel target fast").unwrap_err();
+        assert!(e.contains("target"), "{e}");
+        assert!(QdiscSpec::parse("codel flows 2").unwrap_err().contains("flows"));
+        assert!(QdiscSpec::parse("codel limit 0").is_err());
+        assert!(QdiscSpec::parse("codel ce_threshold_selector 3/1").unwrap_err().contains("ce_threshold_selector"));
+    }
+}

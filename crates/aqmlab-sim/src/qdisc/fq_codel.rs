@@ -1,0 +1,488 @@
+//! FQ-CoDel (RFC 8290) as Linux implements it (`net/sched/sch_fq_codel.c`, Linux 6.18):
+//! packets hashed into `flows` queues, each managed by CoDel ([`super::codel`]), served by
+//! deficit round robin over two lists, new flows ahead of old ones.
+//!
+//! See docs/algorithms/fq_codel.md for what differs from Linux.
+
+use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard, Totals};
+use super::{flow_bucket, BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use crate::packet::Packet;
+use crate::time::Time;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// `FQ_CODEL_QUANTUM_MAX`.
+const QUANTUM_MAX: u64 = 1 << 20;
+
+#[derive(Clone, Debug, Default)]
+struct Flow {
+    q: CodelFlow,
+    /// DRR credit in bytes (`deficit`).
+    deficit: i64,
+    /// On `new_flows` or `old_flows` (Linux: `!list_empty(&flow->flowchain)`).
+    listed: bool,
+}
+
+/// Which list a flow was taken from.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum List {
+    New,
+    Old,
+}
+
+/// The fq_codel discipline.
+#[derive(Debug)]
+pub struct FqCodel {
+    limit: u32,
+    quantum: u32,
+    memory_limit: u64,
+    drop_batch: u32,
+    params: CodelParams,
+    perturbation: u32,
+    flows: Vec<Flow>,
+    new_flows: VecDeque<u32>,
+    old_flows: VecDeque<u32>,
+    totals: Totals,
+    ctr: CodelCounters,
+    new_flow_count: u64,
+    drop_overlimit: u64,
+    drop_overmemory: u64,
+    stats: QdiscStats,
+}
+
+/// fq_codel's configuration (`fq_codel_init` defaults, `fq_codel_change` limits).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FqCodelConfig {
+    pub limit: u32,
+    pub flows: u32,
+    /// `None`: the link's `psched_mtu`, clamped to [256, QUANTUM_MAX].
+    pub quantum: Option<u32>,
+    pub memory_limit: u64,
+    pub drop_batch: u32,
+    /// `mtu` is set from the link at build time.
+    pub codel: CodelParams,
+}
+
+impl Default for FqCodelConfig {
+    fn default() -> Self {
+        FqCodelConfig {
+            limit: 10 * 1024,
+            flows: 1024,
+            quantum: None,
+            memory_limit: 32 << 20,
+            drop_batch: 64,
+            codel: CodelParams { ecn: true, ..CodelParams::new(0) },
+        }
+    }
+}
+
+impl FqCodel {
+    /// An instance for a link whose `psched_mtu` is `mtu`, hashing with `perturbation`.
+    pub fn new(c: &FqCodelConfig, mtu: u32, perturbation: u32) -> Self {
+        let mtu = mtu.clamp(256, QUANTUM_MAX as u32);
+        FqCodel {
+            limit: c.limit,
+            quantum: c.quantum.unwrap_or(mtu),
+            memory_limit: c.memory_limit,
+            drop_batch: c.drop_batch,
+            params: c.codel.with_mtu(mtu),
+            perturbation,
+            flows: vec![Flow::default(); c.flows as usize],
+            new_flows: VecDeque::with_capacity(c.flows as usize),
+            old_flows: VecDeque::with_capacity(c.flows as usize),
+            totals: Totals::default(),
+            ctr: CodelCounters::default(),
+            new_flow_count: 0,
+            drop_overlimit: 0,
+            drop_overmemory: 0,
+            stats: QdiscStats::default(),
+        }
+    }
+
+    /// The flow queue a packet hashes to (`fq_codel_hash`).
+    pub fn classify(&self, pkt: &Packet) -> u32 {
+        flow_bucket(pkt.hash_key, self.perturbation, self.flows.len() as u32)
+    }
+
+    pub fn counters(&self) -> &CodelCounters {
+        &self.ctr
+    }
+    /// Flows that became active (`new_flow_count`).
+    pub fn new_flow_count(&self) -> u64 {
+        self.new_flow_count
+    }
+    /// Packets dropped by the overflow handler (`drop_overlimit`), and of those, because of
+    /// the memory limit (`drop_overmemory`).
+    pub fn overflow_drops(&self) -> (u64, u64) {
+        (self.drop_overlimit, self.drop_overmemory)
+    }
+    /// CoDel count of a flow queue.
+    pub fn flow_count(&self, idx: u32) -> u32 {
+        self.flows[idx as usize].q.vars.count()
+    }
+
+    fn unlink_head(&mut self, list: List) {
+        match list {
+            List::New => self.new_flows.pop_front(),
+            List::Old => self.old_flows.pop_front(),
+        };
+    }
+
+    /// `fq_codel_drop`: head-drop from the flow with the largest byte backlog (first one on
+    /// ties) until half its backlog or `max_packets` are gone (at least one packet), and add
+    /// the number dropped to its CoDel count. Returns the flow's index.
+    fn drop_from_fattest(&mut self, max_packets: u32) -> u32 {
+        let mut idx = 0;
+        let mut max = 0;
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.q.backlog > max {
+                max = f.q.backlog;
+                idx = i;
+            }
+        }
+        let threshold = max >> 1;
+        let flow = &mut self.flows[idx];
+        let (mut n, mut len) = (0u32, 0u64);
+        loop {
+            let p = flow.q.pop(&mut self.totals).expect("fattest flow has packets");
+            len += p.wire_len as u64;
+            n += 1;
+            if n >= max_packets || len >= threshold {
+                break;
+            }
+        }
+        flow.q.vars.add_count(n);
+        self.stats.drops += n as u64;
+        self.stats.overlimits += n as u64;
+        idx as u32
+    }
+}
+
+impl Qdisc for FqCodel {
+    fn kind(&self) -> &'static str {
+        "fq_codel"
+    }
+
+    /// `fq_codel_enqueue` (RFC 8290 §4.1).
+    fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
+        let idx = self.classify(&pkt);
+        let flow = &mut self.flows[idx as usize];
+        flow.q.push(pkt, &mut self.totals);
+        if !flow.listed {
+            flow.listed = true;
+            flow.deficit = self.quantum as i64;
+            self.new_flows.push_back(idx);
+            self.new_flow_count += 1;
+        }
+        self.stats.enqueued += 1;
+        // Memory is accounted as wire bytes (Linux: skb->truesize), so it equals the backlog.
+        let memory_limited = self.totals.backlog > self.memory_limit;
+        if self.totals.qlen <= self.limit as usize && !memory_limited {
+            return Enqueued::Queued;
+        }
+        let before = self.totals.qlen;
+        let fat = self.drop_from_fattest(self.drop_batch);
+        let dropped = (before - self.totals.qlen) as u64;
+        self.drop_overlimit += dropped;
+        if memory_limited {
+            self.drop_overmemory += dropped;
+        }
+        // The arriving packet is at its flow's tail: it was dropped only if the batch emptied
+        // that flow.
+        if fat == idx && self.flows[idx as usize].q.queue.is_empty() {
+            Enqueued::Dropped
+        } else {
+            Enqueued::Queued
+        }
+    }
+
+    /// `fq_codel_dequeue` (RFC 8290 §4.2): new flows first, DRR with `quantum` credit, CoDel
+    /// on the chosen flow; a flow that empties while new is moved to the old list (if that is
+    /// non-empty) so that it cannot starve the old flows by re-entering as new.
+    fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        loop {
+            let (list, idx) = match (self.new_flows.front(), self.old_flows.front()) {
+                (Some(&i), _) => (List::New, i),
+                (None, Some(&i)) => (List::Old, i),
+                (None, None) => return None,
+            };
+            let flow = &mut self.flows[idx as usize];
+            if flow.deficit <= 0 {
+                flow.deficit += self.quantum as i64;
+                self.unlink_head(list);
+                self.old_flows.push_back(idx);
+                continue;
+            }
+            let pkt =
+                flow.q.dequeue(&self.params, &mut self.totals, MtuGuard::Qdisc, now, &mut self.stats, &mut self.ctr);
+            let Some(pkt) = pkt else {
+                self.unlink_head(list);
+                if list == List::New && !self.old_flows.is_empty() {
+                    self.old_flows.push_back(idx);
+                } else {
+                    self.flows[idx as usize].listed = false;
+                }
+                continue;
+            };
+            flow.deficit -= pkt.wire_len as i64;
+            self.stats.dequeued += 1;
+            self.stats.dequeued_bytes += pkt.wire_len as u64;
+            return Some(pkt);
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.totals.qlen
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.totals.backlog
+    }
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+    fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
+        out.push(("new_flows_len", self.new_flows.len() as f64));
+        out.push(("old_flows_len", self.old_flows.len() as f64));
+    }
+}
+
+impl QdiscConfig for FqCodelConfig {
+    fn kind(&self) -> &'static str {
+        "fq_codel"
+    }
+    fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
+        Box::new(FqCodel::new(self, ctx.mtu, ctx.rng.next_u32()))
+    }
+}
+
+/// `fq_codel [limit PACKETS] [flows NUMBER] [target TIME] [interval TIME] [quantum BYTES]
+/// [ecn|noecn] [ce_threshold TIME] [ce_threshold_selector VALUE/MASK] [memory_limit BYTES]
+/// [drop_batch SIZE]`.
+pub fn parse_fq_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
+    let mut c = FqCodelConfig::default();
+    while let Some(key) = p.next_key() {
+        match key {
+            "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
+            "flows" => c.flows = p.uint(key, 1..=65536)? as u32,
+            // fq_codel_change: quantum = max(256, value), at most QUANTUM_MAX.
+            "quantum" => c.quantum = Some(p.uint(key, 0..=QUANTUM_MAX)?.max(256) as u32),
+            "memory_limit" => c.memory_limit = p.bytes(key)?.min(1 << 31),
+            "drop_batch" => c.drop_batch = p.uint(key, 0..=u32::MAX as u64)?.max(1) as u32,
+            _ if c.codel.parse_key(key, p)? => {}
+            _ => {
+                return Err(
+                    p.unknown(key, &format!("limit, flows, quantum, memory_limit, drop_batch, {}", CodelParams::KEYS))
+                )
+            }
+        }
+    }
+    Ok(Arc::new(c))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::codel::testutil::{enq, pkt};
+    use super::super::codel::Codel;
+    use super::*;
+    use crate::packet::Ecn;
+    use crate::qdisc::QdiscSpec;
+
+    const MS: u64 = 1_000_000;
+
+    fn fq(c: FqCodelConfig) -> FqCodel {
+        FqCodel::new(&c, 1514, 0x1234_5678)
+    }
+
+    /// Flow ids whose packets land in distinct buckets of `q`.
+    fn distinct_flows(q: &FqCodel, n: usize) -> Vec<u32> {
+        let mut seen = Vec::new();
+        let mut ids = Vec::new();
+        for f in 0.. {
+            let b = q.classify(&pkt(f, 100, 0, Ecn::NotEct));
+            if !seen.contains(&b) {
+                seen.push(b);
+                ids.push(f);
+                if ids.len() == n {
+                    break;
+                }
+            }
+        }
+        ids
+    }
+
+    #[test]
+    fn hashing_spreads_flows_and_depends_on_perturbation() {
+        let a = fq(FqCodelConfig::default());
+        let b = FqCodel::new(&FqCodelConfig::default(), 1514, 99);
+        let buckets = |q: &FqCodel| (0..64).map(|f| q.classify(&pkt(f, 100, 0, Ecn::NotEct))).collect::<Vec<_>>();
+        let (ba, bb) = (buckets(&a), buckets(&b));
+        assert_ne!(ba, bb);
+        let mut u = ba.clone();
+        u.sort();
+        u.dedup();
+        assert!(u.len() >= 60, "64 flows in {} buckets", u.len());
+        assert!(ba.iter().all(|&x| x < 1024));
+        let one = fq(FqCodelConfig { flows: 1, ..Default::default() });
+        assert!((0..64).all(|f| one.classify(&pkt(f, 100, 0, Ecn::NotEct)) == 0));
+    }
+
+    #[test]
+    fn sparse_flow_is_served_ahead_of_a_backlogged_flow() {
+        let mut q = fq(FqCodelConfig::default());
+        let ids = distinct_flows(&q, 2);
+        let (bulk, sparse) = (ids[0], ids[1]);
+        let bulk_idx = q.classify(&pkt(bulk, 1, 0, Ecn::NotEct));
+        let t = Time::ZERO;
+        for i in 0..100 {
+            enq(&mut q, pkt(bulk, 300, i, Ecn::NotEct), t);
+        }
+        // Six 300-byte packets use up the bulk flow's first quantum (1514); the seventh dequeue
+        // moves it to the old list with a fresh quantum and serves it there.
+        for _ in 0..7 {
+            assert_eq!(q.dequeue(t).unwrap().flow, bulk);
+        }
+        assert_eq!((q.new_flows.len(), q.old_flows.len()), (0, 1));
+        // A packet of a new flow jumps the 93 queued bulk packets.
+        enq(&mut q, pkt(sparse, 200, 0, Ecn::NotEct), t);
+        assert_eq!(q.dequeue(t).unwrap().flow, sparse);
+        // Found empty at the head of the new list while old flows wait, it moves to the old list
+        // (it is not unlinked), and the bulk flow is served.
+        assert_eq!((q.new_flows.len(), q.old_flows.len()), (1, 1));
+        assert_eq!(q.dequeue(t).unwrap().flow, bulk);
+        assert_eq!((q.new_flows.len(), q.old_flows.len()), (0, 2));
+        // So its next packet is not new: it waits until the bulk flow's credit (628 bytes) is
+        // spent: three more bulk packets.
+        enq(&mut q, pkt(sparse, 200, 1, Ecn::NotEct), t);
+        let before: Vec<u32> = std::iter::from_fn(|| q.dequeue(t)).take(5).map(|p| p.flow).collect();
+        assert_eq!(before, vec![bulk, bulk, bulk, sparse, bulk]);
+        // Found empty on its old-list turn, it was unlinked; its next packet is new again.
+        assert_eq!(q.old_flows.iter().copied().collect::<Vec<_>>(), vec![bulk_idx]);
+        assert_eq!(q.new_flow_count(), 2);
+        enq(&mut q, pkt(sparse, 200, 2, Ecn::NotEct), t);
+        assert_eq!(q.dequeue(t).unwrap().flow, sparse);
+        assert_eq!(q.new_flow_count(), 3);
+    }
+
+    #[test]
+    fn drr_gives_equal_bytes_to_flows_with_different_packet_sizes() {
+        let mut q = fq(FqCodelConfig::default());
+        let ids = distinct_flows(&q, 2);
+        let t = Time::ZERO;
+        for i in 0..2000 {
+            enq(&mut q, pkt(ids[0], 1514, i, Ecn::NotEct), t);
+            enq(&mut q, pkt(ids[1], 300, i, Ecn::NotEct), t);
+        }
+        let mut bytes = [0u64; 2];
+        for _ in 0..1500 {
+            let p = q.dequeue(t).unwrap();
+            bytes[(p.flow == ids[1]) as usize] += p.wire_len as u64;
+        }
+        // DRR: the byte counts differ by at most one quantum plus one packet.
+        let diff = bytes[0].abs_diff(bytes[1]);
+        assert!(diff <= 1514 + 1514, "{bytes:?}");
+        assert!(bytes[1] > 100_000, "{bytes:?}");
+        assert_eq!(q.stats().drops, 0);
+    }
+
+    #[test]
+    fn overflow_drops_half_of_the_fattest_flow_from_its_head() {
+        let mut q = fq(FqCodelConfig { limit: 10, ..Default::default() });
+        let ids = distinct_flows(&q, 2);
+        let (fat, thin) = (ids[0], ids[1]);
+        let t = Time::ZERO;
+        for i in 0..8 {
+            enq(&mut q, pkt(fat, 1514, i, Ecn::NotEct), t);
+        }
+        for i in 0..2 {
+            enq(&mut q, pkt(thin, 1514, i, Ecn::NotEct), t);
+        }
+        assert_eq!(q.stats().drops, 0);
+        // The 11th packet (of the thin flow) overflows: 4 of the fat flow's 8 packets (half its
+        // bytes) go, from the head, and its CoDel count rises by 4.
+        assert_eq!(enq(&mut q, pkt(thin, 1514, 2, Ecn::NotEct), t), Enqueued::Queued);
+        assert_eq!((q.stats().drops, q.stats().overlimits, q.len()), (4, 4, 7));
+        assert_eq!(q.overflow_drops(), (4, 0));
+        let fat_idx = q.classify(&pkt(fat, 1, 0, Ecn::NotEct));
+        assert_eq!(q.flow_count(fat_idx), 4);
+        let first_fat = std::iter::from_fn(|| q.dequeue(t)).find(|p| p.flow == fat).unwrap();
+        assert_eq!(first_fat.tcp.seq, 4);
+
+        // drop_batch caps the batch; a fat flow that is the arriving packet's own flow loses its
+        // head, not the new packet.
+        let mut q = fq(FqCodelConfig { limit: 20, drop_batch: 3, ..Default::default() });
+        for i in 0..20 {
+            enq(&mut q, pkt(fat, 1514, i, Ecn::NotEct), t);
+        }
+        assert_eq!(enq(&mut q, pkt(fat, 1514, 20, Ecn::NotEct), t), Enqueued::Queued);
+        assert_eq!((q.stats().drops, q.len()), (3, 18));
+        assert_eq!(q.dequeue(t).unwrap().tcp.seq, 3);
+
+        // Memory limit (bytes): exceeded by the backlog, same handler.
+        let mut q = fq(FqCodelConfig { memory_limit: 4 * 1514, ..Default::default() });
+        for i in 0..5 {
+            enq(&mut q, pkt(fat, 1514, i, Ecn::NotEct), t);
+        }
+        // 5 x 1514 > 4 x 1514: drop from the head until half of 7570 bytes are gone (3 packets).
+        assert_eq!(q.overflow_drops(), (3, 3));
+    }
+
+    #[test]
+    fn one_flow_is_a_single_codel_queue() {
+        // fq_codel flows 1 and codel ecn see the same arrivals (several flows, a mix of ECT and
+        // Not-ECT) and must make the same decisions packet by packet.
+        let mut a = fq(FqCodelConfig { flows: 1, ..Default::default() });
+        let mut b = Codel::new(10240, CodelParams { ecn: true, ..CodelParams::new(1514) });
+        let mut t = Time::ZERO;
+        let mut seq = 0;
+        for step in 0..40_000u64 {
+            // 4/3 of the service rate for 1.5 s (CoDel drops and marks), then 1/2 (drains).
+            let arrivals = if step < 15_000 { 1 + (step % 3 == 0) as u32 } else { (step % 2 == 0) as u32 };
+            for k in 0..arrivals {
+                let ecn = if (seq / 3) % 2 == 0 { Ecn::Ect0 } else { Ecn::NotEct };
+                let p = pkt(seq % 5, if k == 0 { 1514 } else { 600 }, seq, ecn);
+                seq += 1;
+                assert_eq!(enq(&mut a, p, t), enq(&mut b, p, t));
+            }
+            assert_eq!(a.dequeue(t), b.dequeue(t), "at {t}");
+            t += Time(MS / 10);
+        }
+        assert!(a.is_empty());
+        assert_eq!(a.stats(), b.stats());
+        assert!(a.stats().drops > 0 && a.stats().ce_marks > 0, "{:?}", a.stats());
+    }
+
+    #[test]
+    fn tc_strings() {
+        let dbg = |s: &str| format!("{:?}", QdiscSpec::parse(s).unwrap());
+        assert_eq!(
+            QdiscSpec::parse("fq_codel").unwrap(),
+            QdiscSpec::parse(
+                "fq_codel limit 10240 flows 1024 target 5ms interval 100ms ecn memory_limit 32mb drop_batch 64"
+            )
+            .unwrap()
+        );
+        for s in [
+            "fq_codel flows 1",
+            "fq_codel flows 1 target 1ms interval 20ms",
+            "fq_codel target 3ms interval 40ms",
+            "fq_codel noecn",
+        ] {
+            QdiscSpec::parse(s).unwrap();
+        }
+        let d = dbg("fq_codel flows 1 target 1ms interval 20ms noecn");
+        assert!(
+            d.contains("flows: 1")
+                && d.contains("target: Time(1000000)")
+                && d.contains("interval: Time(20000000)")
+                && d.contains("ecn: false"),
+            "{d}"
+        );
+        assert!(dbg("fq_codel quantum 100").contains("quantum: Some(256)"));
+        assert!(dbg("fq_codel ce_threshold 1ms").contains("ce_threshold: Some(Time(1000000))"));
+        assert!(QdiscSpec::parse("fq_codel flows 0").unwrap_err().contains("flows"));
+        assert!(QdiscSpec::parse("fq_codel flows 70000").unwrap_err().contains("flows"));
+        assert!(QdiscSpec::parse("fq_codel quantum 2mb").unwrap_err().contains("quantum"));
+        assert!(QdiscSpec::parse("fq_codel interval soon").unwrap_err().contains("interval"));
+        assert!(QdiscSpec::parse("fq_codel buckets 4").unwrap_err().contains("buckets"));
+    }
+}
