@@ -5,6 +5,8 @@
 //! Adding a discipline: a file with the discipline (implementing [`Qdisc`]), its configuration
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
+mod cake;
+pub mod cobalt;
 mod fifo;
 mod spec;
 
@@ -16,7 +18,7 @@ use crate::rng::Stream;
 use crate::time::{Rate, Time};
 
 /// tc kinds and their parsers.
-pub const REGISTRY: &[(&str, Parser)] = &[("pfifo", fifo::parse_pfifo), ("bfifo", fifo::parse_bfifo)];
+pub const REGISTRY: &[(&str, Parser)] = &[("pfifo", fifo::parse_pfifo), ("bfifo", fifo::parse_bfifo), ("cake", cake::parse_cake)];
 
 /// What a discipline may know about where it is installed.
 pub struct BuildCtx {
