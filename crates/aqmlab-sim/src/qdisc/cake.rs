@@ -22,6 +22,7 @@
 //!   LE/CS1 at 1/16 of the rate, Voice for TOS4/VA/EF/CS6/CS7 at 1/4), with the shaped-mode
 //!   tin choice (highest-priority tin on schedule, else the earliest) and the unlimited-mode
 //!   tin DRR (`tin_quantum`).
+//!
 //! See docs/algorithms/cake.md for what is not modelled.
 
 use super::cobalt::{self, Cobalt, Verdict};
@@ -624,7 +625,7 @@ impl Cake {
         let mut best: Option<(usize, i128)> = None;
         for (t, tin) in self.tins.iter().enumerate().filter(|(_, tin)| tin.active()) {
             let wait = tin.time_next_packet.0 as i128 - now.0 as i128;
-            if wait <= 0 || best.map_or(true, |(_, b)| wait <= b) {
+            if wait <= 0 || best.is_none_or(|(_, b)| wait <= b) {
                 best = Some((t, wait));
             }
         }
@@ -1308,7 +1309,7 @@ mod tests {
             c.enqueue(pkt(1, 1514, seq + 1, now - Time::from_millis(20)), now);
             seq += 2;
             c.dequeue(now).unwrap();
-            now = now + Time::from_millis(1);
+            now += Time::from_millis(1);
         }
         assert!(c.stats().ce_marks > 0);
         while c.dequeue(now).is_some() {}

@@ -351,7 +351,7 @@ mod tests {
                 }
                 v => assert_eq!(v, Verdict::Pass),
             }
-            now = now + step;
+            now += step;
         }
         // The first signal comes one interval after the sojourn first exceeded target.
         assert_eq!(signals[0], Time::from_secs(1) + Time::from_millis(100));
@@ -440,7 +440,7 @@ mod tests {
         let mut now = t0 + p.target + Time(1);
         let mut steps = 0;
         loop {
-            now = now + p.target + Time(1);
+            now += p.target + Time(1);
             steps += 1;
             if c.queue_empty(&p, now) {
                 break;
