@@ -17,6 +17,16 @@ impl Ecn {
     pub fn is_ect(self) -> bool {
         self != Ecn::NotEct
     }
+    /// Marks Congestion Experienced if the packet is ECN-capable, as Linux `INET_ECN_set_ce`:
+    /// ECT(0)/ECT(1) become CE; returns whether the packet now carries CE (also when it
+    /// already did), false for Not-ECT, which an AQM must drop instead.
+    pub fn set_ce(&mut self) -> bool {
+        if *self == Ecn::NotEct {
+            return false;
+        }
+        *self = Ecn::Ce;
+        true
+    }
 }
 
 /// Which way a packet travels along its flow's path.
@@ -124,6 +134,15 @@ impl Packet {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn set_ce_marks_only_ect() {
+        for (from, to, ok) in [(Ecn::NotEct, Ecn::NotEct, false), (Ecn::Ect0, Ecn::Ce, true), (Ecn::Ect1, Ecn::Ce, true), (Ecn::Ce, Ecn::Ce, true)] {
+            let mut e = from;
+            assert_eq!(e.set_ce(), ok);
+            assert_eq!(e, to);
+        }
+    }
 
     #[test]
     fn packet_is_small() {

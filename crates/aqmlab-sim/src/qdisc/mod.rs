@@ -5,6 +5,8 @@
 //! Adding a discipline: a file with the discipline (implementing [`Qdisc`]), its configuration
 //! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
 
+mod cake;
+pub mod cobalt;
 pub mod codel;
 mod dualpi2;
 mod fifo;
@@ -38,6 +40,7 @@ pub const REGISTRY: &[(&str, Parser)] = &[
     ("codel", codel::parse_codel),
     ("fq_codel", fq_codel::parse_fq_codel),
     ("sfq_codel", sfq_codel::parse_sfq_codel),
+    ("cake", cake::parse_cake),
 ];
 
 /// Flow hash of a packet for flow-queueing disciplines: `hash_key` (the 5-tuple stand-in)
