@@ -287,7 +287,7 @@ fn prague_alone_through_dualpi2_fills_the_link_with_a_shallow_l_queue() {
     eprintln!("prague/dualpi2: util {:.4}, L p50 {:?} p99 {:?} ms, C packets {}, drops {}", b.utilization, l.p50, l.p99, b.queues[0].packets, b.drops);
     assert!(b.utilization >= 0.95, "utilisation {}", b.utilization);
     assert!(l.p99.unwrap() <= 2.0, "L sojourn p99 {:?} ms", l.p99);
-    assert_eq!(b.queues[0].packets, 0, "ECT(1) traffic all in L");
+    assert!(b.queues[0].packets <= 1, "only the (Not-ECT) SYN goes to C: {}", b.queues[0].packets);
 }
 
 /// l4s-tests scenario 6: Prague vs CUBIC (Not-ECT) sharing one CoDel queue (`fq_codel flows
@@ -328,22 +328,62 @@ fn prague_and_cubic_share_fairly_through_fq_codel() {
 
 /// l4s-tests scenario 1 row: CUBIC vs Prague, both 10 ms, through DualPI2 at 50 Mbit/s for
 /// 180 s (60 s steady window). The coupling (k = 2) with Prague's smaller marking response
-/// favours Prague: testbed 34.57 vs 12.65 Mbit/s (2.7:1).
+/// favours Prague: testbed 34.57 vs 12.65 Mbit/s (2.7:1). With the default RATE-mode RTT
+/// independence Prague at 10 ms grows only (10/25)² packets per RTT after 500 rounds, which
+/// narrows the gap; run without it too (`rtt_scaling 0`) and report both.
 #[test]
 fn prague_gets_more_than_cubic_through_dualpi2_at_equal_rtt() {
     if !has_qdisc("dualpi2") {
         return;
     }
-    let sc = dumbbell(
-        "50Mbit",
-        "dualpi2",
-        "180s",
-        "[[flows]]\ncc = \"cubic\"\nrtt = \"10ms\"\n[[flows]]\ncc = \"prague\"\nrtt = \"10ms\"\necn = \"l4s\"\n",
-    );
-    let s = run(&sc);
-    let (c, p) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
-    eprintln!("dualpi2 10 ms: cubic {c:.2}, prague {p:.2} Mbit/s, ratio {:.2} (testbed 34.57/12.65 = 2.73), Jain {:.3} (testbed 0.823)", p / c, s.jain_steady.unwrap());
-    assert!(p > c, "prague {p} vs cubic {c}");
+    for prague in ["prague", "prague rtt_scaling 0"] {
+        let sc = dumbbell(
+            "50Mbit",
+            "dualpi2",
+            "180s",
+            &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"10ms\"\n[[flows]]\ncc = \"{prague}\"\nrtt = \"10ms\"\necn = \"l4s\"\n"),
+        );
+        let s = run(&sc);
+        let (c, p) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
+        eprintln!(
+            "dualpi2 10 ms, {prague}: cubic {c:.2}, prague {p:.2} Mbit/s, ratio {:.2} (testbed 34.57/12.65 = 2.73), Jain {:.3} (testbed 0.823)",
+            p / c,
+            s.jain_steady.unwrap()
+        );
+        assert!(p > c, "{prague}: prague {p} vs cubic {c}");
+    }
+}
+
+/// The classic-ECN-AQM detection (`classic_ecn_detection 1`, as the sce-l4s-ect1 study ran
+/// Prague) against CUBIC in one CoDel queue, 50 Mbit/s, 20 ms: at CoDel's default 5 ms target
+/// the RTT variation and queue depth of a classic AQM raise the score past L_STICKY and Prague
+/// falls back to a Reno-like α, so the shares come close; with CoDel tightened to 1 ms / 20 ms
+/// the delay signal is too weak and Prague still dominates (the study's "false negative");
+/// through DualPI2 alone it is not triggered (no false positive on a clean 50 Mbit/s path).
+#[test]
+fn classic_ecn_detection_falls_back_at_default_codel_but_misses_tightened_codel() {
+    if !has_qdisc("fq_codel") || !has_qdisc("dualpi2") {
+        return;
+    }
+    let pair = |qdisc: &str, prague: &str| {
+        let sc = scenario(&format!(
+            "duration = \"60s\"\n[metrics]\nsteady_window = \"40s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"{qdisc}\"\n\
+             [[flows]]\ncc = \"{prague}\"\nrtt = \"20ms\"\necn = \"l4s\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n"
+        ));
+        let s = run(&sc);
+        let (a, b) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
+        eprintln!("{qdisc}, {prague}: prague {a:.2} cubic {b:.2} Mbit/s ({:.1}:1)", a / b);
+        a / b
+    };
+    let det = "prague classic_ecn_detection 1";
+    assert!(pair("fq_codel flows 1", "prague") > 10.0);
+    assert!(pair("fq_codel flows 1", det) < 2.0, "detected and fell back");
+    assert!(pair("fq_codel flows 1 target 1ms interval 20ms", det) > 10.0, "not detected (false negative)");
+    let alone = |prague: &str| {
+        let s = run(&dumbbell("50Mbit", "dualpi2", "30s", &format!("[[flows]]\ncc = \"{prague}\"\nrtt = \"20ms\"\necn = \"l4s\"\n")));
+        s.flows[0].bytes_delivered
+    };
+    assert_eq!(alone(det), alone("prague"), "no fallback through DualPI2");
 }
 
 /// Same scenario twice: identical summaries.
