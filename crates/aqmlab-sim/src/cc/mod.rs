@@ -8,9 +8,13 @@
 
 mod reno;
 pub mod cubic;
+pub mod dctcp;
+pub mod prague;
 
 pub use reno::Reno;
 pub use cubic::Cubic;
+pub use dctcp::Dctcp;
+pub use prague::Prague;
 
 use crate::params::{Params, Registered, Spec};
 use crate::time::Time;
@@ -75,6 +79,9 @@ pub struct TcpCcState {
     pub paced: bool,
     /// Current pacing rate in bytes per second (0 before the first RTT sample).
     pub pacing_rate: f64,
+    /// ECN was negotiated on this connection (Linux `tcp_ecn_mode_any()` / `TCP_ECN_OK`):
+    /// DCTCP and Prague fall back to Reno without it.
+    pub ecn_ok: bool,
 }
 
 impl TcpCcState {
@@ -112,6 +119,8 @@ pub struct RateSample {
     pub prior_in_flight: u32,
     pub is_app_limited: bool,
     pub is_retrans: bool,
+    /// Packets this ACK newly reported CE-marked (the L4S kernel's AccECN `rs->ece_delta`).
+    pub ece_delta: u32,
 }
 
 impl RateSample {
@@ -136,12 +145,20 @@ pub trait CongestionControl {
     /// Every ACK (`.pkts_acked`), with the packets it cumulatively acknowledged and the RTT of
     /// the most recently sent packet it (S)ACKed. May set ssthresh (HyStart does).
     fn pkts_acked(&mut self, _tp: &mut TcpCcState, _sample: &AckSample) {}
-    /// The sender changes `ca_state` (`.set_state`), called before the change.
-    fn set_state(&mut self, _tp: &TcpCcState, _new: CaState) {}
-    fn cwnd_event(&mut self, _tp: &TcpCcState, _ev: CaEvent) {}
+    /// The sender changes `ca_state` (`.set_state`), called before the change. As in Linux
+    /// the algorithm may write the socket (DCTCP sets ssthresh on entering Recovery).
+    fn set_state(&mut self, _tp: &mut TcpCcState, _new: CaState) {}
+    /// An event (`.cwnd_event`); may write the socket (DCTCP sets ssthresh on an RTO).
+    fn cwnd_event(&mut self, _tp: &mut TcpCcState, _ev: CaEvent) {}
     /// Full control of cwnd and pacing on every ACK (`.cong_control`, BBR). Returning true
     /// replaces the sender's `cong_avoid` and PRR handling for this ACK.
     fn cong_control(&mut self, _tp: &mut TcpCcState, _rs: &RateSample) -> bool {
+        false
+    }
+    /// Whether the algorithm has a `.cong_control` hook (Linux tests
+    /// `icsk_ca_ops->cong_control`): then `tcp_end_cwnd_reduction` leaves cwnd alone at the
+    /// end of CWR/Recovery (no `cwnd = ssthresh`, no `CompleteCwr` event).
+    fn has_cong_control(&self) -> bool {
         false
     }
     /// cwnd to restore when a reduction is undone (`.undo_cwnd`).
@@ -206,7 +223,8 @@ pub trait CcConfig: std::fmt::Debug + Send + Sync {
 pub type CcParser = fn(&mut Params) -> Result<Arc<dyn CcConfig>, String>;
 
 /// Congestion controls by name.
-pub const REGISTRY: &[(&str, CcParser)] = &[("reno", reno::parse), ("cubic", cubic::parse)];
+pub const REGISTRY: &[(&str, CcParser)] =
+    &[("reno", reno::parse), ("cubic", cubic::parse), ("dctcp", dctcp::parse), ("prague", prague::parse)];
 
 impl Registered for dyn CcConfig {
     const WHAT: &'static str = "congestion control";
@@ -241,5 +259,6 @@ pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
         ca_state: CaState::Open,
         paced: false,
         pacing_rate: 0.0,
+        ecn_ok: true,
     }
 }

@@ -176,6 +176,7 @@ impl TcpSender {
             ca_state: CaState::Open,
             paced,
             pacing_rate: 0.0,
+            ecn_ok: cfg.ecn.is_on(),
         };
         TcpSender {
             flow,
@@ -300,7 +301,7 @@ impl TcpSender {
     }
     fn set_state(&mut self, s: CaState) {
         if self.tp.ca_state != s {
-            self.cc.set_state(&self.tp, s);
+            self.cc.set_state(&mut self.tp, s);
             self.tp.ca_state = s;
         }
     }
@@ -358,6 +359,9 @@ impl TcpSender {
                 self.rto = self.computed_rto();
                 self.sync_tp(ctx.now);
                 self.cc.init(&mut self.tp);
+                // An algorithm may decide at init whether it paces (Prague releases pacing
+                // when it falls back to Reno without ECN, Linux `prague_release`).
+                self.tp.paced = self.cfg.pacing || self.cc.needs_pacing();
                 self.update_pacing_rate();
                 self.try_send(ctx);
             }
@@ -524,6 +528,7 @@ impl TcpSender {
             self.delivered_time = now;
         }
         rs.acked_sacked = delivered_now;
+        rs.ece_delta = ce_delta;
         rs.losses = newly_lost;
         rs.rtt = ca_rtt;
         self.finish_rate_sample(&mut rs, prior, now);
@@ -537,11 +542,11 @@ impl TcpSender {
 
         // cwnd (Linux tcp_cong_control).
         self.sync_tp(now);
+        self.tp.is_cwnd_limited = self.is_cwnd_limited();
         if !self.cc.cong_control(&mut self.tp, &rs) {
             if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.cwnd_reduction(delivered_now, newly_lost, una_advanced);
             } else if una_advanced {
-                self.tp.is_cwnd_limited = self.is_cwnd_limited();
                 self.cc.cong_avoid(&mut self.tp, delivered_now);
             }
         }
@@ -643,10 +648,11 @@ impl TcpSender {
             _ => false,
         };
         if ended {
-            if self.tp.ca_state != CaState::Loss {
-                // Linux tcp_end_cwnd_reduction: settle at ssthresh.
+            // Linux tcp_end_cwnd_reduction: settle at ssthresh, unless the algorithm has its
+            // own cong_control (then it returns before touching cwnd or raising the event).
+            if self.tp.ca_state != CaState::Loss && !self.cc.has_cong_control() {
                 self.tp.cwnd = self.tp.ssthresh.max(1).min(self.tp.cwnd_clamp);
-                self.cc.cwnd_event(&self.tp, CaEvent::CompleteCwr);
+                self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
             }
             self.set_state(CaState::Open);
         }
@@ -788,7 +794,7 @@ impl TcpSender {
         if matches!(state, CaState::Open | CaState::Disorder) || self.snd_una >= self.high_seq || (state == CaState::Loss && self.backoff == 1) {
             self.prior_cwnd = self.tp.cwnd;
             self.tp.ssthresh = self.cc.ssthresh(&self.tp);
-            self.cc.cwnd_event(&self.tp, CaEvent::Loss);
+            self.cc.cwnd_event(&mut self.tp, CaEvent::Loss);
         }
         // Every segment not SACKed is lost; retransmissions in flight are forgotten.
         for i in 0..self.sb.len() {
@@ -904,7 +910,7 @@ impl TcpSender {
         }
         // tcp_event_data_sent: restart after idle, then note the send time.
         if self.in_flight() == 0 {
-            self.cc.cwnd_event(&self.tp, CaEvent::TxStart);
+            self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
         }
         self.tp.lsndtime = now;
         let snap = Seg {

@@ -1,0 +1,403 @@
+//! System tests of DCTCP (RFC 8257, Linux tcp_dctcp.c) and TCP Prague (L4STeam tcp_prague.c,
+//! 2020) through the dumbbell. Each checks an outcome that follows from the definitions and
+//! would fail if the model were wrong.
+//!
+//! The tests that need `dualpi2` or `fq_codel` skip themselves (with a message) until those
+//! disciplines are registered on the branch; they run unchanged once merged.
+
+use aqmlab_sim::packet::{Ecn, Kind, Packet};
+use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
+use aqmlab_sim::rng::Stream;
+use aqmlab_sim::sim::Summary;
+use aqmlab_sim::{Scenario, Simulation, Time};
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_toml(text, &[]).expect("valid scenario")
+}
+
+fn dumbbell(rate: &str, qdisc: &str, duration: &str, flows: &str) -> Scenario {
+    scenario(&format!("duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}"))
+}
+
+fn assert_conserved(s: &Summary) {
+    let p = s.packets;
+    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
+    assert!(p.sent > 0);
+}
+
+/// A pfifo that first applies a test rule to each arriving data packet (which may mark it).
+struct Rule<F: FnMut(&mut Packet, Time) -> bool> {
+    inner: Fifo,
+    rule: F,
+    rule_drops: u64,
+    stats: QdiscStats,
+}
+
+impl<F: FnMut(&mut Packet, Time) -> bool> Rule<F> {
+    fn new(limit: u32, rule: F) -> Box<Self> {
+        Box::new(Rule { inner: Fifo::pfifo(limit), rule, rule_drops: 0, stats: QdiscStats::default() })
+    }
+    fn sync(&mut self) {
+        self.stats = *self.inner.stats();
+        self.stats.drops += self.rule_drops;
+    }
+}
+
+impl<F: FnMut(&mut Packet, Time) -> bool> Qdisc for Rule<F> {
+    fn kind(&self) -> &'static str {
+        "test-rule"
+    }
+    fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
+        let r = if pkt.kind == Kind::Data && !(self.rule)(&mut pkt, now) {
+            self.rule_drops += 1;
+            Enqueued::Dropped
+        } else {
+            self.inner.enqueue(pkt, now)
+        };
+        self.sync();
+        r
+    }
+    fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        let p = self.inner.dequeue(now);
+        self.sync();
+        p
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.inner.backlog_bytes()
+    }
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+}
+
+const MS: u64 = 1_000_000;
+
+/// Average cwnd of one DCTCP/Prague flow whose every ECT data packet is CE-marked with
+/// probability `p` (a seeded stream), over a fast link that never queues.
+fn mean_cwnd_under_random_marking(cc: &str, p: f64, secs: u64) -> (f64, u64) {
+    let sc = dumbbell("200Mbit", "pfifo limit 10000", &format!("{secs}s"), &format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"20ms\"\necn = \"l4s\"\n"));
+    let mut sim = Simulation::new(&sc);
+    let mut rng = Stream::new(7, "marks");
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |pkt: &mut Packet, _| {
+        if matches!(pkt.ecn, Ecn::Ect0 | Ecn::Ect1) && rng.uniform() < p {
+            pkt.ecn = Ecn::Ce;
+        }
+        true
+    }));
+    let (mut sum, mut n) = (0.0, 0u64);
+    for ms in 1..=secs * 1000 {
+        sim.run_until(Time(ms * MS));
+        if ms > 5_000 {
+            sum += sim.sender(0).tp.cwnd as f64;
+            n += 1;
+        }
+    }
+    let out = sim.run();
+    assert_conserved(&out.summary);
+    (sum / n as f64, out.summary.bottleneck.drops)
+}
+
+
+/// Whether a qdisc kind is registered (the AQMs are merged from other branches).
+fn has_qdisc(kind: &str) -> bool {
+    let ok = aqmlab_sim::qdisc::REGISTRY.iter().any(|(k, _)| *k == kind);
+    if !ok {
+        eprintln!("SKIPPED: qdisc '{kind}' is not registered on this branch yet");
+    }
+    ok
+}
+
+fn run(sc: &Scenario) -> Summary {
+    let out = Simulation::new(sc).run();
+    assert_conserved(&out.summary);
+    out.summary
+}
+
+/// DCTCP's response to a fixed marking probability p (every ECT packet CE-marked
+/// independently with probability p, no queue): the average window W ≈ 2/p.
+///
+/// The formula: with per-packet marking p, DCTCP's α converges to p, and the fluid model
+/// (RFC 8257 §3.3's cwnd·(1 − α/2) once per RTT against +1 per RTT; Alizadeh et al.; the
+/// "scalable" law of RFC 9330) balances pW/2 = 1 per RTT, i.e. W = 2/p.
+/// Linux DCTCP gets there by a different route that pins W at the same value: it reduces
+/// at most once per window through CWR, grows only outside CWR (≈ 1/p ACKs → 1/(pW) packets
+/// per cycle), and truncates the cut to ⌊cwnd·α/2048⌋ packets. Without the truncation the
+/// per-cycle balance would settle at √2/p, where the cut αW/2 ≈ 0.7 packet truncates to 0;
+/// so W climbs until ⌊Wα/2⌋ = 1, i.e. W ≈ 2/α ≈ 2/p, and hovers just below it. A
+/// model without the truncation or with growth during CWR would miss the 20 % band (√2/p is
+/// 29 % below, Prague's law below is ≥ 25 % above).
+/// Below p ≈ 1/40 the per-window F resolution of 1/64 (⌊Δce·64/Δdelivered⌋) biases α down
+/// and W overshoots 2/p (W ≈ 133 at p = 0.02) — Linux behaviour, left out of the assertion.
+#[test]
+fn dctcp_window_follows_two_over_p_under_random_marking() {
+    for p in [0.03, 0.05, 0.1] {
+        let (w, drops) = mean_cwnd_under_random_marking("dctcp", p, 30);
+        let model = 2.0 / p;
+        eprintln!("dctcp p {p}: mean cwnd {w:.2}, model 2/p = {model:.1} ({:+.1} %)", 100.0 * (w / model - 1.0));
+        assert_eq!(drops, 0);
+        assert!((w / model - 1.0).abs() <= 0.20, "p {p}: W {w:.2} vs 2/p {model:.1}");
+    }
+}
+
+/// Prague's response to the same random marking, without RTT scaling. Prague keeps growing
+/// during CWR by (1 − p) packets per RTT (only unmarked ACKs count), and cuts αW/2 on the
+/// fractional window at each CWR entry; a CWR episode lasts one RTT plus the wait for the
+/// next mark (1/p packets = 1/(pW) RTT). With x = pW the balance per RTT is
+/// (1 − p) = (x/2)·x/(x + 1), so x = (1 − p) + √((1 − p)² + 2(1 − p)) ≈ 2.7 for small p:
+/// W ≈ 2.7/p, not DCTCP's 2/p.
+#[test]
+fn prague_window_follows_its_response_law_under_random_marking() {
+    for p in [0.03, 0.05, 0.1] {
+        let (w, drops) = mean_cwnd_under_random_marking("prague rtt_scaling 0", p, 30);
+        let q = 1.0 - p;
+        let model = (q + (q * q + 2.0 * q).sqrt()) / p;
+        eprintln!("prague p {p}: mean cwnd {w:.2}, model {model:.1} ({:+.1} %), 2/p = {:.1}", 100.0 * (w / model - 1.0), 2.0 / p);
+        assert_eq!(drops, 0);
+        assert!((w / model - 1.0).abs() <= 0.10, "p {p}: W {w:.2} vs model {model:.1}");
+    }
+}
+
+/// Without ECN DCTCP is Linux's `dctcp_reno`: the run is identical to Reno's.
+#[test]
+fn dctcp_without_ecn_falls_back_to_reno() {
+    let flows = |cc: &str| format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"{cc}\"\nrtt = \"40ms\"\n");
+    let a = run(&dumbbell("20Mbit", "pfifo limit 60", "20s", &flows("dctcp")));
+    let b = run(&dumbbell("20Mbit", "pfifo limit 60", "20s", &flows("reno")));
+    assert!(a.bottleneck.drops > 0);
+    for (x, y) in a.flows.iter().zip(&b.flows) {
+        assert_eq!(x.bytes_delivered, y.bytes_delivered);
+        assert_eq!(x.retransmits, y.retransmits);
+        assert_eq!(x.fast_recoveries, y.fast_recoveries);
+    }
+}
+
+/// Against a step marker at K = 20 packets (DCTCP's own AQM, RFC 8257 §3.1) on a 100 Mbit/s,
+/// 2 ms path (BDP ≈ 17 packets), DCTCP keeps the link busy by cutting only α/2, while Reno
+/// (same ECN feedback, halving) drains the queue below the BDP and under-utilises.
+#[test]
+fn dctcp_keeps_the_link_busy_behind_a_step_marker() {
+    let step = |cc: &str| {
+        let sc = dumbbell("100Mbit", "pfifo limit 1000", "20s", &format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"2ms\"\necn = \"l4s\"\n"));
+        let mut sim = Simulation::new(&sc);
+        // Mark on arrival when more than K = 20 packets are queued (instantaneous, as
+        // DCTCP's recommended AQM).
+        struct Step {
+            inner: Fifo,
+            k: u64,
+        }
+        impl Qdisc for Step {
+            fn kind(&self) -> &'static str {
+                "test-step"
+            }
+            fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
+                if pkt.kind == Kind::Data && self.inner.backlog_bytes() > self.k && matches!(pkt.ecn, Ecn::Ect0 | Ecn::Ect1) {
+                    pkt.ecn = Ecn::Ce;
+                }
+                self.inner.enqueue(pkt, now)
+            }
+            fn dequeue(&mut self, now: Time) -> Option<Packet> {
+                self.inner.dequeue(now)
+            }
+            fn len(&self) -> usize {
+                self.inner.len()
+            }
+            fn backlog_bytes(&self) -> u64 {
+                self.inner.backlog_bytes()
+            }
+            fn stats(&self) -> &QdiscStats {
+                self.inner.stats()
+            }
+        }
+        sim.replace_bottleneck_qdisc(Box::new(Step { inner: Fifo::pfifo(1000), k: 20 * 1514 }));
+        let out = sim.run();
+        assert_conserved(&out.summary);
+        out.summary
+    };
+    let d = step("dctcp");
+    let r = step("reno");
+    eprintln!(
+        "step marker K=20 at 100 Mbit/s, 2 ms: dctcp util {:.3} p99 {:?} ms; reno util {:.3}",
+        d.bottleneck.utilization, d.bottleneck.sojourn_ms.p99, r.bottleneck.utilization
+    );
+    assert_eq!(d.bottleneck.drops, 0);
+    assert!(d.bottleneck.utilization >= 0.95, "dctcp utilisation {}", d.bottleneck.utilization);
+    assert!(r.bottleneck.utilization < d.bottleneck.utilization - 0.03, "reno {} vs dctcp {}", r.bottleneck.utilization, d.bottleneck.utilization);
+}
+
+/// Prague responds to loss like Reno (the 2020 build studied by sce-l4s-ect1 was reported to
+/// ignore loss in L4S mode; the versions read halve): through a drop-tail FIFO it runs a
+/// sawtooth of fast recoveries, each halving cwnd, without timeouts.
+#[test]
+fn prague_halves_on_loss_through_a_drop_tail_fifo() {
+    let sc = dumbbell("20Mbit", "pfifo limit 40", "30s", "[[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\n");
+    let mut sim = Simulation::new(&sc);
+    let mut prev_state = aqmlab_sim::cc::CaState::Open;
+    let mut peak = 0u32;
+    let mut ratios = vec![];
+    let mut trough: Option<u32> = None;
+    for ms in 1..=30_000u64 {
+        sim.run_until(Time(ms * MS));
+        let s = sim.sender(0);
+        let st = s.ca_state();
+        use aqmlab_sim::cc::CaState::*;
+        if st == Recovery && prev_state != Recovery {
+            trough = Some(u32::MAX);
+        }
+        if let Some(t) = trough.as_mut() {
+            *t = (*t).min(s.tp.cwnd);
+        }
+        if st == Open && prev_state == Recovery {
+            if ms > 3_000 {
+                ratios.push(trough.unwrap() as f64 / peak as f64);
+            }
+            trough = None;
+            peak = 0;
+        }
+        if st == Open {
+            peak = peak.max(s.tp.cwnd);
+        }
+        prev_state = st;
+    }
+    let out = sim.run();
+    assert_conserved(&out.summary);
+    let f = &out.summary.flows[0];
+    eprintln!("prague through pfifo 40: {} recoveries, cwnd after/before {:?}, util {:.3}", f.fast_recoveries, ratios, out.summary.bottleneck.utilization);
+    assert_eq!(f.rto_events, 0);
+    assert!(ratios.len() >= 5, "{ratios:?}");
+    for r in &ratios {
+        assert!((0.4..=0.6).contains(r), "cwnd after a loss / before: {r} ({ratios:?})");
+    }
+}
+
+/// TCP Prague alone through DualPI2 (defaults) at 50 Mbit/s, 20 ms: the L queue's step AQM
+/// (1 ms) and Prague's scalable response keep the link busy with a sub-2 ms L sojourn.
+#[test]
+fn prague_alone_through_dualpi2_fills_the_link_with_a_shallow_l_queue() {
+    if !has_qdisc("dualpi2") {
+        return;
+    }
+    let sc = dumbbell("50Mbit", "dualpi2", "30s", "[[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\n");
+    let s = run(&sc);
+    let b = &s.bottleneck;
+    assert_eq!(b.queues[1].name, "L");
+    let l = &b.queues[1].sojourn_ms;
+    eprintln!("prague/dualpi2: util {:.4}, L p50 {:?} p99 {:?} ms, C packets {}, drops {}", b.utilization, l.p50, l.p99, b.queues[0].packets, b.drops);
+    assert!(b.utilization >= 0.95, "utilisation {}", b.utilization);
+    assert!(l.p99.unwrap() <= 2.0, "L sojourn p99 {:?} ms", l.p99);
+    assert!(b.queues[0].packets <= 1, "only the (Not-ECT) SYN goes to C: {}", b.queues[0].packets);
+}
+
+/// l4s-tests scenario 6: Prague vs CUBIC (Not-ECT) sharing one CoDel queue (`fq_codel flows
+/// 1`), 50 Mbit/s, 20 ms, 60 s, steady rate over 40 s. CoDel marks Prague's ECT(1) packets
+/// with classic semantics at a rate that is tiny for a scalable CC, while it drops CUBIC's:
+/// Prague dominates (testbed 45.81 : 1.81 Mbit/s = 25:1).
+#[test]
+fn prague_dominates_cubic_in_a_single_codel_queue() {
+    if !has_qdisc("fq_codel") {
+        return;
+    }
+    let sc = scenario(
+        "duration = \"60s\"\n[metrics]\nsteady_window = \"40s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"fq_codel flows 1\"\n\
+         [[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n",
+    );
+    let s = run(&sc);
+    let (a, b) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
+    eprintln!("fq_codel flows 1: prague {a:.2} Mbit/s, cubic {b:.2} Mbit/s, ratio {:.1}:1 (testbed 25:1)", a / b);
+    assert!(a > 10.0 * b, "prague {a} vs cubic {b}");
+}
+
+/// The same pair through fq_codel with flow queues: per-flow DRR isolates them, so the
+/// shares are equal (testbed Jain 1.000).
+#[test]
+fn prague_and_cubic_share_fairly_through_fq_codel() {
+    if !has_qdisc("fq_codel") {
+        return;
+    }
+    let sc = scenario(
+        "duration = \"60s\"\n[metrics]\nsteady_window = \"40s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"fq_codel\"\n\
+         [[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n",
+    );
+    let s = run(&sc);
+    let j = s.jain_steady.unwrap();
+    eprintln!("fq_codel: prague {:.2}, cubic {:.2} Mbit/s, Jain {j:.4}", s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
+    assert!(j >= 0.98, "Jain {j}");
+}
+
+/// l4s-tests scenario 1 row: CUBIC vs Prague, both 10 ms, through DualPI2 at 50 Mbit/s for
+/// 180 s (60 s steady window). The coupling (k = 2) with Prague's smaller marking response
+/// favours Prague: testbed 34.57 vs 12.65 Mbit/s (2.7:1). With the default RATE-mode RTT
+/// independence Prague at 10 ms grows only (10/25)² packets per RTT after 500 rounds, which
+/// narrows the gap; run without it too (`rtt_scaling 0`) and report both.
+#[test]
+fn prague_gets_more_than_cubic_through_dualpi2_at_equal_rtt() {
+    if !has_qdisc("dualpi2") {
+        return;
+    }
+    for prague in ["prague", "prague rtt_scaling 0"] {
+        let sc = dumbbell(
+            "50Mbit",
+            "dualpi2",
+            "180s",
+            &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"10ms\"\n[[flows]]\ncc = \"{prague}\"\nrtt = \"10ms\"\necn = \"l4s\"\n"),
+        );
+        let s = run(&sc);
+        let (c, p) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
+        eprintln!(
+            "dualpi2 10 ms, {prague}: cubic {c:.2}, prague {p:.2} Mbit/s, ratio {:.2} (testbed 34.57/12.65 = 2.73), Jain {:.3} (testbed 0.823)",
+            p / c,
+            s.jain_steady.unwrap()
+        );
+        assert!(p > c, "{prague}: prague {p} vs cubic {c}");
+    }
+}
+
+/// The classic-ECN-AQM detection (`classic_ecn_detection 1`, as the sce-l4s-ect1 study ran
+/// Prague) against CUBIC in one CoDel queue, 50 Mbit/s, 20 ms: at CoDel's default 5 ms target
+/// the RTT variation and queue depth of a classic AQM raise the score past L_STICKY and Prague
+/// falls back to a Reno-like α, so the shares come close; with CoDel tightened to 1 ms / 20 ms
+/// the delay signal is too weak and Prague still dominates (the study's "false negative");
+/// through DualPI2 alone it is not triggered (no false positive on a clean 50 Mbit/s path).
+#[test]
+fn classic_ecn_detection_falls_back_at_default_codel_but_misses_tightened_codel() {
+    if !has_qdisc("fq_codel") || !has_qdisc("dualpi2") {
+        return;
+    }
+    let pair = |qdisc: &str, prague: &str| {
+        let sc = scenario(&format!(
+            "duration = \"60s\"\n[metrics]\nsteady_window = \"40s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"{qdisc}\"\n\
+             [[flows]]\ncc = \"{prague}\"\nrtt = \"20ms\"\necn = \"l4s\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n"
+        ));
+        let s = run(&sc);
+        let (a, b) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
+        eprintln!("{qdisc}, {prague}: prague {a:.2} cubic {b:.2} Mbit/s ({:.1}:1)", a / b);
+        a / b
+    };
+    let det = "prague classic_ecn_detection 1";
+    assert!(pair("fq_codel flows 1", "prague") > 10.0);
+    assert!(pair("fq_codel flows 1", det) < 2.0, "detected and fell back");
+    assert!(pair("fq_codel flows 1 target 1ms interval 20ms", det) > 10.0, "not detected (false negative)");
+    let alone = |prague: &str| {
+        let s = run(&dumbbell("50Mbit", "dualpi2", "30s", &format!("[[flows]]\ncc = \"{prague}\"\nrtt = \"20ms\"\necn = \"l4s\"\n")));
+        s.flows[0].bytes_delivered
+    };
+    assert_eq!(alone(det), alone("prague"), "no fallback through DualPI2");
+}
+
+/// Same scenario twice: identical summaries.
+#[test]
+fn dctcp_and_prague_runs_are_deterministic() {
+    let sc = dumbbell(
+        "50Mbit",
+        "pfifo limit 100",
+        "10s",
+        "[[flows]]\ncc = \"dctcp\"\nrtt = \"20ms\"\necn = \"l4s\"\n[[flows]]\ncc = \"prague classic_ecn_detection 1\"\nrtt = \"30ms\"\necn = \"l4s\"\n",
+    );
+    let mut a = Simulation::new(&sc).run();
+    let mut b = Simulation::new(&sc).run();
+    a.summary.wall_seconds = 0.0;
+    b.summary.wall_seconds = 0.0;
+    assert_eq!(serde_json::to_string(&a.summary).unwrap(), serde_json::to_string(&b.summary).unwrap());
+}
