@@ -93,7 +93,7 @@ impl CcConfig for CubicParams {
     fn name(&self) -> &'static str {
         "cubic"
     }
-    fn build(&self) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
         Box::new(Cubic::new(*self))
     }
 }
@@ -421,7 +421,7 @@ impl CongestionControl for Cubic {
     }
 
     /// Linux `cubictcp_state`: an RTO (entering Loss) forgets everything, HyStart included.
-    fn set_state(&mut self, tp: &TcpCcState, new: CaState) {
+    fn set_state(&mut self, tp: &mut TcpCcState, new: CaState) {
         if new == CaState::Loss {
             self.reset();
             self.hystart_reset(tp);
@@ -430,7 +430,7 @@ impl CongestionControl for Cubic {
 
     /// Linux `cubictcp_cwnd_event`: after idle, shift the epoch so that the curve resumes
     /// where it left off instead of jumping by the idle time (RFC 9438 §5.8).
-    fn cwnd_event(&mut self, tp: &TcpCcState, ev: CaEvent) {
+    fn cwnd_event(&mut self, tp: &mut TcpCcState, ev: CaEvent) {
         if ev != CaEvent::TxStart {
             return;
         }
@@ -800,7 +800,7 @@ mod tests {
         f.cc.ca.found = true;
         let s = f.cc.ssthresh(&f.tp);
         f.tp.ssthresh = s;
-        f.cc.set_state(&f.tp, CaState::Loss);
+        f.cc.set_state(&mut f.tp, CaState::Loss);
         assert_eq!(f.cc.w_max(), 0);
         assert_eq!(f.cc.delay_min(), Time::ZERO);
         assert!(!f.cc.hystart_found());
@@ -827,11 +827,11 @@ mod tests {
         f.tp.lsndtime = f.tp.now - rtt;
         f.tp.now += Time::from_secs(3);
         let mut no_event = f.clone();
-        f.cc.cwnd_event(&f.tp, CaEvent::TxStart);
+        f.cc.cwnd_event(&mut f.tp, CaEvent::TxStart);
         assert_eq!(f.epoch_start() - es, Time::from_secs(3) + rtt);
         // The sender then records that transmission: another TxStart shifts nothing more.
         f.tp.lsndtime = f.tp.now;
-        f.cc.cwnd_event(&f.tp, CaEvent::TxStart);
+        f.cc.cwnd_event(&mut f.tp, CaEvent::TxStart);
         assert_eq!(f.epoch_start() - es, Time::from_secs(3) + rtt);
         f.round(rtt);
         no_event.round(rtt);
@@ -842,7 +842,7 @@ mod tests {
         // No epoch, nothing to shift.
         let mut h = Flow::new(10, u32::MAX);
         h.tp.now = Time::from_secs(5);
-        h.cc.cwnd_event(&h.tp, CaEvent::TxStart);
+        h.cc.cwnd_event(&mut h.tp, CaEvent::TxStart);
         assert!(h.cc.ca.epoch_start.is_none());
     }
 

@@ -8,11 +8,17 @@
 
 mod reno;
 pub mod cubic;
+pub mod bbr;
+pub mod bbr3;
 
 pub use reno::Reno;
 pub use cubic::Cubic;
+pub use bbr::Bbr;
+pub use bbr3::Bbr3;
 
 use crate::params::{Params, Registered, Spec};
+use crate::rng::Stream;
+use crate::scenario::EcnMode;
 use crate::time::Time;
 use std::sync::Arc;
 
@@ -75,6 +81,17 @@ pub struct TcpCcState {
     pub paced: bool,
     /// Current pacing rate in bytes per second (0 before the first RTT sample).
     pub pacing_rate: f64,
+    /// Packets marked lost since the start (Linux `tp->lost`).
+    pub lost: u64,
+    /// Time of the latest delivery (Linux `tp->delivered_mstamp`).
+    pub delivered_mstamp: Time,
+    /// Linux `tp->app_limited`: non-zero while the flow is application-limited, the
+    /// delivered count that ends it. A `cong_control` algorithm may set it (BBR PROBE_RTT).
+    pub app_limited: u64,
+    /// Earliest departure time of the next paced packet (Linux `tcp_wstamp_ns`).
+    pub edt: Time,
+    /// The connection's ECN mode (negotiated at the handshake).
+    pub ecn: EcnMode,
 }
 
 impl TcpCcState {
@@ -112,6 +129,27 @@ pub struct RateSample {
     pub prior_in_flight: u32,
     pub is_app_limited: bool,
     pub is_retrans: bool,
+    /// `tp->delivered` when the packet that set this sample was sent (`prior_delivered`).
+    pub prior_delivered: u64,
+    /// Packets in flight just after that packet was sent, itself included
+    /// (google/bbr `tx_in_flight`, `tcp_set_tx_in_flight`).
+    pub tx_in_flight: u32,
+    /// Packets marked lost since that packet was sent (google/bbr `rs->lost`).
+    pub lost: u64,
+    /// The ACK carried an ECN echo (Linux `FLAG_ECE`: the ECE flag, or a CE-count increase
+    /// with accurate feedback).
+    pub is_ece: bool,
+}
+
+/// What a congestion control learns when a packet is marked lost (google/bbr
+/// `.skb_marked_lost`): the snapshot taken when that packet was last sent.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LostSkb {
+    /// Packets in flight just after it was sent, itself included.
+    pub tx_in_flight: u32,
+    /// Packets marked lost since it was sent, itself included (`tp->lost - tx.lost`).
+    pub lost: u64,
+    pub is_app_limited: bool,
 }
 
 impl RateSample {
@@ -136,14 +174,24 @@ pub trait CongestionControl {
     /// Every ACK (`.pkts_acked`), with the packets it cumulatively acknowledged and the RTT of
     /// the most recently sent packet it (S)ACKed. May set ssthresh (HyStart does).
     fn pkts_acked(&mut self, _tp: &mut TcpCcState, _sample: &AckSample) {}
-    /// The sender changes `ca_state` (`.set_state`), called before the change.
-    fn set_state(&mut self, _tp: &TcpCcState, _new: CaState) {}
-    fn cwnd_event(&mut self, _tp: &TcpCcState, _ev: CaEvent) {}
+    /// The sender changes `ca_state` (`.set_state`), called before the change. As in Linux
+    /// the algorithm may write the socket (BBRv3 restores cwnd when leaving Loss).
+    fn set_state(&mut self, _tp: &mut TcpCcState, _new: CaState) {}
+    /// An event (`.cwnd_event`); may write the socket (BBR leaves PROBE_RTT on TxStart).
+    fn cwnd_event(&mut self, _tp: &mut TcpCcState, _ev: CaEvent) {}
     /// Full control of cwnd and pacing on every ACK (`.cong_control`, BBR). Returning true
     /// replaces the sender's `cong_avoid` and PRR handling for this ACK.
     fn cong_control(&mut self, _tp: &mut TcpCcState, _rs: &RateSample) -> bool {
         false
     }
+    /// Whether the algorithm implements `cong_control` (Linux tests the op pointer): then
+    /// the end of a CWR/Recovery episode leaves cwnd alone (Linux `tcp_end_cwnd_reduction`
+    /// returns early) and no `CompleteCwr` event is sent.
+    fn has_cong_control(&self) -> bool {
+        false
+    }
+    /// A packet was just marked lost (google/bbr `.skb_marked_lost`, BBRv3).
+    fn skb_marked_lost(&mut self, _tp: &TcpCcState, _skb: &LostSkb) {}
     /// cwnd to restore when a reduction is undone (`.undo_cwnd`).
     fn undo_cwnd(&mut self, tp: &TcpCcState) -> u32 {
         tp.cwnd
@@ -198,15 +246,24 @@ pub fn cong_avoid_ai(tp: &mut TcpCcState, w: u32, acked: u32) {
 pub trait CcConfig: std::fmt::Debug + Send + Sync {
     /// The Linux name, e.g. `"cubic"`.
     fn name(&self) -> &'static str;
-    /// A new instance for one connection.
-    fn build(&self) -> Box<dyn CongestionControl>;
+    /// A new instance for one connection, with its own seeded random stream (labelled
+    /// `cc/<flow index>`; algorithms that draw no random numbers ignore it).
+    fn build(&self, rng: Stream) -> Box<dyn CongestionControl>;
 }
 
 /// A congestion control's parser (parameters after the name, tc style).
 pub type CcParser = fn(&mut Params) -> Result<Arc<dyn CcConfig>, String>;
 
 /// Congestion controls by name.
-pub const REGISTRY: &[(&str, CcParser)] = &[("reno", reno::parse), ("cubic", cubic::parse)];
+///
+/// `bbr2` is an alias of `bbr3`: the studies' "BBR2" rows run with the BBRv3 model.
+pub const REGISTRY: &[(&str, CcParser)] = &[
+    ("reno", reno::parse),
+    ("cubic", cubic::parse),
+    ("bbr", bbr::parse),
+    ("bbr3", bbr3::parse),
+    ("bbr2", bbr3::parse),
+];
 
 impl Registered for dyn CcConfig {
     const WHAT: &'static str = "congestion control";
@@ -241,5 +298,10 @@ pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
         ca_state: CaState::Open,
         paced: false,
         pacing_rate: 0.0,
+        lost: 0,
+        delivered_mstamp: Time::ZERO,
+        app_limited: 0,
+        edt: Time::ZERO,
+        ecn: EcnMode::Off,
     }
 }
