@@ -122,8 +122,8 @@ impl WinMax {
 
 /// Linux `bbr_rate_bytes_per_sec`: bw (pkts/µs << 24) x mss x gain, less `margin` percent.
 pub(crate) fn rate_bytes_per_sec(bw: u64, mss: u32, gain: u32, margin: u64) -> u64 {
-    let r = bw as u128 * mss as u128 * gain as u128 >> BBR_SCALE;
-    (r * (1_000_000 / 100 * (100 - margin)) as u128 >> BW_SCALE) as u64
+    let r = (bw as u128 * mss as u128 * gain as u128) >> BBR_SCALE;
+    ((r * (1_000_000 / 100 * (100 - margin)) as u128) >> BW_SCALE) as u64
 }
 
 /// Linux `bbr_bdp`: ceil(bw x min_rtt x gain) in packets; `None` min RTT gives `init`.
@@ -132,7 +132,7 @@ pub(crate) fn bdp(bw: u64, min_rtt_us: u32, gain: u32, init: u32) -> u32 {
         return init;
     }
     let w = bw as u128 * min_rtt_us as u128;
-    (((w * gain as u128 >> BBR_SCALE) + BW_UNIT as u128 - 1) / BW_UNIT as u128).min(u32::MAX as u128) as u32
+    ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128).min(u32::MAX as u128) as u32
 }
 
 /// Microseconds, truncated as Linux's `tcp_stamp_us_delta`.
@@ -395,7 +395,7 @@ impl Bbr {
     fn packets_in_net_at_edt(&self, tp: &TcpCcState, inflight_now: u32) -> u32 {
         let edt = tp.edt.max(tp.now);
         let interval_us = us(edt - tp.now);
-        let interval_delivered = (self.bw() as u128 * interval_us as u128 >> BW_SCALE) as u64;
+        let interval_delivered = ((self.bw() as u128 * interval_us as u128) >> BW_SCALE) as u64;
         let mut at_edt = inflight_now as u64;
         if self.pacing_gain > BBR_UNIT {
             at_edt += self.tso_segs_goal(tp) as u64;
@@ -631,7 +631,7 @@ impl Bbr {
         if self.full_bw_reached || !self.round_start || rs.is_app_limited {
             return;
         }
-        let thresh = self.full_bw * FULL_BW_THRESH as u64 >> BBR_SCALE;
+        let thresh = (self.full_bw * FULL_BW_THRESH as u64) >> BBR_SCALE;
         if self.max_bw() >= thresh {
             self.full_bw = self.max_bw();
             self.full_bw_cnt = 0;

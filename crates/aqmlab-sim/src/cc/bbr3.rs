@@ -395,7 +395,7 @@ impl Bbr3 {
     }
     fn packets_in_net_at_edt(&self, tp: &TcpCcState, inflight_now: u32) -> u32 {
         let edt = tp.edt.max(tp.now);
-        let interval_delivered = (self.bw() as u128 * us(edt - tp.now) as u128 >> BW_SCALE) as u64;
+        let interval_delivered = ((self.bw() as u128 * us(edt - tp.now) as u128) >> BW_SCALE) as u64;
         let mut at_edt = inflight_now as u64;
         if self.pacing_gain > BBR_UNIT {
             at_edt += self.tso_segs_goal(tp) as u64;
@@ -608,7 +608,7 @@ impl Bbr3 {
         }
         let ce_ratio = ((delivered_ce << BBR_SCALE) / delivered) as u32;
         let gain = self.params.ecn_alpha_gain;
-        let alpha = ((BBR_UNIT - gain) * self.ecn_alpha >> BBR_SCALE) + (gain * ce_ratio >> BBR_SCALE);
+        let alpha = (((BBR_UNIT - gain) * self.ecn_alpha) >> BBR_SCALE) + ((gain * ce_ratio) >> BBR_SCALE);
         self.ecn_alpha = alpha.min(BBR_UNIT);
         self.alpha_last_delivered = tp.delivered;
         self.alpha_last_delivered_ce = tp.delivered_ce;
@@ -683,7 +683,7 @@ impl Bbr3 {
         tp.cwnd = tp.cwnd.min(cap);
     }
     fn ecn_cut(&self) -> u32 {
-        BBR_UNIT - (self.ecn_alpha * self.params.ecn_factor >> BBR_SCALE)
+        BBR_UNIT - ((self.ecn_alpha * self.params.ecn_factor) >> BBR_SCALE)
     }
     fn init_lower_bounds(&mut self, tp: &TcpCcState, init_bw: bool) {
         if init_bw && self.bw_lo == u64::MAX {
@@ -706,7 +706,7 @@ impl Bbr3 {
         if self.loss_in_round {
             self.init_lower_bounds(tp, true);
             let cut = (BBR_UNIT - self.params.beta) as u64;
-            self.bw_lo = self.bw_latest.max((self.bw_lo as u128 * cut as u128 >> BBR_SCALE) as u64);
+            self.bw_lo = self.bw_latest.max(((self.bw_lo as u128 * cut as u128) >> BBR_SCALE) as u64);
             self.inflight_lo = self.inflight_latest.max(((self.inflight_lo as u64 * cut) >> BBR_SCALE) as u32);
         }
         self.inflight_lo = self.inflight_lo.min(ecn_inflight_lo);
@@ -955,7 +955,7 @@ impl Bbr3 {
         if self.full_bw_now || rs.is_app_limited {
             return;
         }
-        let thresh = self.full_bw * FULL_BW_THRESH as u64 >> BBR_SCALE;
+        let thresh = (self.full_bw * FULL_BW_THRESH as u64) >> BBR_SCALE;
         if self.sample_bw >= thresh {
             self.reset_full_bw();
             self.full_bw = self.sample_bw;
@@ -1283,7 +1283,7 @@ mod tests {
         cc.cong_control(&mut p.tp, &rs);
         assert_eq!(cc.inflight_lo, ((cwnd as u64 * 180) >> 8) as u32, "inflight_lo = 0.7 cwnd");
         // bw_lo = max(bw_latest, 0.7 x max_bw); bw_latest is this ACK's 1-packet sample.
-        assert_eq!(cc.bw_lo, (max_bw as u128 * 180 >> 8) as u64);
+        assert_eq!(cc.bw_lo, ((max_bw as u128 * 180) >> 8) as u64);
         assert!(p.tp.cwnd <= cc.inflight_lo);
         assert!(!cc.loss_in_round, "the round's signal is consumed");
     }
@@ -1337,11 +1337,11 @@ mod tests {
         let cwnd = tp.cwnd as u64;
         ecn_round(&mut cc, &mut tp, 20);
         // Updated at each round start: 0 % CE, then 20 % (51/256).
-        let alpha = (256 - 16) * 256 >> 8;
-        let alpha = ((256 - 16) * alpha >> 8) + (16 * ((20 << 8) / 100) >> 8);
+        let alpha = ((256 - 16) * 256) >> 8;
+        let alpha = (((256 - 16) * alpha) >> 8) + ((16 * ((20 << 8) / 100)) >> 8);
         assert_eq!(cc.ecn_alpha, alpha);
-        let cut = 256 - (alpha * 85 >> 8) as u64;
-        assert_eq!(cc.inflight_lo, (cwnd * cut >> 8) as u32, "CE cut inflight_lo");
+        let cut = 256 - ((alpha * 85) >> 8) as u64;
+        assert_eq!(cc.inflight_lo, ((cwnd * cut) >> 8) as u32, "CE cut inflight_lo");
         // Marks without loss: the next ACK re-probes at once (bbr_ecn_reprobe_gain).
         ecn_round(&mut cc, &mut tp, 20);
         assert_eq!(cc.cycle_idx, REFILL);
