@@ -560,7 +560,9 @@ impl TcpSender {
         // cwnd (Linux tcp_cong_control). A `cong_control` algorithm sees the raw
         // `tp->is_cwnd_limited` flag and may mark the flow application-limited.
         self.sync_tp(now);
-        self.tp.is_cwnd_limited = self.cwnd_limited;
+        if self.cc.has_cong_control() {
+            self.tp.is_cwnd_limited = self.cwnd_limited;
+        }
         if self.cc.cong_control(&mut self.tp, &rs) {
             self.app_limited_until = self.tp.app_limited;
         } else {
