@@ -293,7 +293,7 @@ impl Simulation {
                     size: spec.size,
                     ..TcpConfig::default()
                 };
-                let cc = spec.cc.config().build();
+                let cc = spec.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")));
                 let (fwd_el, rev_el) = push_delays(&mut elements, spec.rtt);
                 let mut fwd = vec![fwd_el, bottleneck as u32];
                 fwd.extend(bn_prop);

@@ -42,7 +42,7 @@ impl CcConfig for DctcpParams {
     fn name(&self) -> &'static str {
         "dctcp"
     }
-    fn build(&self) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
         Box::new(Dctcp::new(*self))
     }
 }
@@ -139,7 +139,7 @@ impl CongestionControl for Dctcp {
 
     /// Linux `dctcp_init`: without ECN, switch to the Reno operations.
     fn init(&mut self, tp: &mut TcpCcState) {
-        if !tp.ecn_ok {
+        if !tp.ecn.is_on() {
             self.reno = true;
             return;
         }
@@ -338,7 +338,7 @@ mod tests {
     #[test]
     fn without_ecn_it_is_reno() {
         let mut tp = test_state(100, 1000);
-        tp.ecn_ok = false;
+        tp.ecn = crate::scenario::EcnMode::Off;
         let mut d = Dctcp::new(DctcpParams::default());
         d.init(&mut tp);
         assert_eq!(d.name(), "dctcp-reno");
@@ -356,7 +356,7 @@ mod tests {
         let toks: Vec<String> = "gain 4".split(' ').map(String::from).collect();
         assert!(parse(&mut Params::new("dctcp", &toks)).is_err());
         let spec = crate::cc::CcSpec::parse("dctcp alpha_on_init 512").unwrap();
-        let mut cc = spec.config().build();
+        let mut cc = spec.config().build(crate::rng::Stream::new(1, "test"));
         let mut tp = test_state(100, 1000);
         cc.init(&mut tp);
         assert_eq!(cc.ssthresh(&tp), 75);

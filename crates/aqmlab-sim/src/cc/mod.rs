@@ -8,15 +8,21 @@
 
 mod reno;
 pub mod cubic;
+pub mod bbr;
+pub mod bbr3;
 pub mod dctcp;
 pub mod prague;
 
 pub use reno::Reno;
 pub use cubic::Cubic;
+pub use bbr::Bbr;
+pub use bbr3::Bbr3;
 pub use dctcp::Dctcp;
 pub use prague::Prague;
 
 use crate::params::{Params, Registered, Spec};
+use crate::rng::Stream;
+use crate::scenario::EcnMode;
 use crate::time::Time;
 use std::sync::Arc;
 
@@ -71,6 +77,8 @@ pub struct TcpCcState {
     pub snd_nxt: u32,
     /// Linux `tcp_is_cwnd_limited()`: growth is only allowed while cwnd is the limit.
     pub is_cwnd_limited: bool,
+    /// The raw `tp->is_cwnd_limited` flag of `tcp_cwnd_validate` (BBRv3 reads it directly).
+    pub cwnd_limited_flag: bool,
     /// Time of the last data transmission (`lsndtime`); during a `TxStart` event it is still
     /// the previous one, as in Linux `tcp_event_data_sent`.
     pub lsndtime: Time,
@@ -79,9 +87,17 @@ pub struct TcpCcState {
     pub paced: bool,
     /// Current pacing rate in bytes per second (0 before the first RTT sample).
     pub pacing_rate: f64,
-    /// ECN was negotiated on this connection (Linux `tcp_ecn_mode_any()` / `TCP_ECN_OK`):
-    /// DCTCP and Prague fall back to Reno without it.
-    pub ecn_ok: bool,
+    /// Packets marked lost since the start (Linux `tp->lost`).
+    pub lost: u64,
+    /// Time of the latest delivery (Linux `tp->delivered_mstamp`).
+    pub delivered_mstamp: Time,
+    /// Linux `tp->app_limited`: non-zero while the flow is application-limited, the
+    /// delivered count that ends it. A `cong_control` algorithm may set it (BBR PROBE_RTT).
+    pub app_limited: u64,
+    /// Earliest departure time of the next paced packet (Linux `tcp_wstamp_ns`).
+    pub edt: Time,
+    /// The connection's ECN mode (negotiated at the handshake).
+    pub ecn: EcnMode,
 }
 
 impl TcpCcState {
@@ -121,6 +137,27 @@ pub struct RateSample {
     pub is_retrans: bool,
     /// Packets this ACK newly reported CE-marked (the L4S kernel's AccECN `rs->ece_delta`).
     pub ece_delta: u32,
+    /// `tp->delivered` when the packet that set this sample was sent (`prior_delivered`).
+    pub prior_delivered: u64,
+    /// Packets in flight just after that packet was sent, itself included
+    /// (google/bbr `tx_in_flight`, `tcp_set_tx_in_flight`).
+    pub tx_in_flight: u32,
+    /// Packets marked lost since that packet was sent (google/bbr `rs->lost`).
+    pub lost: u64,
+    /// The ACK carried an ECN echo (Linux `FLAG_ECE`: the ECE flag, or a CE-count increase
+    /// with accurate feedback).
+    pub is_ece: bool,
+}
+
+/// What a congestion control learns when a packet is marked lost (google/bbr
+/// `.skb_marked_lost`): the snapshot taken when that packet was last sent.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LostSkb {
+    /// Packets in flight just after it was sent, itself included.
+    pub tx_in_flight: u32,
+    /// Packets marked lost since it was sent, itself included (`tp->lost - tx.lost`).
+    pub lost: u64,
+    pub is_app_limited: bool,
 }
 
 impl RateSample {
@@ -146,21 +183,25 @@ pub trait CongestionControl {
     /// the most recently sent packet it (S)ACKed. May set ssthresh (HyStart does).
     fn pkts_acked(&mut self, _tp: &mut TcpCcState, _sample: &AckSample) {}
     /// The sender changes `ca_state` (`.set_state`), called before the change. As in Linux
-    /// the algorithm may write the socket (DCTCP sets ssthresh on entering Recovery).
+    /// the algorithm may write the socket (DCTCP sets ssthresh on entering Recovery, BBRv3
+    /// restores cwnd when leaving Loss).
     fn set_state(&mut self, _tp: &mut TcpCcState, _new: CaState) {}
-    /// An event (`.cwnd_event`); may write the socket (DCTCP sets ssthresh on an RTO).
+    /// An event (`.cwnd_event`); may write the socket (DCTCP sets ssthresh on an RTO, BBR
+    /// leaves PROBE_RTT on TxStart).
     fn cwnd_event(&mut self, _tp: &mut TcpCcState, _ev: CaEvent) {}
     /// Full control of cwnd and pacing on every ACK (`.cong_control`, BBR). Returning true
     /// replaces the sender's `cong_avoid` and PRR handling for this ACK.
     fn cong_control(&mut self, _tp: &mut TcpCcState, _rs: &RateSample) -> bool {
         false
     }
-    /// Whether the algorithm has a `.cong_control` hook (Linux tests
-    /// `icsk_ca_ops->cong_control`): then `tcp_end_cwnd_reduction` leaves cwnd alone at the
-    /// end of CWR/Recovery (no `cwnd = ssthresh`, no `CompleteCwr` event).
+    /// Whether the algorithm implements `cong_control` (Linux tests the op pointer): then
+    /// the end of a CWR/Recovery episode leaves cwnd alone (Linux `tcp_end_cwnd_reduction`
+    /// returns early) and no `CompleteCwr` event is sent.
     fn has_cong_control(&self) -> bool {
         false
     }
+    /// A packet was just marked lost (google/bbr `.skb_marked_lost`, BBRv3).
+    fn skb_marked_lost(&mut self, _tp: &TcpCcState, _skb: &LostSkb) {}
     /// cwnd to restore when a reduction is undone (`.undo_cwnd`).
     fn undo_cwnd(&mut self, tp: &TcpCcState) -> u32 {
         tp.cwnd
@@ -215,16 +256,26 @@ pub fn cong_avoid_ai(tp: &mut TcpCcState, w: u32, acked: u32) {
 pub trait CcConfig: std::fmt::Debug + Send + Sync {
     /// The Linux name, e.g. `"cubic"`.
     fn name(&self) -> &'static str;
-    /// A new instance for one connection.
-    fn build(&self) -> Box<dyn CongestionControl>;
+    /// A new instance for one connection, with its own seeded random stream (labelled
+    /// `cc/<flow index>`; algorithms that draw no random numbers ignore it).
+    fn build(&self, rng: Stream) -> Box<dyn CongestionControl>;
 }
 
 /// A congestion control's parser (parameters after the name, tc style).
 pub type CcParser = fn(&mut Params) -> Result<Arc<dyn CcConfig>, String>;
 
 /// Congestion controls by name.
-pub const REGISTRY: &[(&str, CcParser)] =
-    &[("reno", reno::parse), ("cubic", cubic::parse), ("dctcp", dctcp::parse), ("prague", prague::parse)];
+///
+/// `bbr2` is an alias of `bbr3`: the studies' "BBR2" rows run with the BBRv3 model.
+pub const REGISTRY: &[(&str, CcParser)] = &[
+    ("reno", reno::parse),
+    ("cubic", cubic::parse),
+    ("dctcp", dctcp::parse),
+    ("prague", prague::parse),
+    ("bbr", bbr::parse),
+    ("bbr3", bbr3::parse),
+    ("bbr2", bbr3::parse),
+];
 
 impl Registered for dyn CcConfig {
     const WHAT: &'static str = "congestion control";
@@ -255,10 +306,15 @@ pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
         snd_una: 0,
         snd_nxt: cwnd,
         is_cwnd_limited: true,
+        cwnd_limited_flag: true,
         lsndtime: Time::ZERO,
         ca_state: CaState::Open,
         paced: false,
         pacing_rate: 0.0,
-        ecn_ok: true,
+        lost: 0,
+        delivered_mstamp: Time::ZERO,
+        app_limited: 0,
+        edt: Time::ZERO,
+        ecn: EcnMode::L4s,
     }
 }

@@ -109,7 +109,7 @@ impl CcConfig for PragueParams {
     fn name(&self) -> &'static str {
         "prague"
     }
-    fn build(&self) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
         Box::new(Prague::new(*self))
     }
 }
@@ -488,7 +488,7 @@ impl CongestionControl for Prague {
 
     /// `prague_init`: without ECN, Reno (`prague_reno`) and no forced pacing.
     fn init(&mut self, tp: &mut TcpCcState) {
-        if !tp.ecn_ok {
+        if !tp.ecn.is_on() {
             self.reno = true;
             return;
         }
@@ -895,7 +895,7 @@ mod tests {
     #[test]
     fn without_ecn_it_is_unpaced_reno() {
         let mut tp = test_state(100, 1000);
-        tp.ecn_ok = false;
+        tp.ecn = crate::scenario::EcnMode::Off;
         tp.srtt = Time(20 * MS);
         let mut p = Prague::new(PragueParams::default());
         p.init(&mut tp);
@@ -914,7 +914,7 @@ mod tests {
         assert!(crate::cc::CcSpec::parse("prague alpha 1").is_err());
         // rtt_target 0 turns RTT independence off.
         let spec = crate::cc::CcSpec::parse("prague rtt_target 0ms").unwrap();
-        let mut cc = spec.config().build();
+        let mut cc = spec.config().build(crate::rng::Stream::new(1, "test"));
         let mut tp = test_state(10, u32::MAX);
         tp.srtt = Time(5 * MS);
         cc.init(&mut tp);

@@ -19,7 +19,7 @@
 //!   flent samples and the steady-state metric averages.
 
 use super::{EndpointCtx, TcpConfig};
-use crate::cc::{AckSample, CaEvent, CaState, CongestionControl, RateSample, TcpCcState};
+use crate::cc::{AckSample, CaEvent, CaState, CongestionControl, LostSkb, RateSample, TcpCcState};
 use crate::event::{FlowTimer, Timer};
 use crate::packet::{Direction, Ecn, Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::scenario::EcnMode;
@@ -48,6 +48,10 @@ struct Seg {
     delivered_ce: u64,
     delivered_time: Option<Time>,
     first_tx: Time,
+    /// Packets in flight just after this transmission, itself included (google/bbr
+    /// `tx.in_flight`), and `tp->lost` at that moment (`tx.lost`).
+    tx_in_flight: u32,
+    tx_lost: u64,
     flags: u8,
 }
 
@@ -172,11 +176,16 @@ impl TcpSender {
             snd_una: 0,
             snd_nxt: 0,
             is_cwnd_limited: false,
+            cwnd_limited_flag: false,
             lsndtime: Time::ZERO,
             ca_state: CaState::Open,
             paced,
             pacing_rate: 0.0,
-            ecn_ok: cfg.ecn.is_on(),
+            lost: 0,
+            delivered_mstamp: Time::ZERO,
+            app_limited: 0,
+            edt: Time::ZERO,
+            ecn: cfg.ecn,
         };
         TcpSender {
             flow,
@@ -298,9 +307,19 @@ impl TcpSender {
         self.tp.snd_una = self.snd_una;
         self.tp.snd_nxt = self.snd_nxt;
         self.tp.packets_in_flight = self.in_flight();
+        self.sync_counters();
+    }
+    /// The socket counters a `cong_control` algorithm reads (kept current before each hook).
+    fn sync_counters(&mut self) {
+        self.tp.lost = self.lost_total;
+        self.tp.delivered_mstamp = self.delivered_time;
+        self.tp.app_limited = self.app_limited_until;
+        self.tp.edt = self.wstamp;
     }
     fn set_state(&mut self, s: CaState) {
         if self.tp.ca_state != s {
+            self.sync_counters();
+            self.tp.packets_in_flight = self.in_flight();
             self.cc.set_state(&mut self.tp, s);
             self.tp.ca_state = s;
         }
@@ -384,6 +403,7 @@ impl TcpSender {
             }
             FlowTimer::Reorder => {
                 if self.reorder_timer.fire(ctx.now, ctx.event(t), ctx.events) && self.phase == Phase::Established {
+                    self.tp.now = ctx.now;
                     self.mark_lost_retransmits(ctx);
                     self.try_send(ctx);
                 }
@@ -400,6 +420,7 @@ impl TcpSender {
         if ack > self.snd_nxt || ack < self.snd_una {
             return; // Old or impossible ACK; Linux discards it.
         }
+        self.tp.now = now;
         let prior_in_flight = self.in_flight();
         let prior_una = self.snd_una;
         let lost_before = self.lost_total;
@@ -531,6 +552,7 @@ impl TcpSender {
         rs.ece_delta = ce_delta;
         rs.losses = newly_lost;
         rs.rtt = ca_rtt;
+        rs.is_ece = ece;
         self.finish_rate_sample(&mut rs, prior, now);
 
         self.sync_tp(now);
@@ -540,10 +562,15 @@ impl TcpSender {
         // State machine (Linux tcp_fastretrans_alert).
         self.update_state(ece);
 
-        // cwnd (Linux tcp_cong_control).
+        // cwnd (Linux tcp_cong_control). A `cong_control` algorithm sees the raw
+        // `tp->is_cwnd_limited` flag and may mark the flow application-limited.
         self.sync_tp(now);
+        // Linux tcp_is_cwnd_limited() and the raw tp->is_cwnd_limited flag it starts from.
         self.tp.is_cwnd_limited = self.is_cwnd_limited();
-        if !self.cc.cong_control(&mut self.tp, &rs) {
+        self.tp.cwnd_limited_flag = self.cwnd_limited;
+        if self.cc.cong_control(&mut self.tp, &rs) {
+            self.app_limited_until = self.tp.app_limited;
+        } else {
             if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
                 self.cwnd_reduction(delivered_now, newly_lost, una_advanced);
             } else if una_advanced {
@@ -604,9 +631,22 @@ impl TcpSender {
     fn mark_lost(&mut self, seq: u32) {
         let seg = self.seg_mut(seq);
         seg.flags |= LOST;
+        let seg = *seg;
         self.lost_out += 1;
         self.lost_total += 1;
         self.retransmit_hint = self.retransmit_hint.min(seq);
+        self.notify_lost(&seg);
+    }
+
+    /// google/bbr `tcp_mark_skb_lost` -> `.skb_marked_lost`, after `tp->lost` counts it.
+    fn notify_lost(&mut self, seg: &Seg) {
+        self.tp.lost = self.lost_total;
+        let skb = LostSkb {
+            tx_in_flight: seg.tx_in_flight,
+            lost: self.lost_total - seg.tx_lost,
+            is_app_limited: seg.flags & APP_LIMITED != 0,
+        };
+        self.cc.skb_marked_lost(&self.tp, &skb);
     }
 
     /// RFC 8985 §6.2 applied to retransmissions: a retransmission sent before a segment now
@@ -635,6 +675,8 @@ impl TcpSender {
             self.seg_mut(seq).flags &= !RETRANS;
             self.retrans_out -= 1;
             self.retransmit_hint = self.retransmit_hint.min(seq);
+            let seg = *self.seg(seq);
+            self.notify_lost(&seg);
         }
     }
 
@@ -648,9 +690,9 @@ impl TcpSender {
             _ => false,
         };
         if ended {
-            // Linux tcp_end_cwnd_reduction: settle at ssthresh, unless the algorithm has its
-            // own cong_control (then it returns before touching cwnd or raising the event).
+            // Linux tcp_end_cwnd_reduction returns at once for a `cong_control` algorithm.
             if self.tp.ca_state != CaState::Loss && !self.cc.has_cong_control() {
+                // Linux tcp_end_cwnd_reduction: settle at ssthresh.
                 self.tp.cwnd = self.tp.ssthresh.max(1).min(self.tp.cwnd_clamp);
                 self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
             }
@@ -800,11 +842,14 @@ impl TcpSender {
         for i in 0..self.sb.len() {
             let seg = &mut self.sb[i];
             if seg.flags & SACKED == 0 {
-                if seg.flags & LOST == 0 {
+                let newly = seg.flags & LOST == 0;
+                seg.flags = (seg.flags | LOST) & !RETRANS;
+                if newly {
                     self.lost_out += 1;
                     self.lost_total += 1;
+                    let seg = self.sb[i];
+                    self.notify_lost(&seg);
                 }
-                seg.flags = (seg.flags | LOST) & !RETRANS;
             }
         }
         self.retrans_out = 0;
@@ -908,9 +953,14 @@ impl TcpSender {
             self.first_tx_time = now;
             self.delivered_time = now;
         }
-        // tcp_event_data_sent: restart after idle, then note the send time.
+        // tcp_event_data_sent: restart after idle, then note the send time. The event may
+        // change the pacing rate (BBR paces at the estimated bandwidth after idle).
         if self.in_flight() == 0 {
+            self.sync_counters();
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
+            if let Some(r) = self.cc.pacing_rate(&self.tp) {
+                self.tp.pacing_rate = r;
+            }
         }
         self.tp.lsndtime = now;
         let snap = Seg {
@@ -919,6 +969,8 @@ impl TcpSender {
             delivered_ce: self.tp.delivered_ce,
             delivered_time: Some(self.delivered_time),
             first_tx: self.first_tx_time,
+            tx_in_flight: self.in_flight() + 1,
+            tx_lost: self.lost_total,
             flags: if self.app_limited_until != 0 { APP_LIMITED } else { 0 },
         };
         let payload = self.payload_of(seq);
@@ -933,6 +985,8 @@ impl TcpSender {
             seg.delivered_ce = snap.delivered_ce;
             seg.delivered_time = snap.delivered_time;
             seg.first_tx = snap.first_tx;
+            seg.tx_in_flight = snap.tx_in_flight;
+            seg.tx_lost = snap.tx_lost;
             self.retrans_out += 1;
             self.retrans_queue.push_back(seq);
             self.stats.retransmits += 1;
@@ -987,6 +1041,10 @@ impl TcpSender {
             *prior = Some((seg.delivered, seg.delivered_ce, dt));
             rs.is_app_limited = seg.flags & APP_LIMITED != 0;
             rs.is_retrans = seg.flags & EVER_RETRANS != 0;
+            rs.prior_delivered = seg.delivered;
+            rs.tx_in_flight = seg.tx_in_flight;
+            // The snapshot for now; finish_rate_sample turns it into losses since then.
+            rs.lost = seg.tx_lost;
             self.first_tx_time = seg.tx_time;
             rs.interval = seg.tx_time - seg.first_tx;
         }
@@ -998,6 +1056,7 @@ impl TcpSender {
             rs.delivered = -1;
             return;
         };
+        rs.lost = self.lost_total - rs.lost;
         rs.delivered = (self.tp.delivered - p) as i64;
         rs.delivered_ce = (self.tp.delivered_ce - p_ce) as i64;
         let ack_elapsed = now - prior_time;
