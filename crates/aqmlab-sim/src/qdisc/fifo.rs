@@ -45,8 +45,7 @@ impl Qdisc for Fifo {
             Limit::Bytes(b) => self.queue.backlog() + pkt.wire_len as u64 <= b,
         };
         if !fits {
-            self.stats.drops += 1;
-            self.stats.overlimits += 1;
+            self.stats.overlimit_drop();
             return Enqueued::Dropped;
         }
         self.queue.push(pkt, &mut self.stats);

@@ -25,8 +25,7 @@ impl PacketQueue {
     /// Removes the head for transmission, counting it as dequeued.
     pub fn pop(&mut self, stats: &mut QdiscStats) -> Option<Packet> {
         let p = self.take()?;
-        stats.dequeued += 1;
-        stats.dequeued_bytes += p.wire_len as u64;
+        stats.sent(&p);
         Some(p)
     }
     /// Removes the head without counting it as sent (the caller drops it or moves it).
