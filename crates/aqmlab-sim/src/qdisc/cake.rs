@@ -590,8 +590,7 @@ impl Cake {
         }
         tin.flows[f].dropped += 1;
         tin.dropped += 1;
-        self.stats.drops += 1;
-        self.stats.overlimits += 1;
+        self.stats.overlimit_drop();
         (t, f)
     }
 
@@ -805,8 +804,7 @@ impl Qdisc for Cake {
             tin.tin_deficit -= adj as i32;
             self.advance_shaper(t, adj, now);
             pkt.queue = t as u8;
-            self.stats.dequeued += 1;
-            self.stats.dequeued_bytes += pkt.wire_len as u64;
+            self.stats.sent(&pkt);
             return Some(pkt);
         }
     }

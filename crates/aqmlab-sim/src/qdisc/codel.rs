@@ -12,7 +12,7 @@
 //! the differences from Linux.
 
 use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
-use crate::packet::{Ecn, Packet};
+use crate::packet::Packet;
 use crate::time::Time;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -97,17 +97,12 @@ pub enum MtuGuard {
     QdiscOrQueueEmpty,
 }
 
-/// Sets CE on an ECN-capable packet, as `INET_ECN_set_ce`: succeeds for ECT(0), ECT(1) and CE
-/// (already marked), fails for Not-ECT. Returns (succeeded, the field changed).
+/// Sets CE on an ECN-capable packet, as `INET_ECN_set_ce` ([`crate::packet::Ecn::set_ce`]): succeeds for
+/// ECT(0), ECT(1) and CE (already marked), fails for Not-ECT. Returns (succeeded, the field
+/// changed).
 fn set_ce(p: &mut Packet) -> (bool, bool) {
-    match p.ecn {
-        Ecn::NotEct => (false, false),
-        Ecn::Ce => (true, false),
-        Ecn::Ect0 | Ecn::Ect1 => {
-            p.ecn = Ecn::Ce;
-            (true, true)
-        }
-    }
+    let before = p.ecn;
+    (p.ecn.set_ce(), p.ecn != before)
 }
 
 impl CodelVars {
@@ -193,19 +188,22 @@ impl CodelFlow {
     /// Removes the head packet without AQM (overflow drops), updating the backlogs.
     pub fn pop(&mut self, totals: &mut Totals) -> Option<Packet> {
         let p = self.queue.pop_front()?;
-        self.backlog -= p.wire_len as u64;
-        totals.backlog -= p.wire_len as u64;
-        totals.qlen -= 1;
+        self.unaccount(&p, totals);
         Some(p)
     }
 
     /// Removes the tail packet (ns-2 sfqcodel's overflow drop), updating the backlogs.
     pub fn pop_tail(&mut self, totals: &mut Totals) -> Option<Packet> {
         let p = self.queue.pop_back()?;
+        self.unaccount(&p, totals);
+        Some(p)
+    }
+
+    /// Takes a packet just removed from `queue` off the flow's and the qdisc's backlog.
+    fn unaccount(&mut self, p: &Packet, totals: &mut Totals) {
         self.backlog -= p.wire_len as u64;
         totals.backlog -= p.wire_len as u64;
         totals.qlen -= 1;
-        Some(p)
     }
 
     /// The backlog the MTU guard compares, after the head packet has been removed (Linux's
@@ -328,35 +326,61 @@ impl CodelFlow {
     }
 }
 
-/// The single-queue `codel` discipline (`sch_codel.c`): tail drop at `limit` packets, CoDel
-/// head drop at dequeue.
-#[derive(Debug)]
-pub struct Codel {
-    limit: u32,
-    params: CodelParams,
-    flow: CodelFlow,
-    totals: Totals,
-    ctr: CodelCounters,
-    stats: QdiscStats,
+/// The qdisc-wide side of a CoDel discipline: one [`CodelParams`], the [`Totals`] backlog, the
+/// CoDel counters and the qdisc stats, shared by all its [`CodelFlow`]s. It does the
+/// bookkeeping that codel, fq_codel and sfq_codel have in common around the per-queue CoDel.
+#[derive(Clone, Debug)]
+pub struct CodelShared {
+    pub params: CodelParams,
+    pub totals: Totals,
+    pub ctr: CodelCounters,
+    pub stats: QdiscStats,
 }
 
-impl Codel {
-    pub fn new(limit: u32, params: CodelParams) -> Self {
-        let flow = CodelFlow { queue: VecDeque::with_capacity((limit as usize).min(1 << 16)), ..CodelFlow::default() };
-        Codel {
-            limit,
+impl CodelShared {
+    pub fn new(params: CodelParams) -> Self {
+        CodelShared {
             params,
-            flow,
             totals: Totals::default(),
             ctr: CodelCounters::default(),
             stats: QdiscStats::default(),
         }
     }
+
+    /// Queues an accepted packet on `flow`, counting it as enqueued.
+    pub fn enqueue(&mut self, flow: &mut CodelFlow, pkt: Packet) {
+        flow.push(pkt, &mut self.totals);
+        self.stats.enqueued += 1;
+    }
+
+    /// CoDel dequeue of `flow` ([`CodelFlow::dequeue`]); a packet returned is counted as sent.
+    /// `None` when CoDel's drops (or an empty queue) left nothing to send.
+    pub fn dequeue(&mut self, flow: &mut CodelFlow, guard: MtuGuard, now: Time) -> Option<Packet> {
+        let pkt = flow.dequeue(&self.params, &mut self.totals, guard, now, &mut self.stats, &mut self.ctr)?;
+        self.stats.sent(&pkt);
+        Some(pkt)
+    }
+}
+
+/// The single-queue `codel` discipline (`sch_codel.c`): tail drop at `limit` packets, CoDel
+/// head drop at dequeue.
+#[derive(Debug)]
+pub struct Codel {
+    limit: u32,
+    flow: CodelFlow,
+    cd: CodelShared,
+}
+
+impl Codel {
+    pub fn new(limit: u32, params: CodelParams) -> Self {
+        let flow = CodelFlow { queue: VecDeque::with_capacity((limit as usize).min(1 << 16)), ..CodelFlow::default() };
+        Codel { limit, flow, cd: CodelShared::new(params) }
+    }
     pub fn vars(&self) -> &CodelVars {
         &self.flow.vars
     }
     pub fn counters(&self) -> &CodelCounters {
-        &self.ctr
+        &self.cd.ctr
     }
 }
 
@@ -366,30 +390,24 @@ impl Qdisc for Codel {
     }
     /// `codel_qdisc_enqueue`: tail drop when `qlen >= limit`.
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
-        if self.totals.qlen >= self.limit as usize {
-            self.stats.drops += 1;
-            self.stats.overlimits += 1;
+        if self.cd.totals.qlen >= self.limit as usize {
+            self.cd.stats.overlimit_drop();
             return Enqueued::Dropped;
         }
-        self.stats.enqueued += 1;
-        self.flow.push(pkt, &mut self.totals);
+        self.cd.enqueue(&mut self.flow, pkt);
         Enqueued::Queued
     }
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
-        let p =
-            self.flow.dequeue(&self.params, &mut self.totals, MtuGuard::Qdisc, now, &mut self.stats, &mut self.ctr)?;
-        self.stats.dequeued += 1;
-        self.stats.dequeued_bytes += p.wire_len as u64;
-        Some(p)
+        self.cd.dequeue(&mut self.flow, MtuGuard::Qdisc, now)
     }
     fn len(&self) -> usize {
-        self.totals.qlen
+        self.cd.totals.qlen
     }
     fn backlog_bytes(&self) -> u64 {
-        self.totals.backlog
+        self.cd.totals.backlog
     }
     fn stats(&self) -> &QdiscStats {
-        &self.stats
+        &self.cd.stats
     }
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         let v = &self.flow.vars;
@@ -482,7 +500,7 @@ pub fn parse_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
 #[cfg(test)]
 pub(crate) mod testutil {
     use super::*;
-    use crate::packet::{Direction, Kind};
+    use crate::packet::{Direction, Ecn, Kind};
     use crate::qdisc::Qdisc;
 
     pub fn pkt(flow: u32, len: u32, seq: u32, ecn: Ecn) -> Packet {
@@ -503,6 +521,7 @@ pub(crate) mod testutil {
 mod tests {
     use super::testutil::*;
     use super::*;
+    use crate::packet::Ecn;
     use crate::qdisc::QdiscSpec;
 
     const MS: u64 = 1_000_000;

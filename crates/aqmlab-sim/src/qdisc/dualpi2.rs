@@ -405,19 +405,15 @@ impl DualPi2 {
 
     /// `dualpi2_mark` (`INET_ECN_set_ce`): ECT becomes CE; CE counts as marked; Not-ECT fails.
     fn mark(&mut self, pkt: &mut Packet) -> bool {
-        match pkt.ecn {
-            Ecn::NotEct => false,
-            Ecn::Ce => {
-                self.ecn_mark += 1;
-                true
-            }
-            Ecn::Ect0 | Ecn::Ect1 => {
-                pkt.ecn = Ecn::Ce;
-                self.ecn_mark += 1;
-                self.stats.ce_marks += 1;
-                true
-            }
+        let was_ce = pkt.ecn == Ecn::Ce;
+        if !pkt.ecn.set_ce() {
+            return false;
         }
+        self.ecn_mark += 1;
+        if !was_ce {
+            self.stats.ce_marks += 1;
+        }
+        true
     }
 
     /// `must_drop`: the PI2 decision for one packet, given the current backlog. Marks the
@@ -517,8 +513,7 @@ impl Qdisc for DualPi2 {
         let class = self.classify(&pkt);
         let len = pkt.wire_len as u64;
         if self.len() >= self.limit as usize || self.memory_used + len > self.memory_limit {
-            self.stats.drops += 1;
-            self.stats.overlimits += 1;
+            self.stats.overlimit_drop();
             return Enqueued::Dropped;
         }
         if self.drop_early && self.must_drop(&mut pkt, class) {
@@ -561,8 +556,7 @@ impl Qdisc for DualPi2 {
                 continue;
             }
             self.credit += change;
-            self.stats.dequeued += 1;
-            self.stats.dequeued_bytes += pkt.wire_len as u64;
+            self.stats.sent(&pkt);
             return Some(pkt);
         }
         None

@@ -21,14 +21,14 @@ pub struct Fifo {
 impl Fifo {
     /// `pfifo limit N` (Linux default limit: the device txqueuelen, 1000).
     pub fn pfifo(limit: u32) -> Self {
-        Self::new(Limit::Packets(limit), limit as usize)
+        Self::new(Limit::Packets(limit))
     }
     /// `bfifo limit BYTES` (Linux default: txqueuelen x MTU).
     pub fn bfifo(limit: u64) -> Self {
-        Self::new(Limit::Bytes(limit), (limit / 1500) as usize)
+        Self::new(Limit::Bytes(limit))
     }
-    fn new(limit: Limit, capacity: usize) -> Self {
-        Fifo { limit, queue: PacketQueue::with_capacity(capacity), stats: QdiscStats::default() }
+    fn new(limit: Limit) -> Self {
+        Fifo { limit, queue: PacketQueue::for_limit(limit), stats: QdiscStats::default() }
     }
 }
 
@@ -40,13 +40,8 @@ impl Qdisc for Fifo {
         }
     }
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
-        let fits = match self.limit {
-            Limit::Packets(n) => self.queue.len() < n as usize,
-            Limit::Bytes(b) => self.queue.backlog() + pkt.wire_len as u64 <= b,
-        };
-        if !fits {
-            self.stats.drops += 1;
-            self.stats.overlimits += 1;
+        if !self.queue.fits(self.limit, &pkt) {
+            self.stats.overlimit_drop();
             return Enqueued::Dropped;
         }
         self.queue.push(pkt, &mut self.stats);

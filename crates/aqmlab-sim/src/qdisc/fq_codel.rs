@@ -4,7 +4,7 @@
 //!
 //! See docs/algorithms/fq_codel.md for what differs from Linux.
 
-use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard, Totals};
+use super::codel::{CodelCounters, CodelFlow, CodelParams, CodelShared, MtuGuard};
 use super::{flow_bucket, BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::time::Time;
@@ -37,17 +37,14 @@ pub struct FqCodel {
     quantum: u32,
     memory_limit: u64,
     drop_batch: u32,
-    params: CodelParams,
     perturbation: u32,
     flows: Vec<Flow>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
-    totals: Totals,
-    ctr: CodelCounters,
+    cd: CodelShared,
     new_flow_count: u64,
     drop_overlimit: u64,
     drop_overmemory: u64,
-    stats: QdiscStats,
 }
 
 /// fq_codel's configuration (`fq_codel_init` defaults, `fq_codel_change` limits).
@@ -85,17 +82,14 @@ impl FqCodel {
             quantum: c.quantum.unwrap_or(mtu),
             memory_limit: c.memory_limit,
             drop_batch: c.drop_batch,
-            params: c.codel.with_mtu(mtu),
             perturbation,
             flows: vec![Flow::default(); c.flows as usize],
             new_flows: VecDeque::with_capacity(c.flows as usize),
             old_flows: VecDeque::with_capacity(c.flows as usize),
-            totals: Totals::default(),
-            ctr: CodelCounters::default(),
+            cd: CodelShared::new(c.codel.with_mtu(mtu)),
             new_flow_count: 0,
             drop_overlimit: 0,
             drop_overmemory: 0,
-            stats: QdiscStats::default(),
         }
     }
 
@@ -105,7 +99,7 @@ impl FqCodel {
     }
 
     pub fn counters(&self) -> &CodelCounters {
-        &self.ctr
+        &self.cd.ctr
     }
     /// Flows that became active (`new_flow_count`).
     pub fn new_flow_count(&self) -> u64 {
@@ -144,7 +138,7 @@ impl FqCodel {
         let flow = &mut self.flows[idx];
         let (mut n, mut len) = (0u32, 0u64);
         loop {
-            let p = flow.q.pop(&mut self.totals).expect("fattest flow has packets");
+            let p = flow.q.pop(&mut self.cd.totals).expect("fattest flow has packets");
             len += p.wire_len as u64;
             n += 1;
             if n >= max_packets || len >= threshold {
@@ -152,8 +146,8 @@ impl FqCodel {
             }
         }
         flow.q.vars.add_count(n);
-        self.stats.drops += n as u64;
-        self.stats.overlimits += n as u64;
+        self.cd.stats.drops += n as u64;
+        self.cd.stats.overlimits += n as u64;
         idx as u32
     }
 }
@@ -167,22 +161,21 @@ impl Qdisc for FqCodel {
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
         let idx = self.classify(&pkt);
         let flow = &mut self.flows[idx as usize];
-        flow.q.push(pkt, &mut self.totals);
+        self.cd.enqueue(&mut flow.q, pkt);
         if !flow.listed {
             flow.listed = true;
             flow.deficit = self.quantum as i64;
             self.new_flows.push_back(idx);
             self.new_flow_count += 1;
         }
-        self.stats.enqueued += 1;
         // Memory is accounted as wire bytes (Linux: skb->truesize), so it equals the backlog.
-        let memory_limited = self.totals.backlog > self.memory_limit;
-        if self.totals.qlen <= self.limit as usize && !memory_limited {
+        let memory_limited = self.cd.totals.backlog > self.memory_limit;
+        if self.cd.totals.qlen <= self.limit as usize && !memory_limited {
             return Enqueued::Queued;
         }
-        let before = self.totals.qlen;
+        let before = self.cd.totals.qlen;
         let fat = self.drop_from_fattest(self.drop_batch);
-        let dropped = (before - self.totals.qlen) as u64;
+        let dropped = (before - self.cd.totals.qlen) as u64;
         self.drop_overlimit += dropped;
         if memory_limited {
             self.drop_overmemory += dropped;
@@ -213,9 +206,7 @@ impl Qdisc for FqCodel {
                 self.old_flows.push_back(idx);
                 continue;
             }
-            let pkt =
-                flow.q.dequeue(&self.params, &mut self.totals, MtuGuard::Qdisc, now, &mut self.stats, &mut self.ctr);
-            let Some(pkt) = pkt else {
+            let Some(pkt) = self.cd.dequeue(&mut flow.q, MtuGuard::Qdisc, now) else {
                 self.unlink_head(list);
                 if list == List::New && !self.old_flows.is_empty() {
                     self.old_flows.push_back(idx);
@@ -225,20 +216,18 @@ impl Qdisc for FqCodel {
                 continue;
             };
             flow.deficit -= pkt.wire_len as i64;
-            self.stats.dequeued += 1;
-            self.stats.dequeued_bytes += pkt.wire_len as u64;
             return Some(pkt);
         }
     }
 
     fn len(&self) -> usize {
-        self.totals.qlen
+        self.cd.totals.qlen
     }
     fn backlog_bytes(&self) -> u64 {
-        self.totals.backlog
+        self.cd.totals.backlog
     }
     fn stats(&self) -> &QdiscStats {
-        &self.stats
+        &self.cd.stats
     }
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("new_flows_len", self.new_flows.len() as f64));

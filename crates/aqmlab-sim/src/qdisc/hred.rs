@@ -11,8 +11,9 @@
 //! computing the drop probability", http://icir.org/floyd/red/gentle.html).
 
 use super::red::{Average, Backlog, Flags, Red, Zone};
-use super::{BuildCtx, Fifo, Params, Qdisc, QdiscConfig};
+use super::{BuildCtx, Params, Qdisc, QdiscConfig};
 use crate::time::{Rate, Time};
+use crate::units::Limit;
 use std::sync::Arc;
 
 /// The packet-based, real-valued RED average (ns-2 `REDQueue::estimator`, `calculate_p_new`).
@@ -95,6 +96,24 @@ struct HredConfig {
     flags: Flags,
 }
 
+impl Default for HredConfig {
+    /// The load-transient study's setting: limit 100, min 3, max 40, wq 0.02, max_p 0.65,
+    /// gentle on, ECN off.
+    fn default() -> Self {
+        HredConfig {
+            limit: 100,
+            min: 3.0,
+            max: 40.0,
+            wq: 0.02,
+            max_p: 0.65,
+            gentle: true,
+            avpkt: 1000,
+            bandwidth: None,
+            flags: Flags::default(),
+        }
+    }
+}
+
 impl HredConfig {
     fn average(&self, link_rate: Rate) -> PacketAverage {
         let bw = self.bandwidth.unwrap_or(link_rate);
@@ -115,23 +134,13 @@ impl QdiscConfig for HredConfig {
         "hred"
     }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(Red::new("hred", self.average(ctx.link_rate), self.flags, Fifo::pfifo(self.limit), ctx.rng.clone()))
+        Box::new(Red::new("hred", self.average(ctx.link_rate), self.flags, Limit::Packets(self.limit), ctx.rng.clone()))
     }
 }
 
 fn read_hred(p: &mut Params) -> Result<HredConfig, String> {
     let known = "limit, min, max, wq, max_p, gentle, ecn, harddrop, nodrop, avpkt, bandwidth";
-    let mut c = HredConfig {
-        limit: 100,
-        min: 3.0,
-        max: 40.0,
-        wq: 0.02,
-        max_p: 0.65,
-        gentle: true,
-        avpkt: 1000,
-        bandwidth: None,
-        flags: Flags::default(),
-    };
+    let mut c = HredConfig::default();
     while let Some(key) = p.next_key() {
         match key {
             "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
@@ -180,27 +189,13 @@ mod tests {
         format!("{:?}", QdiscSpec::parse(s).unwrap())
     }
 
-    fn defaults() -> HredConfig {
-        HredConfig {
-            limit: 100,
-            min: 3.0,
-            max: 40.0,
-            wq: 0.02,
-            max_p: 0.65,
-            gentle: true,
-            avpkt: 1000,
-            bandwidth: None,
-            flags: Flags::default(),
-        }
-    }
-
     fn hred(c: &HredConfig) -> Red<PacketAverage> {
-        Red::new("hred", c.average(Rate(2_000_000)), c.flags, Fifo::pfifo(c.limit), Stream::new(3, "hred-test"))
+        Red::new("hred", c.average(Rate(2_000_000)), c.flags, Limit::Packets(c.limit), Stream::new(3, "hred-test"))
     }
 
     #[test]
     fn parameters_defaults_and_errors() {
-        assert_eq!(spec("hred"), format!("Spec {{ text: \"hred\", config: {:?} }}", defaults()));
+        assert_eq!(spec("hred"), format!("Spec {{ text: \"hred\", config: {:?} }}", HredConfig::default()));
         let s = spec("hred limit 50 min 5 max 30 wq 0.04 max_p 0.5 nogentle ecn avpkt 1500 bandwidth 2Mbit");
         assert!(s.contains("limit: 50, min: 5.0, max: 30.0, wq: 0.04, max_p: 0.5, gentle: false, avpkt: 1500, bandwidth: Some(Rate(2000000))"), "{s}");
         assert!(s.contains("ecn: true"), "{s}");
@@ -217,7 +212,7 @@ mod tests {
 
     #[test]
     fn gentle_ramp_and_hard_threshold() {
-        let mut a = defaults().average(Rate(2_000_000));
+        let mut a = HredConfig::default().average(Rate(2_000_000));
         let mut at = |avg: f64| {
             a.avg = avg;
             (a.zone(), a.pb())
@@ -237,7 +232,7 @@ mod tests {
         assert!((pb - (0.65 + 0.35 * 39.9 / 40.0)).abs() < 1e-12);
         assert_eq!(at(80.0).0, Zone::Above);
         // Without gentle, max_th is the hard threshold.
-        let mut a = HredConfig { gentle: false, ..defaults() }.average(Rate(2_000_000));
+        let mut a = HredConfig { gentle: false, ..HredConfig::default() }.average(Rate(2_000_000));
         a.avg = 39.99;
         assert_eq!(a.zone(), Zone::Between);
         a.avg = 40.0;
@@ -251,7 +246,7 @@ mod tests {
     #[allow(clippy::needless_range_loop)]
     fn marking_in_the_linear_and_gentle_regions() {
         for (avg, pb) in [(21.5, 0.325), (60.0, 0.825)] {
-            let mut q = hred(&defaults());
+            let mut q = hred(&HredConfig::default());
             q.avg.avg = avg;
             assert_eq!(q.action(), Verdict::DontMark, "first packet in the region only draws");
             let (mut gaps, mut since) = (vec![0u64; 8], 0usize);
@@ -279,7 +274,7 @@ mod tests {
     /// idle period t, avg (1-wq)^floor(t ptc) first (ns-2), ptc = bandwidth / (8 avpkt).
     #[test]
     fn packet_average_and_idle_decay() {
-        let c = defaults();
+        let c = HredConfig::default();
         let mut q = hred(&c);
         let mut want = 0.0f64;
         for k in 0..30u32 {
@@ -300,7 +295,7 @@ mod tests {
 
     #[test]
     fn ecn_marks_and_drops_at_packet_thresholds() {
-        let c = HredConfig { flags: Flags { ecn: true, ..Flags::default() }, limit: 5, ..defaults() };
+        let c = HredConfig { flags: Flags { ecn: true, ..Flags::default() }, limit: 5, ..HredConfig::default() };
         let mut q = hred(&c);
         q.avg.avg = 100.0; // above 2 max_th: hard marks
         for _ in 0..3 {

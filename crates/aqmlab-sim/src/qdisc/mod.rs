@@ -85,6 +85,19 @@ pub struct QdiscStats {
     pub ce_marks: u64,
 }
 
+impl QdiscStats {
+    /// Counts a packet handed to the link.
+    pub fn sent(&mut self, pkt: &Packet) {
+        self.dequeued += 1;
+        self.dequeued_bytes += pkt.wire_len as u64;
+    }
+    /// Counts an arriving packet refused because the queue was full.
+    pub fn overlimit_drop(&mut self) {
+        self.drops += 1;
+        self.overlimits += 1;
+    }
+}
+
 /// Outcome of an enqueue.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Enqueued {

@@ -18,7 +18,7 @@
 //! packet event.
 
 use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
-use crate::packet::{Ecn, Packet};
+use crate::packet::Packet;
 use crate::rng::Stream;
 use crate::time::Time;
 use crate::units::Limit;
@@ -356,17 +356,6 @@ impl Pie {
     }
 }
 
-/// Sets CE on an ECN-capable packet (`INET_ECN_set_ce`): true for ECT(0), ECT(1) and CE.
-fn set_ce(pkt: &mut Packet) -> bool {
-    match pkt.ecn {
-        Ecn::NotEct => false,
-        _ => {
-            pkt.ecn = Ecn::Ce;
-            true
-        }
-    }
-}
-
 impl Qdisc for Pie {
     fn kind(&self) -> &'static str {
         "pie"
@@ -380,7 +369,7 @@ impl Qdisc for Pie {
             false
         } else if !self.drop_early(self.queue.backlog(), pkt.wire_len) {
             true
-        } else if self.cfg.ecn && self.vars.prob <= MAX_PROB / 10 && set_ce(&mut pkt) {
+        } else if self.cfg.ecn && self.vars.prob <= MAX_PROB / 10 && pkt.ecn.set_ce() {
             self.stats.ce_marks += 1;
             true
         } else {
@@ -485,7 +474,7 @@ pub fn parse_pie(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{Direction, Kind};
+    use crate::packet::{Direction, Ecn, Kind};
     use crate::qdisc::QdiscSpec;
 
     const MTU: u32 = 1514;

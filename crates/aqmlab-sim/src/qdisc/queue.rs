@@ -3,6 +3,7 @@
 
 use super::QdiscStats;
 use crate::packet::Packet;
+use crate::units::Limit;
 use std::collections::VecDeque;
 
 #[derive(Debug)]
@@ -16,6 +17,22 @@ impl PacketQueue {
     pub fn with_capacity(capacity: usize) -> Self {
         PacketQueue { packets: VecDeque::with_capacity(capacity.min(1 << 16)), backlog: 0 }
     }
+    /// A queue sized for `limit` (its packets, or its bytes in 1500-byte packets).
+    pub fn for_limit(limit: Limit) -> Self {
+        Self::with_capacity(match limit {
+            Limit::Packets(n) => n as usize,
+            Limit::Bytes(b) => (b / 1500) as usize,
+        })
+    }
+    /// Whether `pkt` may join the queue under `limit`: as pfifo, while fewer than `n` packets
+    /// are queued; as bfifo, while the backlog with it stays at most `b` bytes
+    /// (`sch_fifo.c`).
+    pub fn fits(&self, limit: Limit, pkt: &Packet) -> bool {
+        match limit {
+            Limit::Packets(n) => self.len() < n as usize,
+            Limit::Bytes(b) => self.backlog + pkt.wire_len as u64 <= b,
+        }
+    }
     /// Appends an accepted packet, counting it as enqueued.
     pub fn push(&mut self, pkt: Packet, stats: &mut QdiscStats) {
         self.backlog += pkt.wire_len as u64;
@@ -25,8 +42,7 @@ impl PacketQueue {
     /// Removes the head for transmission, counting it as dequeued.
     pub fn pop(&mut self, stats: &mut QdiscStats) -> Option<Packet> {
         let p = self.take()?;
-        stats.dequeued += 1;
-        stats.dequeued_bytes += p.wire_len as u64;
+        stats.sent(&p);
         Some(p)
     }
     /// Removes the head without counting it as sent (the caller drops it or moves it).

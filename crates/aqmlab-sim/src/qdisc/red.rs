@@ -14,10 +14,11 @@
 //! (2025, with `nodrop`, qevents and `red_check_params`); iproute2 `q_red.c`/`tc_red.c`/
 //! `tc_core.c` at ee2a4a86 (2026).
 
-use super::{BuildCtx, Enqueued, Fifo, Params, Qdisc, QdiscConfig, QdiscStats};
-use crate::packet::{Ecn, Packet};
+use super::{BuildCtx, Enqueued, PacketQueue, Params, Qdisc, QdiscConfig, QdiscStats};
+use crate::packet::Packet;
 use crate::rng::Stream;
 use crate::time::{Rate, Time};
+use crate::units::Limit;
 use std::fmt;
 use std::sync::Arc;
 
@@ -133,7 +134,10 @@ pub(super) struct Red<A: Average> {
     kind: &'static str,
     pub(super) avg: A,
     flags: Flags,
-    child: Fifo,
+    /// The child FIFO's limit: bfifo for `red`, pfifo for `hred`.
+    limit: Limit,
+    /// The child FIFO.
+    queue: PacketQueue,
     /// Packets since the last mark; -1 = just entered the probabilistic region.
     qcount: i64,
     /// Cached random number.
@@ -147,25 +151,14 @@ pub(super) struct Red<A: Average> {
     pub(super) red: RedStats,
 }
 
-/// `INET_ECN_set_ce`: ECT packets become CE; CE stays CE (and counts as marked); Not-ECT
-/// cannot be marked.
-fn set_ce(pkt: &mut Packet) -> bool {
-    match pkt.ecn {
-        Ecn::NotEct => false,
-        _ => {
-            pkt.ecn = Ecn::Ce;
-            true
-        }
-    }
-}
-
 impl<A: Average> Red<A> {
-    pub(super) fn new(kind: &'static str, avg: A, flags: Flags, child: Fifo, rng: Stream) -> Self {
+    pub(super) fn new(kind: &'static str, avg: A, flags: Flags, limit: Limit, rng: Stream) -> Self {
         Red {
             kind,
             avg,
             flags,
-            child,
+            limit,
+            queue: PacketQueue::for_limit(limit),
             qcount: -1,
             q_r: 0,
             // `__red_change` starts an idle period when the child is empty at creation.
@@ -232,7 +225,7 @@ impl<A: Average> Qdisc for Red<A> {
     /// `red_enqueue`.
     fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
         self.run_timers(now);
-        let backlog = Backlog { bytes: self.child.backlog_bytes(), packets: self.child.len() };
+        let backlog = Backlog { bytes: self.queue.backlog(), packets: self.queue.len() };
         match self.idle_since.take() {
             Some(t0) => self.avg.update_after_idle(now - t0, backlog),
             None => self.avg.update(backlog),
@@ -244,7 +237,7 @@ impl<A: Average> Qdisc for Red<A> {
                     self.red.prob_drop += 1;
                     return self.congestion_drop();
                 }
-                if set_ce(&mut pkt) {
+                if pkt.ecn.set_ce() {
                     self.red.prob_mark += 1;
                     self.stats.ce_marks += 1;
                 } else if !self.flags.nodrop {
@@ -257,7 +250,7 @@ impl<A: Average> Qdisc for Red<A> {
                     self.red.forced_drop += 1;
                     return self.congestion_drop();
                 }
-                if set_ce(&mut pkt) {
+                if pkt.ecn.set_ce() {
                     self.red.forced_mark += 1;
                     self.stats.ce_marks += 1;
                 } else if !self.flags.nodrop {
@@ -266,42 +259,29 @@ impl<A: Average> Qdisc for Red<A> {
                 }
             }
         }
-        match self.child.enqueue(pkt, now) {
-            Enqueued::Queued => {
-                self.stats.enqueued += 1;
-                Enqueued::Queued
-            }
-            Enqueued::Dropped => {
-                self.red.pdrop += 1;
-                self.stats.drops += 1;
-                self.stats.overlimits += 1;
-                Enqueued::Dropped
-            }
+        if !self.queue.fits(self.limit, &pkt) {
+            self.red.pdrop += 1;
+            self.stats.overlimit_drop();
+            return Enqueued::Dropped;
         }
+        self.queue.push(pkt, &mut self.stats);
+        Enqueued::Queued
     }
 
     /// `red_dequeue`: an empty child starts an idle period.
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
         self.run_timers(now);
-        match self.child.dequeue(now) {
-            Some(p) => {
-                self.stats.dequeued += 1;
-                self.stats.dequeued_bytes += p.wire_len as u64;
-                Some(p)
-            }
-            None => {
-                if self.idle_since.is_none() {
-                    self.idle_since = Some(now);
-                }
-                None
-            }
+        let pkt = self.queue.pop(&mut self.stats);
+        if pkt.is_none() && self.idle_since.is_none() {
+            self.idle_since = Some(now);
         }
+        pkt
     }
     fn len(&self) -> usize {
-        self.child.len()
+        self.queue.len()
     }
     fn backlog_bytes(&self) -> u64 {
-        self.child.backlog_bytes()
+        self.queue.backlog()
     }
     fn stats(&self) -> &QdiscStats {
         &self.stats
@@ -569,7 +549,7 @@ impl QdiscConfig for RedConfig {
         "red"
     }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(Red::new("red", LinuxAverage::new(&self.tc), self.flags, Fifo::bfifo(self.tc.limit as u64), ctx.rng.clone()))
+        Box::new(Red::new("red", LinuxAverage::new(&self.tc), self.flags, Limit::Bytes(self.tc.limit as u64), ctx.rng.clone()))
     }
 }
 
@@ -622,7 +602,7 @@ pub fn parse_red(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::packet::{Direction, Kind};
+    use crate::packet::{Direction, Ecn, Kind};
     use crate::qdisc::QdiscSpec;
 
     pub(in crate::qdisc) fn pkt(len: u32, ecn: Ecn) -> Packet {
@@ -638,7 +618,7 @@ pub(super) mod tests {
     }
 
     fn linux(tc: &TcRed, flags: Flags) -> Red<LinuxAverage> {
-        Red::new("red", LinuxAverage::new(tc), flags, Fifo::bfifo(tc.limit as u64), Stream::new(1, "red-test"))
+        Red::new("red", LinuxAverage::new(tc), flags, Limit::Bytes(tc.limit as u64), Stream::new(1, "red-test"))
     }
 
     fn spec(s: &str) -> String {

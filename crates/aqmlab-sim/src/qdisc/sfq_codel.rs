@@ -14,7 +14,7 @@
 //! Each bin runs the shared Linux CoDel ([`super::codel`]) with the ns-2 addition that a packet
 //! which empties its own bin is never above target. See docs/algorithms/sfq_codel.md.
 
-use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard, Totals};
+use super::codel::{CodelCounters, CodelFlow, CodelParams, CodelShared, MtuGuard};
 use super::{flow_bucket, BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::time::Time;
@@ -37,16 +37,13 @@ struct Bin {
 pub struct SfqCodel {
     limit: u32,
     quantum: u32,
-    params: CodelParams,
     perturbation: u32,
     bins: Vec<Bin>,
     /// Active bins in service order; the front is served next (ns-2 `binsched_`).
     ring: VecDeque<u32>,
     /// Bin of the last overflow drop (ns-2 `maxbinid_`).
     maxbin: u32,
-    totals: Totals,
-    ctr: CodelCounters,
-    stats: QdiscStats,
+    cd: CodelShared,
 }
 
 /// sfq_codel's configuration.
@@ -72,14 +69,11 @@ impl SfqCodel {
         SfqCodel {
             limit: c.limit,
             quantum: c.quantum,
-            params: c.codel.with_mtu(mtu),
             perturbation,
             bins: vec![Bin::default(); c.flows as usize],
             ring: VecDeque::with_capacity(c.flows as usize),
             maxbin: 0,
-            totals: Totals::default(),
-            ctr: CodelCounters::default(),
-            stats: QdiscStats::default(),
+            cd: CodelShared::new(c.codel.with_mtu(mtu)),
         }
     }
 
@@ -89,7 +83,7 @@ impl SfqCodel {
     }
 
     pub fn counters(&self) -> &CodelCounters {
-        &self.ctr
+        &self.cd.ctr
     }
 
     /// ns-2 `enque` on a full buffer: tail-drop from the bin with the most packets. Ties go to
@@ -105,9 +99,8 @@ impl SfqCodel {
             }
         }
         self.maxbin = m as u32;
-        if self.bins[m].q.pop_tail(&mut self.totals).is_some() {
-            self.stats.drops += 1;
-            self.stats.overlimits += 1;
+        if self.bins[m].q.pop_tail(&mut self.cd.totals).is_some() {
+            self.cd.stats.overlimit_drop();
         }
     }
 
@@ -123,13 +116,12 @@ impl Qdisc for SfqCodel {
     }
 
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
-        if self.totals.qlen >= self.limit as usize {
+        if self.cd.totals.qlen >= self.limit as usize {
             self.drop_from_longest();
         }
         let i = self.classify(&pkt);
         let bin = &mut self.bins[i as usize];
-        bin.q.push(pkt, &mut self.totals);
-        self.stats.enqueued += 1;
+        self.cd.enqueue(&mut bin.q, pkt);
         if !bin.on_sched {
             bin.on_sched = true;
             bin.new = true;
@@ -145,47 +137,26 @@ impl Qdisc for SfqCodel {
 
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
         loop {
-            // ns-2 readybin: empty bins leave the ring when they reach its head. CoDel finds no
-            // packet and leaves the dropping state, as ns-2 `removebin` does.
             let &b = self.ring.front()?;
             let bin = &mut self.bins[b as usize];
-            if bin.q.queue.is_empty() {
-                let none = bin.q.dequeue(
-                    &self.params,
-                    &mut self.totals,
-                    MtuGuard::QdiscOrQueueEmpty,
-                    now,
-                    &mut self.stats,
-                    &mut self.ctr,
-                );
-                debug_assert!(none.is_none());
-                self.ring.pop_front();
-                bin.on_sched = false;
-                continue;
-            }
-            if self.quantum > 0 && self.bins[b as usize].deficit <= 0 {
-                // Top up and pass the turn to the next non-empty bin (empty ones are skipped,
-                // not removed, as in ns-2).
-                self.bins[b as usize].deficit += self.quantum as i64;
-                self.advance();
-                while self.bins[self.ring[0] as usize].q.queue.is_empty() {
+            if !bin.q.queue.is_empty() {
+                if self.quantum > 0 && bin.deficit <= 0 {
+                    // Top up and pass the turn to the next non-empty bin (empty ones are
+                    // skipped, not removed, as in ns-2).
+                    bin.deficit += self.quantum as i64;
                     self.advance();
+                    while self.bins[self.ring[0] as usize].q.queue.is_empty() {
+                        self.advance();
+                    }
+                    continue;
                 }
-                continue;
+                bin.new = false;
             }
-            let bin = &mut self.bins[b as usize];
-            bin.new = false;
-            let pkt = bin.q.dequeue(
-                &self.params,
-                &mut self.totals,
-                MtuGuard::QdiscOrQueueEmpty,
-                now,
-                &mut self.stats,
-                &mut self.ctr,
-            );
-            let Some(pkt) = pkt else {
-                // CoDel's drops emptied the bin: it leaves the ring (and is new on its next
-                // arrival).
+            let Some(pkt) = self.cd.dequeue(&mut bin.q, MtuGuard::QdiscOrQueueEmpty, now) else {
+                // The bin was empty when it reached the head of the ring (ns-2 readybin), or
+                // CoDel's drops emptied it: it leaves the ring (and is new on its next
+                // arrival). CoDel found no packet and left the dropping state, as ns-2
+                // `removebin` does.
                 self.ring.pop_front();
                 bin.on_sched = false;
                 continue;
@@ -196,20 +167,18 @@ impl Qdisc for SfqCodel {
                 // One packet per turn: the next bin is served next.
                 self.advance();
             }
-            self.stats.dequeued += 1;
-            self.stats.dequeued_bytes += pkt.wire_len as u64;
             return Some(pkt);
         }
     }
 
     fn len(&self) -> usize {
-        self.totals.qlen
+        self.cd.totals.qlen
     }
     fn backlog_bytes(&self) -> u64 {
-        self.totals.backlog
+        self.cd.totals.backlog
     }
     fn stats(&self) -> &QdiscStats {
-        &self.stats
+        &self.cd.stats
     }
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("active_bins", self.ring.len() as f64));
