@@ -15,6 +15,7 @@ mod hred;
 mod pie;
 mod queue;
 mod red;
+pub mod shaper;
 pub mod sfq_codel;
 mod spec;
 
