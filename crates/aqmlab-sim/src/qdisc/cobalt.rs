@@ -7,7 +7,12 @@
 //!   steps per count, then one Newton step per count change) and the CoDel control law `t + interval/sqrt(count)`;
 //! - [`Blue`]: the BLUE drop probability with its rate-limited increment and decrement;
 //! - [`Schedule`]: CoDel's count / next-signal time / dropping flag;
-//! - [`Cobalt`]: CAKE's combination, with its three entry points.
+//! - [`Cobalt`]: CAKE's combination, with its three entry points;
+//! - [`CobaltSce`]: the SCE qdiscs' development of it (chromi/sce `sch_cnq_codel_af.c`,
+//!   `sch_twin_codel_af.c`, `sch_lfq_cobalt.c`): a second CoDel schedule that marks ECT(0)
+//!   packets ECT(1) at a lower target and "reflects" its schedule when it stops and restarts,
+//!   a CE schedule, BLUE raised when the sojourn passes a threshold, and Approximate Fairness
+//!   (sojourn weighted by the flow's share of the queue, [`Share`]).
 //!
 //! COBALT's CoDel differs from RFC 8289 CoDel: one `next` time serves both as the delay
 //! before the first signal and as the signal schedule; when the sojourn falls back below
@@ -15,7 +20,7 @@
 //! drops ignore ECN ("lack of ECN is deliberate"). Version read: torvalds/linux
 //! `sch_cake.c` as of v6.18 (BLUE draw only for packets not already dropped).
 
-use crate::packet::Packet;
+use crate::packet::{Ecn, Packet};
 use crate::rng::Stream;
 use crate::time::Time;
 
@@ -285,6 +290,239 @@ impl Cobalt {
             c.next = now;
         }
         verdict
+    }
+}
+
+/// `cobalt_reflect` (chromi/sce): `2·now − t + interval/sqrt(count)`. A schedule that was
+/// due at `t` in the future is mirrored about `now`, so the time that was left before the
+/// next signal becomes time already elapsed towards the next one.
+pub fn reflect(now: Time, t: Time, interval: Time, isqrt: u32) -> Time {
+    let then = (2 * now.0 as i128 - t.0 as i128).max(0) as u64;
+    control(Time(then), interval, isqrt)
+}
+
+/// COBALT-SCE parameters (`struct cobalt_params` of the SCE qdiscs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SceParams {
+    /// CE schedule (CoDel with CE marking, or drop for Not-ECT).
+    pub ce_interval: Time,
+    pub ce_target: Time,
+    /// SCE schedule; `None` = SCE marking off (the kernel's `sce_interval == 0`).
+    pub sce_interval: Option<Time>,
+    pub sce_target: Time,
+    /// BLUE is raised when the (weighted) sojourn exceeds this.
+    pub blue_thresh: Time,
+    /// Left at 0 by these qdiscs (so the 2/4 x MTU-time sojourn floors are inert).
+    pub mtu_time: Time,
+    pub p_inc: u32,
+    pub p_dec: u32,
+}
+
+impl SceParams {
+    /// `cnq_init` / `lfq_init_cparams`: CE 5 ms / 100 ms, SCE off (target 2.5 ms), BLUE
+    /// threshold 400 ms, p_inc 1/256, p_dec 1/4096.
+    pub fn new() -> SceParams {
+        SceParams {
+            ce_interval: Time::from_millis(100),
+            ce_target: Time::from_millis(5),
+            sce_interval: None,
+            sce_target: Time::from_micros(2500),
+            blue_thresh: Time::from_millis(400),
+            mtu_time: Time::ZERO,
+            p_inc: P_INC,
+            p_dec: P_DEC,
+        }
+    }
+}
+
+impl Default for SceParams {
+    fn default() -> Self {
+        SceParams::new()
+    }
+}
+
+/// Approximate Fairness: the flow's queue occupancy relative to its fair share. The AQM
+/// compares `sojourn · flow_backlog · active_flows` with `threshold · total_backlog`
+/// (`cobalt_should_drop` of cnq/twin_codel_af: "weighted sojourn is compared against weighted
+/// targets; this penalises queue occupancy beyond fair share").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Share {
+    /// Packets of this flow in the queue (counting the one being dequeued).
+    pub flow_backlog: u32,
+    /// Flows with packets in the queue.
+    pub active_flows: u32,
+    /// Packets in the queue (counting the one being dequeued).
+    pub total_backlog: u32,
+}
+
+impl Share {
+    /// No weighting (lfq_cobalt): the plain sojourn is compared.
+    pub const PLAIN: Share = Share { flow_backlog: 1, active_flows: 1, total_backlog: 1 };
+
+    /// Whether the weighted sojourn exceeds the weighted `threshold`.
+    pub fn exceeds(&self, sojourn: Time, threshold: Time) -> bool {
+        sojourn.0 as u128 * self.flow_backlog as u128 * self.active_flows as u128 > threshold.0 as u128 * self.total_backlog as u128
+    }
+}
+
+/// What COBALT-SCE did to a dequeued packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SceSignals {
+    /// ECT(0) was changed to ECT(1) by the SCE schedule.
+    pub sce_marked: bool,
+    /// CE was set by the CE schedule.
+    pub ce_marked: bool,
+    /// Drop it: a CE-schedule signal on a Not-ECT packet, or a BLUE drop.
+    pub drop: bool,
+}
+
+/// The per-flow state of COBALT-SCE (`struct cobalt_vars` of the SCE qdiscs): two CoDel
+/// schedules and BLUE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CobaltSce {
+    pub ce: Schedule,
+    pub sce: Schedule,
+    pub blue: Blue,
+}
+
+/// Changes `this.count` by one and, as `cobalt_invsqrt` does, refreshes both schedules'
+/// 1/sqrt (the other one's count is unchanged; above the cache it gets one more Newton step).
+fn recount(this: &mut Schedule, other: &mut Schedule, up: bool) {
+    this.count = if up { this.count.saturating_add(1) } else { this.count - 1 };
+    this.isqrt = inv_sqrt(this.count, this.isqrt);
+    other.isqrt = inv_sqrt(other.count, other.isqrt);
+}
+
+/// One schedule's half of the SCE qdiscs' `cobalt_should_drop`, up to the signal: enters the
+/// signalling state when over target (first signal one step from now), leaves it otherwise;
+/// on either transition the next time restarts one step from now, or, with `reflecting`
+/// (the SCE schedule) and no signal overdue, is reflected ([`reflect`]). When no signal is
+/// due, each elapsed step takes one off the count. Returns whether a signal is due on this
+/// packet and the kernel's `schedule` (now − next, as last computed).
+fn half_step(this: &mut Schedule, other: &mut Schedule, over: bool, now: Time, interval: Time, reflecting: bool) -> (bool, i128) {
+    let mut schedule = signed_sub(now, this.next);
+    let mut next_due = this.count != 0 && schedule >= 0;
+    let restart = |s: &Schedule, due: bool| {
+        if reflecting && !due {
+            reflect(now, s.next, interval, s.isqrt)
+        } else {
+            control(now, interval, s.isqrt)
+        }
+    };
+    if over {
+        if !this.dropping {
+            this.dropping = true;
+            this.next = restart(this, next_due);
+            next_due = false;
+        }
+        if this.count == 0 {
+            this.count = 1;
+        }
+    } else if this.dropping {
+        this.next = restart(this, next_due);
+        this.dropping = false;
+    }
+    if next_due && this.dropping {
+        return (true, schedule);
+    }
+    while next_due {
+        recount(this, other, false);
+        this.next = control(this.next, interval, this.isqrt);
+        schedule = signed_sub(now, this.next);
+        next_due = this.count != 0 && schedule >= 0;
+    }
+    (false, schedule)
+}
+
+impl CobaltSce {
+    /// `cobalt_should_drop` of the SCE qdiscs on a dequeued packet; may set ECT(1) or CE on
+    /// it. `share` weights the sojourn for Approximate Fairness ([`Share::PLAIN`]: none).
+    pub fn should_drop(&mut self, p: &SceParams, now: Time, pkt: &mut Packet, share: Share, rng: &mut Stream) -> SceSignals {
+        let sojourn = now - pkt.enqueued_at;
+        let mut out = SceSignals::default();
+
+        // SCE schedule, if enabled: marks by turning ECT(0) into ECT(1) (INET_ECN_set_ect1);
+        // a due signal that finds no ECT(0) packet stays due.
+        let over = p.sce_interval.is_some() && share.exceeds(sojourn, p.sce_target) && sojourn.0 > p.mtu_time.0.saturating_mul(2);
+        let sce_interval = p.sce_interval.unwrap_or(Time::ZERO);
+        let (due, _) = half_step(&mut self.sce, &mut self.ce, over, now, sce_interval, true);
+        if due && pkt.ecn == Ecn::Ect0 {
+            pkt.ecn = Ecn::Ect1;
+            out.sce_marked = true;
+            recount(&mut self.sce, &mut self.ce, true);
+            self.sce.advance(sce_interval);
+        }
+
+        // CE schedule: CE-marks ECN-capable packets, drops the others.
+        let over = share.exceeds(sojourn, p.ce_target) && sojourn.0 > p.mtu_time.0.saturating_mul(4);
+        let (due, mut schedule) = half_step(&mut self.ce, &mut self.sce, over, now, p.ce_interval, false);
+        if due {
+            out.ce_marked = pkt.ecn.set_ce();
+            out.drop = !out.ce_marked;
+            recount(&mut self.ce, &mut self.sce, true);
+            self.ce.advance(p.ce_interval);
+            schedule = signed_sub(now, self.ce.next);
+        }
+
+        // BLUE: raised by a (weighted) sojourn above its threshold; drops regardless of ECN.
+        if share.exceeds(sojourn, p.blue_thresh) {
+            self.queue_full(p, now);
+        }
+        if self.blue.draw(rng) {
+            out.drop = true;
+        }
+
+        // The CE schedule's next time doubles as an activity timeout.
+        if self.ce.count == 0 {
+            self.ce.next = now + p.ce_interval;
+        } else if schedule > 0 && !out.drop {
+            self.ce.next = now;
+        }
+        out
+    }
+
+    /// `cobalt_queue_full`: raises BLUE (at most once per CE target) and arms both schedules
+    /// to signal from now. Returns true if BLUE became active.
+    pub fn queue_full(&mut self, p: &SceParams, now: Time) -> bool {
+        let up = self.blue.raise(now, p.ce_target, p.p_inc);
+        let arm = |s: &mut Schedule| {
+            s.dropping = true;
+            s.next = now;
+            if s.count == 0 {
+                s.count = 1;
+            }
+        };
+        arm(&mut self.ce);
+        if p.sce_interval.is_some() {
+            arm(&mut self.sce);
+        }
+        up
+    }
+
+    /// `cobalt_queue_empty` of the SCE qdiscs: lowers BLUE (at most once per CE target),
+    /// takes every elapsed step off both counts, and leaves the signalling states: the CE
+    /// schedule restarts one step from now, the SCE schedule is reflected. Returns true if
+    /// BLUE became quiescent.
+    pub fn queue_empty(&mut self, p: &SceParams, now: Time) -> bool {
+        let down = self.blue.lower(now, p.ce_target, p.p_dec);
+        let sce_interval = p.sce_interval.unwrap_or(Time::ZERO);
+        while self.ce.due(now) {
+            recount(&mut self.ce, &mut self.sce, false);
+            self.ce.advance(p.ce_interval);
+        }
+        if self.ce.dropping {
+            self.ce.next = control(now, p.ce_interval, self.ce.isqrt);
+            self.ce.dropping = false;
+        }
+        while self.sce.due(now) {
+            recount(&mut self.sce, &mut self.ce, false);
+            self.sce.advance(sce_interval);
+        }
+        if self.sce.dropping {
+            self.sce.next = reflect(now, self.sce.next, sce_interval, self.sce.isqrt);
+            self.sce.dropping = false;
+        }
+        down
     }
 }
 
