@@ -712,4 +712,204 @@ mod tests {
         let frac = drops as f64 / n as f64;
         assert!((frac - 0.25).abs() < 0.01, "{frac}");
     }
+    // ---- COBALT-SCE (chromi/sce) ----
+
+    fn sce_params() -> SceParams {
+        SceParams { sce_interval: Some(Time::from_millis(25)), ..SceParams::new() }
+    }
+
+    /// A flow that has signalled before: 1/sqrt at the cached 1.0 for both schedules.
+    fn used() -> CobaltSce {
+        let mut c = CobaltSce::default();
+        c.ce.isqrt = u32::MAX;
+        c.sce.isqrt = u32::MAX;
+        c
+    }
+
+    /// Standing queue between the SCE and CE targets: only the SCE schedule signals, turning
+    /// ECT(0) into ECT(1) at the CoDel law on the SCE interval: the first mark one interval
+    /// after entering (the schedule reflected about a neutral `next = now`), then
+    /// 25 ms / sqrt(k) apart.
+    #[test]
+    fn sce_schedule_marks_ect1_at_interval_over_sqrt_count() {
+        let p = sce_params();
+        let mut c = used();
+        let t0 = Time::from_secs(1);
+        c.sce.next = t0;
+        c.ce.next = t0 + p.ce_interval;
+        let mut rng = Stream::new(1, "sce");
+        let step = Time::from_micros(100);
+        let mut now = t0;
+        let mut marks = vec![];
+        while now < t0 + Time::from_secs(2) {
+            let mut pk = pkt(now - Time::from_millis(3), Ecn::Ect0);
+            let s = c.should_drop(&p, now, &mut pk, Share::PLAIN, &mut rng);
+            assert!(!s.ce_marked && !s.drop, "3 ms is below the CE target");
+            assert_eq!(s.sce_marked, pk.ecn == Ecn::Ect1);
+            if s.sce_marked {
+                marks.push(now);
+            }
+            now += step;
+        }
+        assert_eq!(marks[0], t0 + p.sce_interval.unwrap());
+        for (k, w) in marks.windows(2).enumerate().take(40) {
+            let expect = 25e6 / (k as f64 + 2.0).sqrt();
+            let got = (w[1] - w[0]).0 as f64;
+            assert!((got - expect).abs() <= step.0 as f64 + 1.0, "mark {k}: gap {got} ns, law {expect}");
+        }
+        assert_eq!(c.sce.count as usize, marks.len() + 1);
+        // A due signal that meets a packet it cannot mark (Not-ECT, or already ECT(1)) stays
+        // due for the next ECT(0) packet.
+        let mut c = used();
+        c.sce = Schedule { count: 3, isqrt: inv_sqrt(3, 0), next: t0, dropping: true };
+        let mut a = pkt(t0 - Time::from_millis(3), Ecn::NotEct);
+        assert_eq!(c.should_drop(&p, t0, &mut a, Share::PLAIN, &mut rng), SceSignals::default());
+        assert_eq!((a.ecn, c.sce.count), (Ecn::NotEct, 3));
+        let mut b = pkt(t0 - Time::from_millis(3), Ecn::Ect0);
+        assert!(c.should_drop(&p, t0, &mut b, Share::PLAIN, &mut rng).sce_marked);
+        assert_eq!(c.sce.count, 4);
+    }
+
+    /// Leaving and re-entering the SCE state reflects the schedule about now: a signal that
+    /// was 10 ms away becomes 10 ms ago, plus one step. The CE schedule instead restarts one
+    /// step from now.
+    #[test]
+    fn sce_schedule_reflects_on_leaving_and_reentering() {
+        let p = sce_params();
+        let sce_iv = p.sce_interval.unwrap();
+        let mut rng = Stream::new(1, "sce");
+        let t = Time::from_secs(5);
+        let mut c = used();
+        let isqrt4 = inv_sqrt(4, 0);
+        c.sce = Schedule { count: 4, isqrt: isqrt4, next: t + Time::from_millis(10), dropping: true };
+        c.ce = Schedule { count: 4, isqrt: isqrt4, next: t + Time::from_millis(10), dropping: true };
+        // Below both targets: leave. count 4: step = 25 ms / 2 = 12.5 ms (CE: 50 ms).
+        let mut a = pkt(t, Ecn::Ect0);
+        c.should_drop(&p, t, &mut a, Share::PLAIN, &mut rng);
+        assert!(!c.sce.dropping && !c.ce.dropping);
+        assert_eq!(c.sce.next, t - Time::from_millis(10) + control(Time::ZERO, sce_iv, isqrt4));
+        assert!(c.sce.next.0.abs_diff((t + Time::from_micros(2_500)).0) <= 1, "{:?}", c.sce.next);
+        assert_eq!(c.ce.next, control(t, p.ce_interval, isqrt4));
+        // Re-enter 1 ms later (3 ms sojourn: SCE only), about 1.5 ms before the reflected
+        // time: reflected again, to about 1.5 ms ago + 12.5 ms (not 1 ms + 12.5 ms).
+        let t1 = t + Time::from_millis(1);
+        let before = c.sce.next;
+        let mut b = pkt(t1 - Time::from_millis(3), Ecn::Ect0);
+        c.should_drop(&p, t1, &mut b, Share::PLAIN, &mut rng);
+        assert!(c.sce.dropping && !c.ce.dropping);
+        assert_eq!(c.sce.next, Time(2 * t1.0 - before.0) + control(Time::ZERO, sce_iv, isqrt4));
+        assert!(c.sce.next.0.abs_diff((t + Time::from_millis(12)).0) <= 2);
+        // Re-entering with a signal overdue restarts one step from now instead.
+        let mut c = used();
+        c.sce = Schedule { count: 4, isqrt: isqrt4, next: t - Time::from_millis(1), dropping: false };
+        let mut d = pkt(t - Time::from_millis(3), Ecn::Ect0);
+        let s = c.should_drop(&p, t, &mut d, Share::PLAIN, &mut rng);
+        assert!(!s.sce_marked, "entering never signals at once");
+        assert_eq!(c.sce.next, control(t, sce_iv, isqrt4));
+        // queue_empty reflects the SCE schedule too, and restarts the CE one.
+        let mut c = used();
+        c.sce = Schedule { count: 4, isqrt: isqrt4, next: t + Time::from_millis(10), dropping: true };
+        c.ce = Schedule { count: 4, isqrt: isqrt4, next: t + Time::from_millis(10), dropping: true };
+        c.queue_empty(&p, t);
+        assert_eq!(c.sce.next, t - Time::from_millis(10) + control(Time::ZERO, sce_iv, isqrt4));
+        assert_eq!(c.ce.next, control(t, p.ce_interval, isqrt4));
+    }
+
+    /// The CE schedule: above the CE target, CE on ECN-capable packets (also those the SCE
+    /// schedule just made ECT(1)) and drops of Not-ECT ones, 100 ms / sqrt(k) apart; the
+    /// first one interval after entering.
+    #[test]
+    fn ce_schedule_marks_or_drops_at_interval_over_sqrt_count() {
+        let p = sce_params();
+        for ecn in [Ecn::Ect0, Ecn::NotEct] {
+            let mut c = used();
+            let t0 = Time::from_secs(1);
+            c.ce.next = t0 + p.ce_interval;
+            c.sce.next = t0;
+            let mut rng = Stream::new(1, "ce");
+            let step = Time::from_micros(100);
+            let mut now = t0;
+            let mut signals = vec![];
+            while now < t0 + Time::from_secs(3) {
+                let mut pk = pkt(now - Time::from_millis(20), ecn);
+                let s = c.should_drop(&p, now, &mut pk, Share::PLAIN, &mut rng);
+                if ecn == Ecn::Ect0 {
+                    assert!(!s.drop);
+                    assert_eq!(s.ce_marked, pk.ecn == Ecn::Ce);
+                } else {
+                    assert!(!s.ce_marked && !s.sce_marked && pk.ecn == Ecn::NotEct);
+                }
+                if s.ce_marked || s.drop {
+                    signals.push(now);
+                }
+                now += step;
+            }
+            assert_eq!(signals[0], t0 + p.ce_interval, "{ecn:?}");
+            for (k, w) in signals.windows(2).enumerate().take(40) {
+                let expect = 100e6 / (k as f64 + 2.0).sqrt();
+                let got = (w[1] - w[0]).0 as f64;
+                assert!((got - expect).abs() <= step.0 as f64 + 1.0, "{ecn:?} signal {k}: gap {got}, law {expect}");
+            }
+        }
+    }
+
+    /// Approximate Fairness, closed form: over target iff
+    /// sojourn · flow_backlog · active_flows > target · total_backlog. With 4 active flows and
+    /// 100 packets queued, a flow holding 50 (twice its fair share of 25) is over the 5 ms CE
+    /// target from 2.5 ms of sojourn; one holding 10 only from 12.5 ms.
+    #[test]
+    fn approximate_fairness_signals_a_flow_above_its_fair_share_earlier() {
+        let p = SceParams::new();
+        let fat = Share { flow_backlog: 50, active_flows: 4, total_backlog: 100 };
+        let thin = Share { flow_backlog: 10, active_flows: 4, total_backlog: 100 };
+        let fair = Share { flow_backlog: 25, active_flows: 4, total_backlog: 100 };
+        let us = Time::from_micros;
+        assert!(!fat.exceeds(us(2_500), p.ce_target) && fat.exceeds(us(2_500) + Time(1), p.ce_target));
+        assert!(!thin.exceeds(us(12_500), p.ce_target) && thin.exceeds(us(12_500) + Time(1), p.ce_target));
+        assert!(!fair.exceeds(us(5_000), p.ce_target) && fair.exceeds(us(5_000) + Time(1), p.ce_target));
+        assert_eq!(Share::PLAIN.exceeds(us(5_001), p.ce_target), fair.exceeds(us(5_001), p.ce_target));
+        // Through should_drop: at 4 ms of sojourn the fat flow enters the CE state, the thin
+        // one does not.
+        let mut rng = Stream::new(1, "af");
+        let now = Time::from_secs(1);
+        for (share, enters) in [(fat, true), (thin, false), (fair, false)] {
+            let mut c = used();
+            let mut pk = pkt(now - us(4_000), Ecn::Ect0);
+            c.should_drop(&p, now, &mut pk, share, &mut rng);
+            assert_eq!(c.ce.dropping, enters, "{share:?}");
+        }
+        // BLUE likewise: the fat flow raises it from 200 ms of sojourn (threshold 400 ms).
+        let mut c = used();
+        let mut pk = pkt(now - us(200_001), Ecn::Ect0);
+        c.should_drop(&p, now, &mut pk, fat, &mut rng);
+        assert_eq!(c.blue.p_drop, P_INC);
+        let mut c = used();
+        let mut pk = pkt(now - us(399_000), Ecn::Ect0);
+        c.should_drop(&p, now, &mut pk, Share::PLAIN, &mut rng);
+        assert_eq!(c.blue.p_drop, 0);
+    }
+
+    /// BLUE in COBALT-SCE: a sojourn above the threshold raises p_drop (once per CE target)
+    /// and arms both schedules to signal at once; a sparse or idle dequeue lowers it.
+    #[test]
+    fn sojourn_triggered_blue_arms_both_schedules() {
+        let p = sce_params();
+        let mut c = used();
+        let mut rng = Stream::new(1, "blue");
+        let t = Time::from_secs(2);
+        let mut pk = pkt(t - Time::from_millis(450), Ecn::Ect0);
+        c.should_drop(&p, t, &mut pk, Share::PLAIN, &mut rng);
+        assert_eq!(c.blue.p_drop, P_INC);
+        assert!(c.ce.dropping && c.sce.dropping && c.ce.count >= 1 && c.sce.count >= 1);
+        assert_eq!(c.sce.next, t);
+        // With SCE off the SCE schedule is left alone.
+        let mut c = used();
+        let off = SceParams::new();
+        c.queue_full(&off, t);
+        assert!(c.ce.dropping && !c.sce.dropping && c.sce.count == 0);
+        assert!(!c.queue_empty(&off, t + off.ce_target));
+        assert_eq!(c.blue.p_drop, P_INC, "held for one CE target");
+        assert!(!c.queue_empty(&off, t + off.ce_target + Time(1)));
+        assert_eq!(c.blue.p_drop, P_INC - P_DEC);
+    }
 }
