@@ -13,9 +13,12 @@
 //!
 //! `twin_codel_af` has two classes: class 1 takes packets with DSCP 4 (the legacy
 //! "minimise delay" TOS 0x10) and runs the low-latency parameters (the normal ones / 5).
-//! The classes are served flow-count fair: after a class is served its deficit grows by the
-//! other class's number of active flows, both deficits are reduced by their minimum, and
-//! the class with the smaller deficit goes next (class 1 on a tie).
+//! The classes are served flow-count fair: the class with the smaller deficit is served
+//! (class 1 on a tie; the other one if a class is empty), its deficit grows by the other
+//! class's number of active flows, and both deficits are reduced by their minimum. Dummies
+//! at the head of a class's bulk queue are discarded as soon as no sparse packet is queued.
+//! This follows the twin version with those fixes (chromi/sce@acc6ad66); the other stored
+//! version (03a785e0) can starve a class whose only flow has a dummy at its bulk head.
 //!
 //! Each has CAKE's deficit-mode shaper ([`super::shaper`]) and no packet limit (the kernel
 //! sets `sch->limit` but never checks it). See docs/algorithms/sce-qdiscs.md.
@@ -144,6 +147,26 @@ impl Class {
     fn weight(&self) -> i64 {
         self.active_flows as i64 + self.active_sparse as i64 - self.sparse_dummies as i64
     }
+
+    /// twin_codel_af's "try to drain the queue of dummy packets": while no sparse packet is
+    /// queued, dummies at the head of the bulk queue are discarded at once (each lowering its
+    /// flow's count), so that flows are counted by their real packets.
+    fn drain_dummies(&mut self) {
+        while self.sparse_dummies != 0 && self.active_sparse == 0 {
+            match self.bulk.front() {
+                Some(s) if s.dummy => {
+                    let f = s.flow as usize;
+                    self.bulk.pop_front();
+                    self.backlogs[f] -= 1;
+                    if self.backlogs[f] == 0 {
+                        self.active_flows -= 1;
+                    }
+                    self.sparse_dummies -= 1;
+                }
+                _ => break,
+            }
+        }
+    }
 }
 
 /// `cnq_codel_af` (one class) or `twin_codel_af` (two).
@@ -193,10 +216,8 @@ impl Cnq {
         (self.classes.len() == 2 && pkt.dscp == DSCP_LL) as usize
     }
 
-    /// The class to serve (`cnq_dequeue`, "choose class to service"): class 1 if backlogged
-    /// and its deficit is not above class 0's. An empty class 0 is never chosen while class 1
-    /// has packets (the guard of the later chromi/sce version; without it the kernel version
-    /// read can return nothing with packets queued).
+    /// The class to serve (`cnq_dequeue`, "choose class to service"): the backlogged one if
+    /// only one is, else class 1 if its deficit is not above class 0's.
     fn choose_class(&self) -> usize {
         match &self.classes[..] {
             [_] => 0,
@@ -205,7 +226,8 @@ impl Cnq {
         }
     }
 
-    /// twin_codel_af's flow-fair class deficits after serving class `c`.
+    /// twin_codel_af's flow-fair class deficits when class `c` is chosen (before its packet
+    /// is dequeued, so again for each packet the AQM drops).
     fn charge_class(&mut self, c: usize) {
         if self.classes.len() < 2 {
             return;
@@ -251,6 +273,7 @@ impl Qdisc for Cnq {
                 return None;
             }
             let c = self.choose_class();
+            self.charge_class(c);
             let (mut pkt, flow, sparse) = self.classes[c].dequeue().expect("a class with a backlog has a packet");
             self.qlen -= 1;
             let cls = &self.classes[c];
@@ -272,7 +295,6 @@ impl Qdisc for Cnq {
                 }
             }
             self.count_marks(sig);
-            self.charge_class(c);
             self.shaper.advance(self.comp.adjusted_len(pkt.wire_len));
             // Decay one idle flow's AQM state (with class 0's parameters).
             let i = self.decay_index;
@@ -280,6 +302,9 @@ impl Qdisc for Cnq {
                 self.cvars[i].queue_empty(&self.classes[0].params, now);
             }
             self.decay_index = (i + 1) % FLOWS;
+            if self.classes.len() == 2 {
+                self.classes.iter_mut().for_each(Class::drain_dummies);
+            }
             self.stats.dequeued += 1;
             self.stats.dequeued_bytes += pkt.wire_len as u64;
             return Some(pkt);
@@ -375,4 +400,204 @@ pub fn parse_cnq_codel_af(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String
 /// `twin_codel_af`, the same parameters (SCE on by default: sce-thresh 4).
 pub fn parse_twin_codel_af(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
     Ok(Arc::new(CnqConfig { kind: "twin_codel_af", tc: sce::parse(p, false)? }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Direction, Ecn, Kind};
+    use crate::qdisc::QdiscSpec;
+
+    fn build(s: &str) -> Cnq {
+        let spec = QdiscSpec::parse(s).unwrap();
+        let cfg = format!("{:?}", spec.config());
+        let tokens: Vec<String> = s.split_whitespace().skip(1).map(str::to_string).collect();
+        let tc = sce::parse(&mut Params::new("x", &tokens), false).unwrap();
+        let kind = if s.starts_with("twin") { "twin_codel_af" } else { "cnq_codel_af" };
+        assert!(cfg.contains(kind));
+        Cnq::new(&CnqConfig { kind, tc }, Stream::new(1, "cnq-test"))
+    }
+
+    fn pkt(key: u32, len: u32, seq: u32, at: Time) -> Packet {
+        let mut p = Packet::new(0, Direction::Forward, Kind::Data, len);
+        p.hash_key = key;
+        p.tcp.seq = seq;
+        p.enqueued_at = at;
+        p.ecn = Ecn::Ect0;
+        p
+    }
+
+    /// Dequeues at `now` (no shaper) and returns (key, seq, queue).
+    fn next(q: &mut Cnq, now: Time) -> (u32, u32, u8) {
+        let p = q.dequeue(now).expect("a packet");
+        (p.hash_key, p.tcp.seq, p.queue)
+    }
+
+    /// A flow is sparse while its packets are spaced wider than the bulk queue's sojourn: its
+    /// packet to an empty flow goes to the sparse queue (served first) with a dummy in the
+    /// bulk queue; until the dummy has left the bulk queue, the flow's packets go to bulk.
+    #[test]
+    fn dummy_clone_rule_classifies_sparse_and_bulk() {
+        let mut q = build("cnq_codel_af");
+        let t = Time::from_secs(1);
+        // Flow A: 4 packets; its first is sparse (with a dummy), the rest bulk.
+        for i in 0..4 {
+            q.enqueue(pkt(1, 1514, i, t), t);
+        }
+        let c = &q.classes[0];
+        assert_eq!((c.sparse.len(), c.bulk.len(), c.sparse_dummies, c.active_flows), (1, 4, 1, 1));
+        // Flow B arrives: sparse, and goes before A's bulk packets.
+        q.enqueue(pkt(2, 100, 0, t), t);
+        assert_eq!(next(&mut q, t), (1, 0, 0));
+        assert_eq!(next(&mut q, t), (2, 0, 0), "B's sparse packet jumps A's bulk backlog");
+        // B's dummy is still queued behind A's packets: B's next packet is bulk.
+        q.enqueue(pkt(2, 100, 1, t), t);
+        assert_eq!(q.classes[0].sparse.len(), 0);
+        // Both flows have a dummy in the bulk queue, and active_flows - sparse_dummies counts
+        // neither (as the kernel's fair-share divisor does).
+        let c = &q.classes[0];
+        assert_eq!((c.active_flows, c.sparse_dummies, c.bulk_flows()), (2, 2, 0));
+        // Bulk order: A's dummy, A1..A3, B's dummy, B1.
+        for seq in 1..4 {
+            assert_eq!(next(&mut q, t), (1, seq, 1));
+        }
+        assert_eq!(next(&mut q, t), (2, 1, 1));
+        assert!(q.is_empty());
+        let c = &q.classes[0];
+        assert_eq!((c.sparse_dummies, c.active_flows, c.active_sparse, c.backlog), (0, 0, 0, 0));
+        // Now that its dummy has gone, B is sparse again.
+        q.enqueue(pkt(1, 1514, 9, t), t);
+        q.enqueue(pkt(1, 1514, 10, t), t);
+        q.enqueue(pkt(2, 100, 2, t), t);
+        assert_eq!(q.classes[0].sparse.len(), 2);
+    }
+
+    /// The AQM runs on bulk packets with the sojourn weighted by the flow's share; sparse
+    /// packets are never signalled, and a flow's last packet is never dropped.
+    #[test]
+    fn aqm_weights_bulk_packets_and_spares_sparse_and_last_packets() {
+        let mut q = build("cnq_codel_af");
+        let t0 = Time::from_secs(1);
+        // Two Not-ECT flows with 20 ms of sojourn; flow 1 holds 30 packets, flow 2 holds 3.
+        for i in 0..30 {
+            let mut p = pkt(1, 1514, i, t0);
+            p.ecn = Ecn::NotEct;
+            q.enqueue(p, t0);
+        }
+        for i in 0..3 {
+            let mut p = pkt(2, 1514, i, t0);
+            p.ecn = Ecn::NotEct;
+            q.enqueue(p, t0);
+        }
+        // Mark both flows' COBALT state as used (1/sqrt cached at 1.0).
+        for k in [1, 2] {
+            let f = q.flow_of(&pkt(k, 0, 0, t0)) as usize;
+            q.cvars[f].ce.isqrt = u32::MAX;
+            q.cvars[f].ce.next = t0;
+        }
+        let now = t0 + Time::from_millis(20);
+        let mut got = vec![];
+        while let Some(p) = q.dequeue(now + Time::from_micros(got.len() as u64)) {
+            got.push((p.hash_key, p.tcp.seq, p.queue));
+        }
+        // Sparse heads of both flows first, untouched.
+        assert_eq!(&got[..2], &[(1, 0, 0), (2, 0, 0)]);
+        let drops = q.stats().drops;
+        assert_eq!(got.len() as u64 + drops, 33);
+        assert!(drops >= 1, "flow 1, 30/33 of the queue with 2 flows, is far over target");
+        // Flow 2 (3 packets, below its fair share of 16.5) sees no signal; each flow's last
+        // packet is delivered.
+        assert_eq!(got.iter().filter(|g| g.0 == 2).count(), 3);
+        assert!(got.contains(&(1, 29, 1)));
+    }
+
+    #[test]
+    fn shaper_releases_packets_at_exactly_the_rate() {
+        let mut q = build("cnq_codel_af bandwidth 50Mbit");
+        let t0 = Time::from_secs(1);
+        for i in 0..10 {
+            q.enqueue(pkt(7, 1514, i, t0), t0);
+        }
+        let mut now = t0;
+        let mut times = vec![];
+        while !q.is_empty() {
+            match q.dequeue(now) {
+                Some(_) => times.push(now),
+                None => now = q.ready_at().expect("held by the shaper"),
+            }
+        }
+        let want: Vec<Time> = (0..10).map(|k| t0 + Time(k * 242_240)).collect();
+        assert_eq!(times, want, "1514 B at 50 Mbit/s every 242.24 us");
+        // overhead 18 (replacing the 14-byte MAC header): 1518 bytes each.
+        let mut q = build("twin_codel_af bandwidth 50Mbit overhead 18");
+        for i in 0..3 {
+            q.enqueue(pkt(7, 1514, i, t0), t0);
+        }
+        q.dequeue(t0).unwrap();
+        assert!(q.dequeue(t0).is_none());
+        assert_eq!(q.ready_at(), Some(t0 + Time(1518 * 160)));
+    }
+
+    /// twin_codel_af: DSCP 4 selects the low-latency class; the classes are served in
+    /// proportion to their flow counts (after serving a class its deficit grows by the other
+    /// class's active flows).
+    #[test]
+    fn twin_selects_ll_class_by_dscp_and_shares_by_flow_count() {
+        let mut q = build("twin_codel_af");
+        let t = Time::from_secs(1);
+        let with_dscp = |key, dscp, seq| {
+            let mut p = pkt(key, 1000, seq, t);
+            p.dscp = dscp;
+            p
+        };
+        // Three normal flows and one DSCP 4 flow, all backlogged.
+        for i in 0..200 {
+            for k in 1..=3 {
+                q.enqueue(with_dscp(k, 0, i), t);
+            }
+            q.enqueue(with_dscp(9, 4, i), t);
+        }
+        assert_eq!(q.classes[1].bulk.len(), 200, "DSCP 4 went to class 1");
+        let mut per_class = [0u32; 2];
+        for _ in 0..400 {
+            let p = q.dequeue(t).unwrap();
+            assert_eq!(p.dscp == 4, p.queue >= 2);
+            per_class[(p.queue >= 2) as usize] += 1;
+        }
+        // Class 0 has 3 active flows, class 1 one: 3 : 1 (one packet each per round).
+        assert!((per_class[0] as i32 - 300).abs() <= 3, "{per_class:?}");
+        // Low-latency parameters: CE 1 ms / 20 ms, SCE 0.5 ms / 5 ms, BLUE 80 ms.
+        let ll = q.classes[1].params;
+        let ms = Time::from_millis;
+        assert_eq!((ll.ce_target, ll.ce_interval, ll.sce_interval, ll.blue_thresh), (ms(1), ms(20), Some(ms(5)), ms(80)));
+        assert_eq!(q.classes[0].params.sce_interval, Some(ms(25)));
+        // An empty class 0 is not chosen while class 1 has packets, whatever the deficits.
+        let mut q = build("twin_codel_af");
+        q.classes[1].deficit = 5;
+        q.enqueue(with_dscp(9, 4, 0), t);
+        assert!(q.dequeue(t).is_some());
+    }
+
+    #[test]
+    fn tc_strings_of_the_test_suites_and_defaults() {
+        let d = |s: &str| build(s).classes.iter().map(|c| c.params).collect::<Vec<_>>();
+        let ms = Time::from_millis;
+        // l4s-tests: RFC 3168-only AQM (SCE off).
+        let c = d("cnq_codel_af bandwidth 50Mbit");
+        assert_eq!(c.len(), 1);
+        assert_eq!((c[0].ce_target, c[0].ce_interval, c[0].sce_interval, c[0].blue_thresh), (ms(5), ms(100), None, ms(400)));
+        assert_eq!(build("cnq_codel_af bandwidth 50Mbit").shaper.rate().duration(1), Time(160));
+        // sce-l4s-ect1.
+        let t = d("twin_codel_af bandwidth 50Mbit sce-thresh 4");
+        assert_eq!((t[0].sce_interval, t[0].sce_target, t[1].sce_interval), (Some(ms(25)), Time::from_micros(2500), Some(ms(5))));
+        let t = d("twin_codel_af rtt 50ms sce-thresh 2");
+        assert_eq!((t[0].ce_interval, t[0].ce_target, t[0].sce_interval, t[0].blue_thresh), (ms(50), Time::from_micros(2500), Some(ms(25)), ms(200)));
+        assert_eq!((t[1].ce_interval, t[1].ce_target, t[1].sce_interval, t[1].sce_target), (ms(10), Time::from_micros(500), Some(ms(5)), Time::from_micros(250)));
+        assert!(build("cnq_codel_af").shaper.unlimited());
+        assert!(QdiscSpec::parse("twin_codel_af sce-thresh four").unwrap_err().contains("sce-thresh"));
+        assert!(QdiscSpec::parse("cnq_codel_af limit 100").unwrap_err().contains("'limit'"));
+        let mut v = vec![];
+        build("twin_codel_af").xstats(&mut v);
+        assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), ["sce_marks", "bulk_flows", "p_drop_max"]);
+    }
 }
