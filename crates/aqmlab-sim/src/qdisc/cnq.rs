@@ -375,7 +375,7 @@ impl CnqConfig {
             c1.ce_interval = Time(interval.0 / LL_DIVISOR).max(Time(1));
             c1.blue_thresh = Time(c1.ce_interval.0 * 4);
             c1.ce_target = Time(target.0 / LL_DIVISOR).max(Time(1));
-            c1.sce_target = Time((c1.ce_target.0 + 1) / 2);
+            c1.sce_target = Time(c1.ce_target.0.div_ceil(2));
         }
         let sce_only = SceTc { rtt: None, ..self.tc };
         vec![sce_only.apply(c0), sce_only.apply(c1)]

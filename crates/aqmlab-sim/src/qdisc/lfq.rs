@@ -386,3 +386,181 @@ impl QdiscConfig for LfqConfig {
 pub fn parse_lfq_cobalt(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
     Ok(Arc::new(LfqConfig { tc: sce::parse(p, true)? }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Direction, Ecn, Kind};
+    use crate::qdisc::QdiscSpec;
+
+    const MTU: u32 = 1514;
+
+    fn build(s: &str) -> Lfq {
+        QdiscSpec::parse(s).unwrap();
+        let tokens: Vec<String> = s.split_whitespace().skip(1).map(str::to_string).collect();
+        let tc = sce::parse(&mut Params::new("lfq_cobalt", &tokens), true).unwrap();
+        Lfq::new(&LfqConfig { tc }, MTU, Stream::new(1, "lfq-test"))
+    }
+
+    fn pkt(key: u32, len: u32, seq: u32, at: Time) -> Packet {
+        let mut p = Packet::new(0, Direction::Forward, Kind::Data, len);
+        p.hash_key = key;
+        p.tcp.seq = seq;
+        p.enqueued_at = at;
+        p.ecn = Ecn::Ect0;
+        p
+    }
+
+    /// The scan pointer with skip flags shares bytes like DRR with a one-MTU quantum: two
+    /// backlogged flows of 1514- and 500-byte packets get equal bytes (within two MTUs at
+    /// every point), although they share one FIFO.
+    #[test]
+    fn scan_and_skip_share_bytes_fairly_between_packet_sizes() {
+        let mut q = build("lfq_cobalt");
+        let t = Time::from_secs(1);
+        // Interleaved arrivals: 1 big then 3 small, repeated (equal bytes offered).
+        for i in 0..300 {
+            q.enqueue(pkt(1, 1514, i, t), t);
+            for j in 0..3 {
+                q.enqueue(pkt(2, 500, 3 * i + j, t), t);
+            }
+        }
+        // Now a big-packet-heavy arrival order: 3 big then 1 small.
+        let (mut big, mut small) = (0i64, 0i64);
+        for _ in 0..600 {
+            let p = q.dequeue(t).unwrap();
+            if p.hash_key == 1 {
+                big += p.wire_len as i64;
+            } else {
+                small += p.wire_len as i64;
+            }
+            assert!((big - small).abs() <= 2 * MTU as i64, "{big} vs {small}");
+        }
+        assert!(big > 150_000 && small > 150_000);
+        // A FIFO would serve them in arrival order; with 3 big : 1 small arrivals DRR still
+        // equalises bytes.
+        let mut q = build("lfq_cobalt");
+        for i in 0..300 {
+            for j in 0..3 {
+                q.enqueue(pkt(1, 1514, 3 * i + j, t), t);
+            }
+            q.enqueue(pkt(2, 500, i, t), t);
+        }
+        let (mut big, mut small) = (0i64, 0i64);
+        for _ in 0..350 {
+            let p = q.dequeue(t).unwrap();
+            *(if p.hash_key == 1 { &mut big } else { &mut small }) += p.wire_len as i64;
+        }
+        assert!((big - small).abs() <= 2 * MTU as i64, "{big} vs {small}");
+        assert_eq!(q.stats().drops, 0);
+    }
+
+    /// Skip flags and deficits follow lfq_send and lfq_sweep exactly.
+    #[test]
+    fn send_flags_skip_and_sweep_clears_it() {
+        let mut q = build("lfq_cobalt");
+        let t = Time::from_secs(1);
+        for i in 0..4 {
+            q.enqueue(pkt(1, 500, i, t), t);
+        }
+        let f = flow_bucket(1, q.perturb, FLOWS as u32) as usize;
+        // First packet sparse (empty flow, deficit 0): sent, deficit 0 - 500 < 0 -> skip, +MTU.
+        assert_eq!(q.sparse.len, 1);
+        q.dequeue(t).unwrap();
+        assert_eq!((q.flows[f].deficit, q.flows[f].skip), (1014, true));
+        // The scan finds only skipped packets, sweeps (clearing skip) and sends from the head.
+        q.dequeue(t).unwrap();
+        assert_eq!((q.flows[f].deficit, q.flows[f].skip), (514, false));
+        q.dequeue(t).unwrap();
+        assert_eq!((q.flows[f].deficit, q.flows[f].skip), (14, false));
+        q.dequeue(t).unwrap();
+        assert_eq!((q.flows[f].deficit, q.flows[f].skip), (1028, true));
+        // Flagged skip, the flow's next packet is bulk even with nothing queued.
+        q.enqueue(pkt(1, 500, 9, t), t);
+        assert_eq!((q.sparse.len, q.bulk.len), (0, 1));
+        q.dequeue(t).unwrap();
+        // After a sweep with nothing queued the deficit is forgotten: sparse again.
+        q.sweep();
+        assert_eq!(q.flows[f].deficit, 0);
+        q.enqueue(pkt(1, 500, 10, t), t);
+        assert_eq!(q.sparse.len, 1);
+    }
+
+    /// A new flow's first packet is sparse and jumps the bulk queue; sparse packets get no
+    /// AQM. DSCP 4 packets use the low-latency parameters (which `sce-thresh` leaves off).
+    #[test]
+    fn sparse_first_packets_and_low_latency_parameters() {
+        let mut q = build("lfq_cobalt sce-thresh 8");
+        let t = Time::from_secs(1);
+        for i in 0..5 {
+            q.enqueue(pkt(1, 1514, i, t), t);
+        }
+        q.dequeue(t).unwrap();
+        q.dequeue(t).unwrap();
+        q.enqueue(pkt(2, 100, 0, t), t);
+        let p = q.dequeue(t).unwrap();
+        assert_eq!((p.hash_key, p.queue), (2, 0));
+        let ms = Time::from_millis;
+        assert_eq!((q.params.sce_interval, q.params.sce_target), (Some(Time::from_micros(12_500)), Time::from_micros(2500)));
+        assert_eq!((q.params_ll.ce_target, q.params_ll.ce_interval, q.params_ll.blue_thresh, q.params_ll.sce_interval), (ms(1), ms(20), ms(80), None));
+        // A DSCP 4 bulk packet with 2 ms of sojourn enters the LL CE state (1 ms target);
+        // a normal one does not (5 ms).
+        for (dscp, enters) in [(4u8, true), (0, false)] {
+            let mut q = build("lfq_cobalt");
+            for i in 0..3 {
+                let mut p = pkt(3, 1514, i, t);
+                p.dscp = dscp;
+                q.enqueue(p, t);
+            }
+            q.dequeue(t).unwrap(); // sparse
+            q.dequeue(t + ms(2)).unwrap();
+            let f = flow_bucket(3, q.perturb, FLOWS as u32) as usize;
+            assert_eq!(q.cvars[f].ce.dropping, enters, "dscp {dscp}");
+        }
+    }
+
+    #[test]
+    fn memlimit_drops_from_the_bulk_head() {
+        let mut q = build("lfq_cobalt memlimit 6056");
+        let t = Time::from_secs(1);
+        for i in 0..4 {
+            assert_eq!(q.enqueue(pkt(1, 1514, i, t), t), Enqueued::Queued);
+        }
+        assert_eq!(q.stats().drops, 0);
+        assert_eq!(q.enqueue(pkt(1, 1514, 4, t), t), Enqueued::Queued);
+        assert_eq!((q.stats().drops, q.len()), (1, 4));
+        // Seq 0 was sparse; seq 1, the bulk head, was dropped.
+        let seqs: Vec<u32> = (0..4).map(|_| q.dequeue(t).unwrap().tcp.seq).collect();
+        assert_eq!(seqs, [0, 2, 3, 4]);
+    }
+
+    #[test]
+    fn shaper_releases_packets_at_exactly_the_rate() {
+        let mut q = build("lfq_cobalt bandwidth 50Mbit sce-thresh 8");
+        let t0 = Time::from_secs(1);
+        for i in 0..10 {
+            q.enqueue(pkt(7, 1514, i, t0), t0);
+        }
+        let mut now = t0;
+        let mut times = vec![];
+        while !q.is_empty() {
+            match q.dequeue(now) {
+                Some(_) => times.push(now),
+                None => now = q.ready_at().expect("held by the shaper"),
+            }
+        }
+        assert_eq!(times, (0..10).map(|k| t0 + Time(k * 242_240)).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn parser_defaults_and_errors() {
+        let q = build("lfq_cobalt");
+        assert!(q.shaper.unlimited() && q.buffer_limit.is_none());
+        assert_eq!(q.params, SceParams::new());
+        assert!(QdiscSpec::parse("lfq_cobalt bandwidth 50Mbit sce-thresh 8").is_ok());
+        let e = QdiscSpec::parse("lfq_cobalt sce-thresh 0").unwrap_err();
+        assert!(e.contains("sce-thresh"), "{e}");
+        let e = QdiscSpec::parse("lfq_cobalt flows 4").unwrap_err();
+        assert!(e.contains("'flows'"), "{e}");
+    }
+}

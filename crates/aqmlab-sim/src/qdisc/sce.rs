@@ -72,7 +72,7 @@ impl SceTc {
             p.ce_interval = interval.max(Time(1));
             p.blue_thresh = Time(p.ce_interval.0 * 4);
             p.ce_target = target.max(Time(1));
-            p.sce_target = Time((p.ce_target.0 + 1) / 2);
+            p.sce_target = Time(p.ce_target.0.div_ceil(2));
         }
         if let Some(n) = self.sce {
             p.sce_interval = (n > 0).then(|| Time(p.ce_interval.0 / n as u64).max(Time(1)));
