@@ -140,6 +140,8 @@ pub struct FlowSummary {
     pub rto_events: u64,
     pub fast_recoveries: u64,
     pub ce_received: u64,
+    /// SCE-marked (ECT(1)) data packets received, on `ecn = "sce"` flows.
+    pub sce_received: u64,
     /// Flow completion time of a finite transfer, from its start.
     pub fct_s: Option<f64>,
 }
@@ -596,6 +598,7 @@ impl Simulation {
                     rto_events: f.sender.stats.rto_events,
                     fast_recoveries: f.sender.stats.fast_recoveries,
                     ce_received: f.receiver.ce_received as u64,
+                    sce_received: f.receiver.sce_received as u64,
                     fct_s: f.sender.stats.completed_at.map(|c| (c - f.start).as_secs_f64()),
                 }
             })

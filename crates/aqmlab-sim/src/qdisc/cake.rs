@@ -26,10 +26,10 @@
 //! See docs/algorithms/cake.md for what is not modelled.
 
 use super::cobalt::{self, Cobalt, Verdict};
+use super::shaper::{self, Compensation, CompensationParser, Framing, Shaper, TimePerByte};
 use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::rng::Stream;
-use crate::scenario::ETHERNET_HEADER_BYTES;
 use crate::time::{Rate, Time};
 use std::sync::Arc;
 
@@ -87,45 +87,6 @@ impl TinMode {
             TinMode::BestEffort => &["BestEffort"],
             TinMode::Diffserv3 => &["BestEffort", "Bulk", "Voice"],
         }
-    }
-}
-
-/// Link-layer framing for the shaper (`CAKE_ATM_*`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Framing {
-    None,
-    /// 48-byte payload per 53-byte ATM cell.
-    Atm,
-    /// PTM 64b/65b: one byte per 64 or part thereof.
-    Ptm,
-}
-
-/// Time per byte in fixed point, `rate_ns >> rate_shft` (`cake_set_rate`); zero = unlimited.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct TimePerByte {
-    ns: u64,
-    shift: u32,
-}
-
-impl TimePerByte {
-    fn new(bytes_per_sec: u64) -> TimePerByte {
-        if bytes_per_sec == 0 {
-            return TimePerByte::default();
-        }
-        const MIN_RATE: u64 = 64;
-        let mut shift = 34;
-        let mut ns = ((1_000_000_000u128 << shift) / bytes_per_sec.max(MIN_RATE) as u128) as u64;
-        while ns >> 34 != 0 {
-            ns >>= 1;
-            shift -= 1;
-        }
-        TimePerByte { ns, shift }
-    }
-    fn unlimited(self) -> bool {
-        self.ns == 0
-    }
-    fn duration(self, bytes: u32) -> Time {
-        Time((bytes as u64 * self.ns) >> self.shift)
     }
 }
 
@@ -448,8 +409,7 @@ pub struct Cake {
     buffer_used: u64,
     buffer_limit: u64,
     /// Global shaper (`rate_ns`, `time_next_packet`).
-    rate: TimePerByte,
-    time_next_packet: Time,
+    shaper: Shaper,
     cur_tin: usize,
     /// Hash perturbation, drawn once at build (stands for the kernel's random flow-hash key).
     perturb: u32,
@@ -473,7 +433,7 @@ impl Cake {
         let buffer_limit = auto.min((PACKET_LIMIT * mtu as u64).max(cfg.memlimit.unwrap_or(0)));
         let perturb = rng.next_u32();
         Cake {
-            rate: tins[0].rate,
+            shaper: Shaper::new(bytes_per_sec),
             tins,
             slab: Vec::with_capacity(1024),
             free: NO_SLOT,
@@ -481,7 +441,6 @@ impl Cake {
             backlog: 0,
             buffer_used: 0,
             buffer_limit,
-            time_next_packet: Time::ZERO,
             cur_tin: 0,
             perturb,
             rng,
@@ -508,17 +467,7 @@ impl Cake {
     /// `cake_calc_overhead`: the length the shaper and the DRR deficits count.
     fn adjusted_len(&self, wire_len: u32) -> u32 {
         let c = &self.cfg;
-        let mut len = wire_len as i64;
-        if c.overhead_flag {
-            len -= ETHERNET_HEADER_BYTES as i64;
-        }
-        len = (len + c.overhead as i64).max(0).max(c.mpu as i64);
-        match c.framing {
-            Framing::None => {}
-            Framing::Atm => len = (len + 47) / 48 * 53,
-            Framing::Ptm => len += (len + 63) / 64,
-        }
-        len as u32
+        Compensation { overhead: c.overhead, overhead_flag: c.overhead_flag, mpu: c.mpu, framing: c.framing }.adjusted_len(wire_len)
     }
 
     fn push(&mut self, t: usize, f: usize, pkt: Packet, adj_len: u32) {
@@ -596,7 +545,7 @@ impl Cake {
 
     /// The tin to serve (`cake_dequeue`, "Choose a class to work on").
     fn choose_tin(&mut self, now: Time) -> Option<usize> {
-        if self.rate.unlimited() {
+        if self.shaper.unlimited() {
             // Weighted DRR between tins.
             let (mut wrapped, mut empty) = (false, true);
             loop {
@@ -661,7 +610,7 @@ impl Cake {
 
     /// Charges a sent packet to the tin and global shaper (`cake_advance_shaper`).
     fn advance_shaper(&mut self, t: usize, len: u32, now: Time) {
-        if self.rate.unlimited() {
+        if self.shaper.unlimited() {
             return;
         }
         let tin = &mut self.tins[t];
@@ -671,7 +620,7 @@ impl Cake {
         } else if tin.time_next_packet < now + tin_dur {
             tin.time_next_packet = now + tin_dur;
         }
-        self.time_next_packet += self.rate.duration(len);
+        self.shaper.advance(len);
     }
 }
 
@@ -687,7 +636,7 @@ impl Qdisc for Cake {
             let tin = &mut self.tins[t];
             tin.time_next_packet = tin.time_next_packet.max(now);
             if self.qlen == 0 {
-                self.time_next_packet = self.time_next_packet.max(now);
+                self.shaper.unstale(now);
             }
         }
         pkt.queue = t as u8;
@@ -736,8 +685,8 @@ impl Qdisc for Cake {
             if self.qlen == 0 {
                 return None;
             }
-            if !self.rate.unlimited() && self.time_next_packet > now {
-                self.hold_until = Some(self.time_next_packet);
+            if let Some(t) = self.shaper.held_until(now) {
+                self.hold_until = Some(t);
                 return None;
             }
             let t = self.choose_tin(now)?;
@@ -889,35 +838,6 @@ impl QdiscConfig for CakeConfig {
     }
 }
 
-/// tc's `rtt` presets (`q_cake.c` `presets`): (name, target us, interval us).
-const PRESETS: &[(&str, u64, u64)] = &[
-    ("datacentre", 5, 100),
-    ("lan", 50, 1_000),
-    ("metro", 500, 10_000),
-    ("regional", 1_500, 30_000),
-    ("internet", 5_000, 100_000),
-    ("oceanic", 15_000, 300_000),
-    ("satellite", 50_000, 1_000_000),
-    ("interplanetary", 50_000_000, 1_000_000_000),
-];
-
-/// tc's framing keywords: (name, framing, overhead added, mpu).
-const FRAMINGS: &[(&str, Option<Framing>, i32, Option<u32>)] = &[
-    ("ipoa-vcmux", Some(Framing::Atm), 8, None),
-    ("ipoa-llcsnap", Some(Framing::Atm), 16, None),
-    ("bridged-vcmux", Some(Framing::Atm), 24, None),
-    ("bridged-llcsnap", Some(Framing::Atm), 32, None),
-    ("pppoa-vcmux", Some(Framing::Atm), 10, None),
-    ("pppoa-llc", Some(Framing::Atm), 14, None),
-    ("pppoe-vcmux", Some(Framing::Atm), 32, None),
-    ("pppoe-llcsnap", Some(Framing::Atm), 40, None),
-    ("pppoe-ptm", Some(Framing::Ptm), 30, None),
-    ("bridged-ptm", Some(Framing::Ptm), 22, None),
-    ("ethernet", None, 38, Some(84)),
-    ("ether-vlan", None, 4, None),
-    ("docsis", Some(Framing::None), 18, Some(64)),
-];
-
 /// Keywords that select a default or have no effect on this model.
 const NO_OPS: &[&str] = &["nonat", "nowash", "no-ack-filter", "egress", "split-gso", "no-split-gso", "via-ethernet"];
 
@@ -948,22 +868,18 @@ atm, ptm, noatm, ethernet, docsis, ...";
 /// [overhead N | conservative | raw | FRAMING] [mpu N] [atm | ptm | noatm]`, as tc-cake(8).
 pub fn parse_cake(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
     let mut c = CakeConfig::default();
-    // As tc's q_cake.c: keyword overheads accumulate, `overhead N` sets, `raw` clears.
-    let (mut overhead, mut overhead_set, mut raw) = (0i32, false, false);
+    let mut comp = CompensationParser::default();
     while let Some(key) = p.next_key() {
+        if comp.parse_key(key, p)? {
+            continue;
+        }
+        if let Some((rtt, target)) = shaper::parse_rtt_key(key, p)? {
+            (c.rtt, c.target) = (rtt, target);
+            continue;
+        }
         match key {
-            "bandwidth" => {
-                let r = p.rate(key)?;
-                c.bandwidth = (r.bits_per_sec() >= 8).then_some(r);
-            }
+            "bandwidth" => c.bandwidth = shaper::parse_bandwidth(key, p)?,
             "unlimited" => c.bandwidth = None,
-            "rtt" => {
-                let t = p.time(key)?;
-                // tc works in whole microseconds: target = rtt / 20, at least 1 us.
-                let us = t.as_micros().max(1);
-                c.rtt = Time::from_micros(us);
-                c.target = Time::from_micros((us / 20).max(1));
-            }
             "besteffort" => c.tin_mode = TinMode::BestEffort,
             "diffserv3" => c.tin_mode = TinMode::Diffserv3,
             "triple-isolate" => c.flow_mode = FLOW_TRIPLE,
@@ -971,52 +887,9 @@ pub fn parse_cake(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
             "dual-dsthost" => c.flow_mode = FLOW_DUAL_DST,
             "flows" => c.flow_mode = FLOW_FLOWS,
             "flowblind" => c.flow_mode = FLOW_NONE,
-            "memlimit" => {
-                let m = p.bytes(key)?;
-                if m == 0 || m > u32::MAX as u64 {
-                    return Err(p.invalid(format!("memlimit {m} is out of range 1..{}", u32::MAX)));
-                }
-                c.memlimit = Some(m);
-            }
-            "overhead" => {
-                overhead = p.real(key, -64.0..=256.0).and_then(|v| {
-                    if v.fract() == 0.0 {
-                        Ok(v as i32)
-                    } else {
-                        Err(p.invalid(format!("overhead {v} is not a whole number of bytes")))
-                    }
-                })?;
-                overhead_set = true;
-            }
-            "mpu" => c.mpu = p.uint(key, 0..=256)? as u32,
-            "raw" => {
-                c.framing = Framing::None;
-                overhead = 0;
-                overhead_set = true;
-                raw = true;
-            }
-            "conservative" => {
-                c.framing = Framing::Atm;
-                overhead = 48;
-                overhead_set = true;
-            }
-            "atm" => c.framing = Framing::Atm,
-            "ptm" => c.framing = Framing::Ptm,
-            "noatm" => c.framing = Framing::None,
+            "memlimit" => c.memlimit = Some(shaper::parse_memlimit(key, p)?),
             _ => {
-                if let Some(&(_, target, interval)) = PRESETS.iter().find(|(n, _, _)| *n == key) {
-                    c.target = Time::from_micros(target);
-                    c.rtt = Time::from_micros(interval);
-                } else if let Some(&(_, framing, add, mpu)) = FRAMINGS.iter().find(|(n, ..)| *n == key) {
-                    if let Some(fr) = framing {
-                        c.framing = fr;
-                    }
-                    overhead += add;
-                    overhead_set = true;
-                    if let Some(m) = mpu {
-                        c.mpu = m;
-                    }
-                } else if NO_OPS.contains(&key) {
+                if NO_OPS.contains(&key) {
                 } else if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == key) {
                     return Err(p.invalid(format!("'{key}' is not supported: {why}")));
                 } else {
@@ -1025,8 +898,8 @@ pub fn parse_cake(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
             }
         }
     }
-    c.overhead = if overhead_set { overhead } else { 0 };
-    c.overhead_flag = overhead_set && !raw;
+    let comp = comp.finish();
+    (c.overhead, c.overhead_flag, c.mpu, c.framing) = (comp.overhead, comp.overhead_flag, comp.mpu, comp.framing);
     Ok(Arc::new(c))
 }
 

@@ -7,7 +7,12 @@
 //!   steps per count, then one Newton step per count change) and the CoDel control law `t + interval/sqrt(count)`;
 //! - [`Blue`]: the BLUE drop probability with its rate-limited increment and decrement;
 //! - [`Schedule`]: CoDel's count / next-signal time / dropping flag;
-//! - [`Cobalt`]: CAKE's combination, with its three entry points.
+//! - [`Cobalt`]: CAKE's combination, with its three entry points;
+//! - [`CobaltSce`]: the SCE qdiscs' development of it (chromi/sce `sch_cnq_codel_af.c`,
+//!   `sch_twin_codel_af.c`, `sch_lfq_cobalt.c`): a second CoDel schedule that marks ECT(0)
+//!   packets ECT(1) at a lower target and "reflects" its schedule when it stops and restarts,
+//!   a CE schedule, BLUE raised when the sojourn passes a threshold, and Approximate Fairness
+//!   (sojourn weighted by the flow's share of the queue, [`Share`]).
 //!
 //! COBALT's CoDel differs from RFC 8289 CoDel: one `next` time serves both as the delay
 //! before the first signal and as the signal schedule; when the sojourn falls back below
@@ -15,7 +20,7 @@
 //! drops ignore ECN ("lack of ECN is deliberate"). Version read: torvalds/linux
 //! `sch_cake.c` as of v6.18 (BLUE draw only for packets not already dropped).
 
-use crate::packet::Packet;
+use crate::packet::{Ecn, Packet};
 use crate::rng::Stream;
 use crate::time::Time;
 
@@ -288,6 +293,239 @@ impl Cobalt {
     }
 }
 
+/// `cobalt_reflect` (chromi/sce): `2·now − t + interval/sqrt(count)`. A schedule that was
+/// due at `t` in the future is mirrored about `now`, so the time that was left before the
+/// next signal becomes time already elapsed towards the next one.
+pub fn reflect(now: Time, t: Time, interval: Time, isqrt: u32) -> Time {
+    let then = (2 * now.0 as i128 - t.0 as i128).max(0) as u64;
+    control(Time(then), interval, isqrt)
+}
+
+/// COBALT-SCE parameters (`struct cobalt_params` of the SCE qdiscs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SceParams {
+    /// CE schedule (CoDel with CE marking, or drop for Not-ECT).
+    pub ce_interval: Time,
+    pub ce_target: Time,
+    /// SCE schedule; `None` = SCE marking off (the kernel's `sce_interval == 0`).
+    pub sce_interval: Option<Time>,
+    pub sce_target: Time,
+    /// BLUE is raised when the (weighted) sojourn exceeds this.
+    pub blue_thresh: Time,
+    /// Left at 0 by these qdiscs (so the 2/4 x MTU-time sojourn floors are inert).
+    pub mtu_time: Time,
+    pub p_inc: u32,
+    pub p_dec: u32,
+}
+
+impl SceParams {
+    /// `cnq_init` / `lfq_init_cparams`: CE 5 ms / 100 ms, SCE off (target 2.5 ms), BLUE
+    /// threshold 400 ms, p_inc 1/256, p_dec 1/4096.
+    pub fn new() -> SceParams {
+        SceParams {
+            ce_interval: Time::from_millis(100),
+            ce_target: Time::from_millis(5),
+            sce_interval: None,
+            sce_target: Time::from_micros(2500),
+            blue_thresh: Time::from_millis(400),
+            mtu_time: Time::ZERO,
+            p_inc: P_INC,
+            p_dec: P_DEC,
+        }
+    }
+}
+
+impl Default for SceParams {
+    fn default() -> Self {
+        SceParams::new()
+    }
+}
+
+/// Approximate Fairness: the flow's queue occupancy relative to its fair share. The AQM
+/// compares `sojourn · flow_backlog · active_flows` with `threshold · total_backlog`
+/// (`cobalt_should_drop` of cnq/twin_codel_af: "weighted sojourn is compared against weighted
+/// targets; this penalises queue occupancy beyond fair share").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Share {
+    /// Packets of this flow in the queue (counting the one being dequeued).
+    pub flow_backlog: u32,
+    /// Flows with packets in the queue.
+    pub active_flows: u32,
+    /// Packets in the queue (counting the one being dequeued).
+    pub total_backlog: u32,
+}
+
+impl Share {
+    /// No weighting (lfq_cobalt): the plain sojourn is compared.
+    pub const PLAIN: Share = Share { flow_backlog: 1, active_flows: 1, total_backlog: 1 };
+
+    /// Whether the weighted sojourn exceeds the weighted `threshold`.
+    pub fn exceeds(&self, sojourn: Time, threshold: Time) -> bool {
+        sojourn.0 as u128 * self.flow_backlog as u128 * self.active_flows as u128 > threshold.0 as u128 * self.total_backlog as u128
+    }
+}
+
+/// What COBALT-SCE did to a dequeued packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SceSignals {
+    /// ECT(0) was changed to ECT(1) by the SCE schedule.
+    pub sce_marked: bool,
+    /// CE was set by the CE schedule.
+    pub ce_marked: bool,
+    /// Drop it: a CE-schedule signal on a Not-ECT packet, or a BLUE drop.
+    pub drop: bool,
+}
+
+/// The per-flow state of COBALT-SCE (`struct cobalt_vars` of the SCE qdiscs): two CoDel
+/// schedules and BLUE.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CobaltSce {
+    pub ce: Schedule,
+    pub sce: Schedule,
+    pub blue: Blue,
+}
+
+/// Changes `this.count` by one and, as `cobalt_invsqrt` does, refreshes both schedules'
+/// 1/sqrt (the other one's count is unchanged; above the cache it gets one more Newton step).
+fn recount(this: &mut Schedule, other: &mut Schedule, up: bool) {
+    this.count = if up { this.count.saturating_add(1) } else { this.count - 1 };
+    this.isqrt = inv_sqrt(this.count, this.isqrt);
+    other.isqrt = inv_sqrt(other.count, other.isqrt);
+}
+
+/// One schedule's half of the SCE qdiscs' `cobalt_should_drop`, up to the signal: enters the
+/// signalling state when over target (first signal one step from now), leaves it otherwise;
+/// on either transition the next time restarts one step from now, or, with `reflecting`
+/// (the SCE schedule) and no signal overdue, is reflected ([`reflect`]). When no signal is
+/// due, each elapsed step takes one off the count. Returns whether a signal is due on this
+/// packet and the kernel's `schedule` (now − next, as last computed).
+fn half_step(this: &mut Schedule, other: &mut Schedule, over: bool, now: Time, interval: Time, reflecting: bool) -> (bool, i128) {
+    let mut schedule = signed_sub(now, this.next);
+    let mut next_due = this.count != 0 && schedule >= 0;
+    let restart = |s: &Schedule, due: bool| {
+        if reflecting && !due {
+            reflect(now, s.next, interval, s.isqrt)
+        } else {
+            control(now, interval, s.isqrt)
+        }
+    };
+    if over {
+        if !this.dropping {
+            this.dropping = true;
+            this.next = restart(this, next_due);
+            next_due = false;
+        }
+        if this.count == 0 {
+            this.count = 1;
+        }
+    } else if this.dropping {
+        this.next = restart(this, next_due);
+        this.dropping = false;
+    }
+    if next_due && this.dropping {
+        return (true, schedule);
+    }
+    while next_due {
+        recount(this, other, false);
+        this.next = control(this.next, interval, this.isqrt);
+        schedule = signed_sub(now, this.next);
+        next_due = this.count != 0 && schedule >= 0;
+    }
+    (false, schedule)
+}
+
+impl CobaltSce {
+    /// `cobalt_should_drop` of the SCE qdiscs on a dequeued packet; may set ECT(1) or CE on
+    /// it. `share` weights the sojourn for Approximate Fairness ([`Share::PLAIN`]: none).
+    pub fn should_drop(&mut self, p: &SceParams, now: Time, pkt: &mut Packet, share: Share, rng: &mut Stream) -> SceSignals {
+        let sojourn = now - pkt.enqueued_at;
+        let mut out = SceSignals::default();
+
+        // SCE schedule, if enabled: marks by turning ECT(0) into ECT(1) (INET_ECN_set_ect1);
+        // a due signal that finds no ECT(0) packet stays due.
+        let over = p.sce_interval.is_some() && share.exceeds(sojourn, p.sce_target) && sojourn.0 > p.mtu_time.0.saturating_mul(2);
+        let sce_interval = p.sce_interval.unwrap_or(Time::ZERO);
+        let (due, _) = half_step(&mut self.sce, &mut self.ce, over, now, sce_interval, true);
+        if due && pkt.ecn == Ecn::Ect0 {
+            pkt.ecn = Ecn::Ect1;
+            out.sce_marked = true;
+            recount(&mut self.sce, &mut self.ce, true);
+            self.sce.advance(sce_interval);
+        }
+
+        // CE schedule: CE-marks ECN-capable packets, drops the others.
+        let over = share.exceeds(sojourn, p.ce_target) && sojourn.0 > p.mtu_time.0.saturating_mul(4);
+        let (due, mut schedule) = half_step(&mut self.ce, &mut self.sce, over, now, p.ce_interval, false);
+        if due {
+            out.ce_marked = pkt.ecn.set_ce();
+            out.drop = !out.ce_marked;
+            recount(&mut self.ce, &mut self.sce, true);
+            self.ce.advance(p.ce_interval);
+            schedule = signed_sub(now, self.ce.next);
+        }
+
+        // BLUE: raised by a (weighted) sojourn above its threshold; drops regardless of ECN.
+        if share.exceeds(sojourn, p.blue_thresh) {
+            self.queue_full(p, now);
+        }
+        if self.blue.draw(rng) {
+            out.drop = true;
+        }
+
+        // The CE schedule's next time doubles as an activity timeout.
+        if self.ce.count == 0 {
+            self.ce.next = now + p.ce_interval;
+        } else if schedule > 0 && !out.drop {
+            self.ce.next = now;
+        }
+        out
+    }
+
+    /// `cobalt_queue_full`: raises BLUE (at most once per CE target) and arms both schedules
+    /// to signal from now. Returns true if BLUE became active.
+    pub fn queue_full(&mut self, p: &SceParams, now: Time) -> bool {
+        let up = self.blue.raise(now, p.ce_target, p.p_inc);
+        let arm = |s: &mut Schedule| {
+            s.dropping = true;
+            s.next = now;
+            if s.count == 0 {
+                s.count = 1;
+            }
+        };
+        arm(&mut self.ce);
+        if p.sce_interval.is_some() {
+            arm(&mut self.sce);
+        }
+        up
+    }
+
+    /// `cobalt_queue_empty` of the SCE qdiscs: lowers BLUE (at most once per CE target),
+    /// takes every elapsed step off both counts, and leaves the signalling states: the CE
+    /// schedule restarts one step from now, the SCE schedule is reflected. Returns true if
+    /// BLUE became quiescent.
+    pub fn queue_empty(&mut self, p: &SceParams, now: Time) -> bool {
+        let down = self.blue.lower(now, p.ce_target, p.p_dec);
+        let sce_interval = p.sce_interval.unwrap_or(Time::ZERO);
+        while self.ce.due(now) {
+            recount(&mut self.ce, &mut self.sce, false);
+            self.ce.advance(p.ce_interval);
+        }
+        if self.ce.dropping {
+            self.ce.next = control(now, p.ce_interval, self.ce.isqrt);
+            self.ce.dropping = false;
+        }
+        while self.sce.due(now) {
+            recount(&mut self.sce, &mut self.ce, false);
+            self.sce.advance(sce_interval);
+        }
+        if self.sce.dropping {
+            self.sce.next = reflect(now, self.sce.next, sce_interval, self.sce.isqrt);
+            self.sce.dropping = false;
+        }
+        down
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -473,5 +711,205 @@ mod tests {
         }
         let frac = drops as f64 / n as f64;
         assert!((frac - 0.25).abs() < 0.01, "{frac}");
+    }
+    // ---- COBALT-SCE (chromi/sce) ----
+
+    fn sce_params() -> SceParams {
+        SceParams { sce_interval: Some(Time::from_millis(25)), ..SceParams::new() }
+    }
+
+    /// A flow that has signalled before: 1/sqrt at the cached 1.0 for both schedules.
+    fn used() -> CobaltSce {
+        let mut c = CobaltSce::default();
+        c.ce.isqrt = u32::MAX;
+        c.sce.isqrt = u32::MAX;
+        c
+    }
+
+    /// Standing queue between the SCE and CE targets: only the SCE schedule signals, turning
+    /// ECT(0) into ECT(1) at the CoDel law on the SCE interval: the first mark one interval
+    /// after entering (the schedule reflected about a neutral `next = now`), then
+    /// 25 ms / sqrt(k) apart.
+    #[test]
+    fn sce_schedule_marks_ect1_at_interval_over_sqrt_count() {
+        let p = sce_params();
+        let mut c = used();
+        let t0 = Time::from_secs(1);
+        c.sce.next = t0;
+        c.ce.next = t0 + p.ce_interval;
+        let mut rng = Stream::new(1, "sce");
+        let step = Time::from_micros(100);
+        let mut now = t0;
+        let mut marks = vec![];
+        while now < t0 + Time::from_secs(2) {
+            let mut pk = pkt(now - Time::from_millis(3), Ecn::Ect0);
+            let s = c.should_drop(&p, now, &mut pk, Share::PLAIN, &mut rng);
+            assert!(!s.ce_marked && !s.drop, "3 ms is below the CE target");
+            assert_eq!(s.sce_marked, pk.ecn == Ecn::Ect1);
+            if s.sce_marked {
+                marks.push(now);
+            }
+            now += step;
+        }
+        assert_eq!(marks[0], t0 + p.sce_interval.unwrap());
+        for (k, w) in marks.windows(2).enumerate().take(40) {
+            let expect = 25e6 / (k as f64 + 2.0).sqrt();
+            let got = (w[1] - w[0]).0 as f64;
+            assert!((got - expect).abs() <= step.0 as f64 + 1.0, "mark {k}: gap {got} ns, law {expect}");
+        }
+        assert_eq!(c.sce.count as usize, marks.len() + 1);
+        // A due signal that meets a packet it cannot mark (Not-ECT, or already ECT(1)) stays
+        // due for the next ECT(0) packet.
+        let mut c = used();
+        c.sce = Schedule { count: 3, isqrt: inv_sqrt(3, 0), next: t0, dropping: true };
+        let mut a = pkt(t0 - Time::from_millis(3), Ecn::NotEct);
+        assert_eq!(c.should_drop(&p, t0, &mut a, Share::PLAIN, &mut rng), SceSignals::default());
+        assert_eq!((a.ecn, c.sce.count), (Ecn::NotEct, 3));
+        let mut b = pkt(t0 - Time::from_millis(3), Ecn::Ect0);
+        assert!(c.should_drop(&p, t0, &mut b, Share::PLAIN, &mut rng).sce_marked);
+        assert_eq!(c.sce.count, 4);
+    }
+
+    /// Leaving and re-entering the SCE state reflects the schedule about now: a signal that
+    /// was 10 ms away becomes 10 ms ago, plus one step. The CE schedule instead restarts one
+    /// step from now.
+    #[test]
+    fn sce_schedule_reflects_on_leaving_and_reentering() {
+        let p = sce_params();
+        let sce_iv = p.sce_interval.unwrap();
+        let mut rng = Stream::new(1, "sce");
+        let t = Time::from_secs(5);
+        let mut c = used();
+        let isqrt4 = inv_sqrt(4, 0);
+        c.sce = Schedule { count: 4, isqrt: isqrt4, next: t + Time::from_millis(10), dropping: true };
+        c.ce = Schedule { count: 4, isqrt: isqrt4, next: t + Time::from_millis(10), dropping: true };
+        // Below both targets: leave. count 4: step = 25 ms / 2 = 12.5 ms (CE: 50 ms).
+        let mut a = pkt(t, Ecn::Ect0);
+        c.should_drop(&p, t, &mut a, Share::PLAIN, &mut rng);
+        assert!(!c.sce.dropping && !c.ce.dropping);
+        assert_eq!(c.sce.next, t - Time::from_millis(10) + control(Time::ZERO, sce_iv, isqrt4));
+        assert!(c.sce.next.0.abs_diff((t + Time::from_micros(2_500)).0) <= 1, "{:?}", c.sce.next);
+        assert_eq!(c.ce.next, control(t, p.ce_interval, isqrt4));
+        // Re-enter 1 ms later (3 ms sojourn: SCE only), about 1.5 ms before the reflected
+        // time: reflected again, to about 1.5 ms ago + 12.5 ms (not 1 ms + 12.5 ms).
+        let t1 = t + Time::from_millis(1);
+        let before = c.sce.next;
+        let mut b = pkt(t1 - Time::from_millis(3), Ecn::Ect0);
+        c.should_drop(&p, t1, &mut b, Share::PLAIN, &mut rng);
+        assert!(c.sce.dropping && !c.ce.dropping);
+        assert_eq!(c.sce.next, Time(2 * t1.0 - before.0) + control(Time::ZERO, sce_iv, isqrt4));
+        assert!(c.sce.next.0.abs_diff((t + Time::from_millis(12)).0) <= 2);
+        // Re-entering with a signal overdue restarts one step from now instead.
+        let mut c = used();
+        c.sce = Schedule { count: 4, isqrt: isqrt4, next: t - Time::from_millis(1), dropping: false };
+        let mut d = pkt(t - Time::from_millis(3), Ecn::Ect0);
+        let s = c.should_drop(&p, t, &mut d, Share::PLAIN, &mut rng);
+        assert!(!s.sce_marked, "entering never signals at once");
+        assert_eq!(c.sce.next, control(t, sce_iv, isqrt4));
+        // queue_empty reflects the SCE schedule too, and restarts the CE one.
+        let mut c = used();
+        c.sce = Schedule { count: 4, isqrt: isqrt4, next: t + Time::from_millis(10), dropping: true };
+        c.ce = Schedule { count: 4, isqrt: isqrt4, next: t + Time::from_millis(10), dropping: true };
+        c.queue_empty(&p, t);
+        assert_eq!(c.sce.next, t - Time::from_millis(10) + control(Time::ZERO, sce_iv, isqrt4));
+        assert_eq!(c.ce.next, control(t, p.ce_interval, isqrt4));
+    }
+
+    /// The CE schedule: above the CE target, CE on ECN-capable packets (also those the SCE
+    /// schedule just made ECT(1)) and drops of Not-ECT ones, 100 ms / sqrt(k) apart; the
+    /// first one interval after entering.
+    #[test]
+    fn ce_schedule_marks_or_drops_at_interval_over_sqrt_count() {
+        let p = sce_params();
+        for ecn in [Ecn::Ect0, Ecn::NotEct] {
+            let mut c = used();
+            let t0 = Time::from_secs(1);
+            c.ce.next = t0 + p.ce_interval;
+            c.sce.next = t0;
+            let mut rng = Stream::new(1, "ce");
+            let step = Time::from_micros(100);
+            let mut now = t0;
+            let mut signals = vec![];
+            while now < t0 + Time::from_secs(3) {
+                let mut pk = pkt(now - Time::from_millis(20), ecn);
+                let s = c.should_drop(&p, now, &mut pk, Share::PLAIN, &mut rng);
+                if ecn == Ecn::Ect0 {
+                    assert!(!s.drop);
+                    assert_eq!(s.ce_marked, pk.ecn == Ecn::Ce);
+                } else {
+                    assert!(!s.ce_marked && !s.sce_marked && pk.ecn == Ecn::NotEct);
+                }
+                if s.ce_marked || s.drop {
+                    signals.push(now);
+                }
+                now += step;
+            }
+            assert_eq!(signals[0], t0 + p.ce_interval, "{ecn:?}");
+            for (k, w) in signals.windows(2).enumerate().take(40) {
+                let expect = 100e6 / (k as f64 + 2.0).sqrt();
+                let got = (w[1] - w[0]).0 as f64;
+                assert!((got - expect).abs() <= step.0 as f64 + 1.0, "{ecn:?} signal {k}: gap {got}, law {expect}");
+            }
+        }
+    }
+
+    /// Approximate Fairness, closed form: over target iff
+    /// sojourn · flow_backlog · active_flows > target · total_backlog. With 4 active flows and
+    /// 100 packets queued, a flow holding 50 (twice its fair share of 25) is over the 5 ms CE
+    /// target from 2.5 ms of sojourn; one holding 10 only from 12.5 ms.
+    #[test]
+    fn approximate_fairness_signals_a_flow_above_its_fair_share_earlier() {
+        let p = SceParams::new();
+        let fat = Share { flow_backlog: 50, active_flows: 4, total_backlog: 100 };
+        let thin = Share { flow_backlog: 10, active_flows: 4, total_backlog: 100 };
+        let fair = Share { flow_backlog: 25, active_flows: 4, total_backlog: 100 };
+        let us = Time::from_micros;
+        assert!(!fat.exceeds(us(2_500), p.ce_target) && fat.exceeds(us(2_500) + Time(1), p.ce_target));
+        assert!(!thin.exceeds(us(12_500), p.ce_target) && thin.exceeds(us(12_500) + Time(1), p.ce_target));
+        assert!(!fair.exceeds(us(5_000), p.ce_target) && fair.exceeds(us(5_000) + Time(1), p.ce_target));
+        assert_eq!(Share::PLAIN.exceeds(us(5_001), p.ce_target), fair.exceeds(us(5_001), p.ce_target));
+        // Through should_drop: at 4 ms of sojourn the fat flow enters the CE state, the thin
+        // one does not.
+        let mut rng = Stream::new(1, "af");
+        let now = Time::from_secs(1);
+        for (share, enters) in [(fat, true), (thin, false), (fair, false)] {
+            let mut c = used();
+            let mut pk = pkt(now - us(4_000), Ecn::Ect0);
+            c.should_drop(&p, now, &mut pk, share, &mut rng);
+            assert_eq!(c.ce.dropping, enters, "{share:?}");
+        }
+        // BLUE likewise: the fat flow raises it from 200 ms of sojourn (threshold 400 ms).
+        let mut c = used();
+        let mut pk = pkt(now - us(200_001), Ecn::Ect0);
+        c.should_drop(&p, now, &mut pk, fat, &mut rng);
+        assert_eq!(c.blue.p_drop, P_INC);
+        let mut c = used();
+        let mut pk = pkt(now - us(399_000), Ecn::Ect0);
+        c.should_drop(&p, now, &mut pk, Share::PLAIN, &mut rng);
+        assert_eq!(c.blue.p_drop, 0);
+    }
+
+    /// BLUE in COBALT-SCE: a sojourn above the threshold raises p_drop (once per CE target)
+    /// and arms both schedules to signal at once; a sparse or idle dequeue lowers it.
+    #[test]
+    fn sojourn_triggered_blue_arms_both_schedules() {
+        let p = sce_params();
+        let mut c = used();
+        let mut rng = Stream::new(1, "blue");
+        let t = Time::from_secs(2);
+        let mut pk = pkt(t - Time::from_millis(450), Ecn::Ect0);
+        c.should_drop(&p, t, &mut pk, Share::PLAIN, &mut rng);
+        assert_eq!(c.blue.p_drop, P_INC);
+        assert!(c.ce.dropping && c.sce.dropping && c.ce.count >= 1 && c.sce.count >= 1);
+        assert_eq!(c.sce.next, t);
+        // With SCE off the SCE schedule is left alone.
+        let mut c = used();
+        let off = SceParams::new();
+        c.queue_full(&off, t);
+        assert!(c.ce.dropping && !c.sce.dropping && c.sce.count == 0);
+        assert!(!c.queue_empty(&off, t + off.ce_target));
+        assert_eq!(c.blue.p_drop, P_INC, "held for one CE target");
+        assert!(!c.queue_empty(&off, t + off.ce_target + Time(1)));
+        assert_eq!(c.blue.p_drop, P_INC - P_DEC);
     }
 }

@@ -8,13 +8,17 @@
 mod cake;
 pub mod cobalt;
 pub mod codel;
+mod cnq;
 mod dualpi2;
 mod fifo;
 pub mod fq_codel;
 mod hred;
+mod lfq;
 mod pie;
 mod queue;
 mod red;
+mod sce;
+pub mod shaper;
 pub mod sfq_codel;
 mod spec;
 
@@ -41,6 +45,9 @@ pub const REGISTRY: &[(&str, Parser)] = &[
     ("fq_codel", fq_codel::parse_fq_codel),
     ("sfq_codel", sfq_codel::parse_sfq_codel),
     ("cake", cake::parse_cake),
+    ("cnq_codel_af", cnq::parse_cnq_codel_af),
+    ("twin_codel_af", cnq::parse_twin_codel_af),
+    ("lfq_cobalt", lfq::parse_lfq_cobalt),
 ];
 
 /// Flow hash of a packet for flow-queueing disciplines: `hash_key` (the 5-tuple stand-in)

@@ -1,0 +1,119 @@
+//! The tc parameters shared by the SCE qdiscs of chromi/sce (`cnq_codel_af`,
+//! `twin_codel_af`, `lfq_cobalt`): CAKE's netlink attributes (`TCA_CAKE_BASE_RATE64`, `_RTT`,
+//! `_TARGET`, `_SCE`, `_OVERHEAD`, `_MPU`, `_ATM`, `_RAW`, lfq also `_MEMORY`) as the SCE
+//! fork's tc (`q_cnq_cobalt.c`, `cnq_parse_opt`) writes them, and how each qdisc's `change`
+//! function turns them into COBALT-SCE parameters.
+
+use super::cobalt::SceParams;
+use super::shaper::{self, Compensation, CompensationParser};
+use super::Params;
+use crate::time::{Rate, Time};
+
+/// Parsed tc parameters of an SCE qdisc.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SceTc {
+    /// `bandwidth RATE` (`None`: unlimited, the default).
+    pub bandwidth: Option<Rate>,
+    pub comp: Compensation,
+    /// `rtt TIME` or a preset: (interval, target = rtt / 20), sent as `TCA_CAKE_RTT` and
+    /// `TCA_CAKE_TARGET`.
+    pub rtt: Option<(Time, Time)>,
+    /// `sce-thresh N` (1..=1024), `sce` (1) or `no-sce` (0): `TCA_CAKE_SCE`.
+    pub sce: Option<u32>,
+    /// `memlimit SIZE` (lfq_cobalt only): `TCA_CAKE_MEMORY`.
+    pub memlimit: Option<u64>,
+}
+
+const KNOWN: &str = "bandwidth, unlimited, rtt, datacentre..interplanetary, sce-thresh, sce, no-sce, \
+overhead, mpu, raw, conservative, atm, ptm, noatm, ethernet, docsis, ...";
+const KNOWN_LFQ: &str = "bandwidth, unlimited, rtt, datacentre..interplanetary, sce-thresh, sce, no-sce, \
+memlimit, overhead, mpu, raw, conservative, atm, ptm, noatm, ethernet, docsis, ...";
+
+/// `KIND [bandwidth RATE | unlimited] [rtt TIME | PRESET] [sce | no-sce | sce-thresh N]
+/// [overhead N | conservative | raw | FRAMING] [mpu N] [atm | ptm | noatm]` (and
+/// `[memlimit SIZE]` when `memlimit` is true), as `cnq_parse_opt`.
+pub fn parse(p: &mut Params, memlimit: bool) -> Result<SceTc, String> {
+    let mut tc = SceTc { bandwidth: None, comp: Compensation::default(), rtt: None, sce: None, memlimit: None };
+    let mut comp = CompensationParser::default();
+    while let Some(key) = p.next_key() {
+        if comp.parse_key(key, p)? {
+            continue;
+        }
+        if let Some(rt) = shaper::parse_rtt_key(key, p)? {
+            tc.rtt = Some(rt);
+            continue;
+        }
+        match key {
+            "bandwidth" => tc.bandwidth = shaper::parse_bandwidth(key, p)?,
+            "unlimited" => tc.bandwidth = None,
+            "sce-thresh" => tc.sce = Some(p.uint(key, 1..=1024)? as u32),
+            "sce" => tc.sce = Some(1),
+            "no-sce" => tc.sce = Some(0),
+            "memlimit" if memlimit => tc.memlimit = Some(shaper::parse_memlimit(key, p)?),
+            _ => return Err(p.unknown(key, if memlimit { KNOWN_LFQ } else { KNOWN })),
+        }
+    }
+    tc.comp = comp.finish();
+    Ok(tc)
+}
+
+impl SceTc {
+    /// Shaper rate in bytes per second (0: unlimited).
+    pub fn bytes_per_sec(&self) -> u64 {
+        self.bandwidth.map_or(0, |r| r.bits_per_sec() / 8)
+    }
+
+    /// `cnq_change` / `lfq_change` applied to `p`: `rtt` sets the CE interval (at least 1 ns)
+    /// and BLUE's threshold to 4 intervals; the target sets the CE target (at least 1 ns) and
+    /// the SCE target to half of it, rounded up; `sce-thresh N` sets the SCE interval to the
+    /// CE interval / N (at least 1 ns), 0 turns SCE marking off.
+    pub fn apply(&self, mut p: SceParams) -> SceParams {
+        if let Some((interval, target)) = self.rtt {
+            p.ce_interval = interval.max(Time(1));
+            p.blue_thresh = Time(p.ce_interval.0 * 4);
+            p.ce_target = target.max(Time(1));
+            p.sce_target = Time(p.ce_target.0.div_ceil(2));
+        }
+        if let Some(n) = self.sce {
+            p.sce_interval = (n > 0).then(|| Time(p.ce_interval.0 / n as u64).max(Time(1)));
+        }
+        p
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tc(s: &str, memlimit: bool) -> Result<SceTc, String> {
+        let tokens: Vec<String> = s.split_whitespace().map(str::to_string).collect();
+        parse(&mut Params::new("lfq_cobalt", &tokens), memlimit)
+    }
+
+    #[test]
+    fn sce_thresh_divides_the_ce_interval_and_rtt_sets_targets() {
+        let d = SceParams::new();
+        let p = tc("sce-thresh 4", false).unwrap().apply(d);
+        assert_eq!(p.sce_interval, Some(Time::from_millis(25)));
+        let p = tc("sce-thresh 8", false).unwrap().apply(d);
+        assert_eq!(p.sce_interval, Some(Time::from_micros(12_500)));
+        assert_eq!(tc("sce", false).unwrap().apply(d).sce_interval, Some(Time::from_millis(100)));
+        assert_eq!(tc("sce no-sce", false).unwrap().apply(d).sce_interval, None);
+        let p = tc("rtt 20ms sce-thresh 4", false).unwrap().apply(d);
+        assert_eq!((p.ce_interval, p.ce_target, p.sce_target), (Time::from_millis(20), Time::from_millis(1), Time::from_micros(500)));
+        assert_eq!((p.blue_thresh, p.sce_interval), (Time::from_millis(80), Some(Time::from_millis(5))));
+        // Unchanged without parameters.
+        assert_eq!(tc("", false).unwrap().apply(d), d);
+    }
+
+    #[test]
+    fn errors_name_the_parameter() {
+        assert!(tc("sce-thresh 0", false).unwrap_err().contains("sce-thresh"));
+        assert!(tc("sce-thresh 2000", false).unwrap_err().contains("sce-thresh"));
+        assert!(tc("bandwidth fast", false).unwrap_err().contains("bandwidth"));
+        let e = tc("memlimit 1mb", false).unwrap_err();
+        assert!(e.contains("'memlimit'"), "{e}");
+        assert_eq!(tc("memlimit 1mb", true).unwrap().memlimit, Some(1 << 20));
+        assert!(tc("target 5ms", false).unwrap_err().contains("'target'"));
+    }
+}
