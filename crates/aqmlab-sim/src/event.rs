@@ -31,6 +31,10 @@ pub enum FlowTimer {
     Reorder,
     /// A latency probe's next request.
     ProbeSend,
+    /// A media source's next video frame, its paced transmission, its receiver's feedback.
+    MediaFrame,
+    MediaPace,
+    MediaFeedback,
 }
 
 #[derive(Debug)]

@@ -83,6 +83,11 @@ pub enum Kind {
     /// Latency-probe request and its echo (UDP, irtt-like).
     ProbeRequest,
     ProbeReply,
+    /// An RTP media packet (`tcp.seq` = RTP sequence number, `tcp.payload` = RTP bytes,
+    /// `tcp.cwr` = RTP marker bit, `origin` = the frame's capture time) and its RTCP
+    /// congestion-control feedback (RFC 8888; `tcp.sacks[0]` = the reported sequence range).
+    Media,
+    MediaFeedback,
 }
 
 /// A packet in flight. `Copy` and about 90 bytes, so queues hold packets inline.

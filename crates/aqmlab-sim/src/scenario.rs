@@ -34,6 +34,9 @@ pub struct Scenario {
     /// Latency probes (isochronous UDP request/response, irtt-like).
     #[serde(default)]
     pub probes: Vec<ProbeSpec>,
+    /// Real-time media flows over UDP (SCReAM).
+    #[serde(default)]
+    pub media: Vec<MediaSpec>,
 }
 
 fn default_seed() -> u64 {
@@ -220,6 +223,77 @@ fn default_probe_ecn() -> Codepoint {
     Codepoint::NotEct
 }
 
+/// Media congestion controls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MediaKind {
+    /// SCReAM v2 (`apps::scream`); ECT(1) selects its L4S mode.
+    Scream,
+}
+
+/// A real-time video flow: an RTP-like source at a target bitrate set by its congestion
+/// control, with per-packet feedback from the receiver. Defaults are the SCReAM test tool's.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MediaSpec {
+    /// Label; defaults to `<kind>-<index>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    pub kind: MediaKind,
+    /// Base round-trip time of the path.
+    #[serde(deserialize_with = "de_time")]
+    pub rtt: Time,
+    #[serde(default, deserialize_with = "de_time")]
+    pub start: Time,
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub stop: Option<Time>,
+    /// Codepoint of the media packets: "ect1" for L4S mode, "ect0" classic ECN, "not-ect".
+    #[serde(default = "default_probe_ecn")]
+    pub ecn: Codepoint,
+    #[serde(default)]
+    pub dscp: u8,
+    #[serde(default = "default_media_min", deserialize_with = "de_rate")]
+    pub min_bitrate: Rate,
+    #[serde(default = "default_media_min", deserialize_with = "de_rate")]
+    pub start_bitrate: Rate,
+    #[serde(default = "default_media_max", deserialize_with = "de_rate")]
+    pub max_bitrate: Rate,
+    /// Frames per second.
+    #[serde(default = "default_frame_rate")]
+    pub frame_rate: f64,
+    /// Frame size variation in percent, as the tool's `-rand X`: each frame is
+    /// nominal × (1 + (u − ½)·X/100) with u uniform in [0, 1).
+    #[serde(default)]
+    pub frame_size_variation: f64,
+    /// Pacing microburst: packets leave back to back until their pacing intervals add up to this.
+    #[serde(default = "default_microburst", deserialize_with = "de_time")]
+    pub microburst_interval: Time,
+    /// Largest RTP payload in bytes (the tool's `-mtu`).
+    #[serde(default = "default_media_packet")]
+    pub packet_size: u32,
+    #[serde(default = "default_media_qdelay_target", deserialize_with = "de_time")]
+    pub queue_delay_target: Time,
+}
+
+fn default_media_min() -> Rate {
+    Rate(1_000_000)
+}
+fn default_media_max() -> Rate {
+    Rate(500_000_000)
+}
+fn default_frame_rate() -> f64 {
+    50.0
+}
+fn default_microburst() -> Time {
+    Time::from_micros(500)
+}
+fn default_media_packet() -> u32 {
+    1200
+}
+fn default_media_qdelay_target() -> Time {
+    Time::from_millis(60)
+}
+
 fn default_ecn() -> EcnMode {
     EcnMode::Off
 }
@@ -366,8 +440,41 @@ impl Scenario {
         if self.duration > Time::from_secs(100_000) {
             return err("duration", "must be at most 100000s".into());
         }
-        if self.flows.is_empty() && self.probes.is_empty() {
-            return err("flows", "at least one [[flows]] or [[probes]] entry is needed".into());
+        if self.flows.is_empty() && self.probes.is_empty() && self.media.is_empty() {
+            return err("flows", "at least one [[flows]], [[probes]] or [[media]] entry is needed".into());
+        }
+        for (i, m) in self.media.iter().enumerate() {
+            let k = |name: &str| format!("media[{i}].{name}");
+            if m.rtt < Time::from_micros(2) {
+                return err(&k("rtt"), "must be at least 2us".into());
+            }
+            if m.min_bitrate.0 == 0 || m.min_bitrate > m.start_bitrate || m.start_bitrate > m.max_bitrate {
+                return err(&k("start_bitrate"), "need 0 < min_bitrate <= start_bitrate <= max_bitrate".into());
+            }
+            if !(m.frame_rate > 0.0 && m.frame_rate <= 1000.0) {
+                return err(&k("frame_rate"), format!("{} is out of range (0, 1000]", m.frame_rate));
+            }
+            if !(0.0..=200.0).contains(&m.frame_size_variation) {
+                return err(&k("frame_size_variation"), format!("{} is out of range 0..200 %", m.frame_size_variation));
+            }
+            if m.microburst_interval < Time::from_micros(1) || m.microburst_interval > Time::from_millis(100) {
+                return err(&k("microburst_interval"), "must be within 1us..100ms".into());
+            }
+            if !(20..=1460).contains(&m.packet_size) {
+                return err(&k("packet_size"), format!("{} is out of range 20..1460 bytes", m.packet_size));
+            }
+            if m.queue_delay_target < Time::from_millis(1) {
+                return err(&k("queue_delay_target"), "must be at least 1ms".into());
+            }
+            if m.dscp > 63 {
+                return err(&k("dscp"), format!("{} is out of range 0..63", m.dscp));
+            }
+            if m.start >= self.duration {
+                return err(&k("start"), format!("{} is not before the end of the run ({})", m.start, self.duration));
+            }
+            if m.stop.is_some_and(|s| s <= m.start) {
+                return err(&k("stop"), "must be after start".into());
+            }
         }
         for (i, p) in self.probes.iter().enumerate() {
             let k = |name: &str| format!("probes[{i}].{name}");
@@ -537,5 +644,18 @@ count = 2        # optional: this many identical flows
         assert_eq!(s.duration, Time::from_secs(5));
         let e = Scenario::from_toml(MINIMAL, &["flows[4].cc=reno".to_string()]).unwrap_err();
         assert!(e.to_string().contains("no element 4"));
+    }
+
+    #[test]
+    fn media_table_parses_with_tool_defaults_and_checks_ranges() {
+        let text = format!("{MINIMAL}[[media]]\nkind = \"scream\"\nrtt = \"25ms\"\necn = \"ect1\"\nmax_bitrate = \"100Mbit\"\n");
+        let s = Scenario::from_toml(&text, &[]).unwrap();
+        let m = &s.media[0];
+        assert_eq!((m.kind, m.ecn, m.frame_rate, m.packet_size), (MediaKind::Scream, Codepoint::Ect1, 50.0, 1200));
+        assert_eq!((m.min_bitrate, m.max_bitrate, m.microburst_interval), (Rate(1_000_000), Rate(100_000_000), Time::from_micros(500)));
+        let e = err(&text.replace("max_bitrate = \"100Mbit\"", "max_bitrate = \"100kbit\""));
+        assert!(e.contains("media[0].start_bitrate"), "{e}");
+        let e = err(&text.replace("kind = \"scream\"", "kind = \"gcc\""));
+        assert!(e.contains("media[0].kind"), "{e}");
     }
 }

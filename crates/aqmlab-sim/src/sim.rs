@@ -8,6 +8,7 @@
 //! delay on the middlebox's ingress, ahead of the AQM (algorithms.md 4.0).
 
 use crate::apps::probe::{ProbeConfig, ProbeStats};
+use crate::apps::scream::{Scream, ScreamConfig};
 use crate::apps::Probe;
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
@@ -71,6 +72,26 @@ struct ProbeFlow {
     owd_down: SeriesId,
 }
 
+/// A media flow (SCReAM) with its series handles.
+struct MediaFlow {
+    name: String,
+    ecn: &'static str,
+    rtt_base: Time,
+    start: Time,
+    stop: Option<Time>,
+    app: Scream,
+    target: SeriesId,
+    bitrate: SeriesId,
+    qdelay: SeriesId,
+    cwnd: SeriesId,
+}
+
+impl MediaFlow {
+    fn end_time(&self, run_end: Time) -> Time {
+        self.stop.map_or(run_end, |s| s.min(run_end))
+    }
+}
+
 struct BottleneckSeries {
     qdelay: SeriesId,
     qdelay_max: SeriesId,
@@ -107,6 +128,8 @@ pub struct Simulation {
     flows: Vec<Flow>,
     /// Probes; their endpoint ids follow the TCP flows' (`flows.len() + i`).
     probes: Vec<ProbeFlow>,
+    /// Media flows; their endpoint ids follow the probes' (`flows.len() + probes.len() + i`).
+    media: Vec<MediaFlow>,
     out: Vec<Packet>,
     bottleneck: usize,
     recorder: SeriesRecorder,
@@ -218,7 +241,33 @@ pub struct Summary {
     pub jain_steady: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeSummary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub media: Vec<MediaSummary>,
     pub packets: Conservation,
+}
+
+/// A media flow (`summary.json` → `media[]`); rates in Mbit/s over its active span.
+#[derive(Clone, Debug, Serialize)]
+pub struct MediaSummary {
+    pub name: String,
+    pub kind: String,
+    pub ecn: String,
+    pub rtt_base_ms: f64,
+    pub start_s: f64,
+    /// Time average of the congestion control's target bitrate.
+    pub mean_target_mbps: f64,
+    /// RTP bitrate sent (what the encoder produced and the pacer released).
+    pub mean_bitrate_mbps: f64,
+    /// RTP bitrate received.
+    pub mean_received_mbps: f64,
+    pub frames: u64,
+    pub packets_sent: u64,
+    pub packets_received: u64,
+    /// Losses the sender detected from the feedback.
+    pub losses: u64,
+    pub ce_marked: u64,
+    /// Times the RTP queue was cleared because it grew too old.
+    pub rtp_queue_discards: u64,
 }
 
 /// A latency probe (`summary.json` → `probes[]`); delays in ms.
@@ -341,6 +390,50 @@ impl Simulation {
                 probe: Probe::new(id, cfg),
             });
         }
+        let mut media = Vec::new();
+        for (i, spec) in sc.media.iter().enumerate() {
+            let id = (flows.len() + probes.len() + i) as u32;
+            let kind = match spec.kind {
+                crate::scenario::MediaKind::Scream => "scream",
+            };
+            let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
+            let (fwd_el, rev_el) = push_delays(&mut elements, spec.rtt);
+            let mut fwd = vec![fwd_el, bottleneck as u32];
+            fwd.extend(bn_prop);
+            routes.push([fwd.into_boxed_slice(), vec![rev_el, return_link].into_boxed_slice()]);
+            let cfg = ScreamConfig {
+                ecn: spec.ecn.ecn(),
+                dscp: spec.dscp,
+                min_bitrate: spec.min_bitrate.0 as f64,
+                start_bitrate: spec.start_bitrate.0 as f64,
+                max_bitrate: spec.max_bitrate.0 as f64,
+                frame_rate: spec.frame_rate,
+                frame_size_variation: spec.frame_size_variation / 100.0,
+                microburst_interval: spec.microburst_interval,
+                packet_size: spec.packet_size,
+                queue_delay_target: spec.queue_delay_target.as_secs_f64(),
+                stop: spec.stop,
+                ..ScreamConfig::default()
+            };
+            let ecn = match spec.ecn {
+                crate::scenario::Codepoint::NotEct => "not-ect",
+                crate::scenario::Codepoint::Ect0 => "ect0",
+                crate::scenario::Codepoint::Ect1 => "ect1",
+                crate::scenario::Codepoint::Ce => "ce",
+            };
+            media.push(MediaFlow {
+                target: recorder.register(&name, "target_bitrate", "Mbit/s"),
+                bitrate: recorder.register(&name, "bitrate", "Mbit/s"),
+                qdelay: recorder.register(&name, "qdelay_estimate", "ms"),
+                cwnd: recorder.register(&name, "cwnd", "bytes"),
+                app: Scream::new(id, cfg, Stream::new(sc.seed, &format!("scream/{name}"))),
+                name,
+                ecn,
+                rtt_base: spec.rtt + sc.bottleneck.delay,
+                start: spec.start,
+                stop: spec.stop,
+            });
+        }
         let bn_series = BottleneckSeries {
             qdelay: recorder.register("bottleneck", "qdelay", "ms"),
             qdelay_max: recorder.register("bottleneck", "qdelay_max", "ms"),
@@ -370,6 +463,9 @@ impl Simulation {
         for (i, p) in probes.iter().enumerate() {
             events.schedule(p.start, Event::Flow((flows.len() + i) as u32, FlowTimer::Start));
         }
+        for (i, m) in media.iter().enumerate() {
+            events.schedule(m.start, Event::Flow((flows.len() + probes.len() + i) as u32, FlowTimer::Start));
+        }
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
         Simulation {
@@ -383,6 +479,7 @@ impl Simulation {
             routes,
             flows,
             probes,
+            media,
             out: Vec::with_capacity(256),
             bottleneck,
             name: sc.name.clone(),
@@ -431,6 +528,7 @@ impl Simulation {
                 }
                 Event::Flow(f, timer) => {
                     let mut ctx = EndpointCtx { flow: f, now: at, events: &mut self.events, out: &mut self.out };
+                    let (n_flows, n_probes) = (self.flows.len(), self.probes.len());
                     match self.flows.get_mut(f as usize) {
                         Some(flow) => match timer {
                             FlowTimer::Start => flow.sender.start(&mut ctx),
@@ -438,11 +536,18 @@ impl Simulation {
                             FlowTimer::DelayedAck => flow.receiver.on_timer(timer, &mut ctx),
                             _ => flow.sender.on_timer(timer, &mut ctx),
                         },
-                        None => {
-                            let p = &mut self.probes[f as usize - self.flows.len()].probe;
+                        None if (f as usize) < n_flows + n_probes => {
+                            let p = &mut self.probes[f as usize - n_flows].probe;
                             match timer {
                                 FlowTimer::Start => p.start(&mut ctx),
                                 _ => p.on_timer(timer, &mut ctx),
+                            }
+                        }
+                        None => {
+                            let m = &mut self.media[f as usize - n_flows - n_probes].app;
+                            match timer {
+                                FlowTimer::Start => m.start(&mut ctx),
+                                _ => m.on_timer(timer, &mut ctx),
                             }
                         }
                     }
@@ -495,12 +600,14 @@ impl Simulation {
             } else {
                 self.packets_delivered += 1;
                 let mut ctx = EndpointCtx { flow: pkt.flow, now: self.now, events: &mut self.events, out: &mut self.out };
+                let (n_flows, n_probes) = (self.flows.len(), self.probes.len());
                 match self.flows.get_mut(pkt.flow as usize) {
                     Some(flow) => match pkt.dir {
                         Direction::Forward => flow.receiver.on_packet(&pkt, &mut ctx),
                         Direction::Reverse => flow.sender.on_packet(&pkt, &mut ctx),
                     },
-                    None => self.probes[pkt.flow as usize - self.flows.len()].probe.on_packet(&pkt, &mut ctx),
+                    None if (pkt.flow as usize) < n_flows + n_probes => self.probes[pkt.flow as usize - n_flows].probe.on_packet(&pkt, &mut ctx),
+                    None => self.media[pkt.flow as usize - n_flows - n_probes].app.on_packet(&pkt, &mut ctx),
                 }
             }
         }
@@ -545,6 +652,17 @@ impl Simulation {
             self.recorder.set(p.owd_up, st.owd_up.take_tick_mean_ms());
             self.recorder.set(p.owd_down, st.owd_down.take_tick_mean_ms());
         }
+        for m in &mut self.media {
+            let active = now > m.start && m.stop.map_or(true, |s| now <= s);
+            let st = &mut m.app.stats;
+            let rate = st.step_bytes_sent as f64 * 8.0 / step_s / 1e6;
+            st.step_bytes_sent = 0;
+            let tx = &m.app.tx;
+            self.recorder.set(m.target, if active { tx.target_bitrate / 1e6 } else { nan });
+            self.recorder.set(m.bitrate, if now > m.start { rate } else { nan });
+            self.recorder.set(m.qdelay, if active { tx.queue_delay * 1e3 } else { nan });
+            self.recorder.set(m.cwnd, if active { tx.cwnd as f64 } else { nan });
+        }
         let l = match &mut self.elements[self.bottleneck] {
             Element::Link(l) => l,
             Element::Delay(_) => unreachable!("element 0 is the bottleneck link"),
@@ -577,8 +695,35 @@ impl Simulation {
         self.last_marks = marks;
     }
 
-    fn finish(self, wall_seconds: f64) -> RunOutput {
+    fn finish(mut self, wall_seconds: f64) -> RunOutput {
         let end = self.end;
+        let media: Vec<MediaSummary> = self
+            .media
+            .iter_mut()
+            .map(|m| {
+                let stop = m.end_time(end);
+                let span = (stop - m.start).as_secs_f64();
+                let mbps = |bytes: u64| if span > 0.0 { bytes as f64 * 8.0 / span / 1e6 } else { 0.0 };
+                let st = &m.app.stats;
+                let (sent, received) = (mbps(st.bytes_sent), mbps(st.bytes_received));
+                MediaSummary {
+                    name: m.name.clone(),
+                    kind: "scream".to_string(),
+                    ecn: m.ecn.to_string(),
+                    rtt_base_ms: m.rtt_base.as_millis_f64(),
+                    start_s: m.start.as_secs_f64(),
+                    frames: st.frames,
+                    packets_sent: st.packets_sent,
+                    packets_received: st.packets_received,
+                    rtp_queue_discards: st.rtp_queue_discards,
+                    losses: m.app.tx.losses,
+                    ce_marked: m.app.tx.ce_marked,
+                    mean_bitrate_mbps: sent,
+                    mean_received_mbps: received,
+                    mean_target_mbps: m.app.mean_target(stop, m.start) / 1e6,
+                }
+            })
+            .collect();
         let window_s = self.steady_window.as_secs_f64();
         let flows: Vec<FlowSummary> = self
             .flows
@@ -620,7 +765,14 @@ impl Simulation {
         } else {
             Vec::new()
         };
-        let first_start = self.flows.iter().map(|f| f.start).chain(self.probes.iter().map(|p| p.start)).min().unwrap_or(Time::ZERO);
+        let first_start = self
+            .flows
+            .iter()
+            .map(|f| f.start)
+            .chain(self.probes.iter().map(|p| p.start))
+            .chain(self.media.iter().map(|m| m.start))
+            .min()
+            .unwrap_or(Time::ZERO);
         let span = end - first_start;
         let qs = link.qdisc().stats();
         let bottleneck = BottleneckSummary {
@@ -650,6 +802,7 @@ impl Simulation {
             bottleneck,
             jain_steady,
             probes: self.probes.iter().map(|p| ProbeSummary::of(&p.name, p.rtt_base, &p.probe.stats)).collect(),
+            media,
             packets,
         };
         RunOutput { summary, series: self.recorder.finish() }

@@ -142,8 +142,9 @@ struct Epoch {
     delay_min_us: u64,
     /// Jiffy the current epoch started; `None` is Linux's `epoch_start == 0`.
     epoch_start: Option<u64>,
-    /// Packets ACKed towards the Reno estimate (`ack_cnt`).
-    ack_cnt: u64,
+    /// Packets ACKed towards the Reno estimate (`ack_cnt`); signed because CUBIC-SCE runs
+    /// its SCE debt through it (`cc::sce`).
+    ack_cnt: i64,
     /// Reno-friendly window estimate W_est (`tcp_cwnd`).
     tcp_cwnd: u32,
     /// HyStart has found the exit point (`found`).
@@ -183,7 +184,7 @@ impl Default for Cubic {
 }
 
 /// Jiffies (HZ = 1000) at `t`, like `tcp_jiffies32` without the wrap-around.
-fn jiffies(t: Time) -> u64 {
+pub(crate) fn jiffies(t: Time) -> u64 {
     t.as_nanos() / (1_000_000_000 / HZ)
 }
 
@@ -245,6 +246,23 @@ impl Cubic {
         self.ca.found
     }
 
+    /// The current cubic curve for CUBIC-SCE (`cc::sce`), which reshapes it on SCE feedback:
+    /// the epoch start in jiffies, K in 2^-10 s and the plateau W_max (`bic_origin_point`);
+    /// `None` while no epoch runs (slow start, or right after a reduction).
+    pub(crate) fn curve_mut(&mut self) -> Option<(&mut u64, &mut u64, &mut u32)> {
+        let ca = &mut self.ca;
+        ca.epoch_start.as_mut().map(|es| (es, &mut ca.k, &mut ca.origin_point))
+    }
+    /// The Reno-estimate ACK counter (`ack_cnt`), which CUBIC-SCE also debits.
+    pub(crate) fn ack_cnt_mut(&mut self) -> &mut i64 {
+        &mut self.ca.ack_cnt
+    }
+    /// C·offs³ in packets for `offs` in 2^-10 s, in the fixed point of `bictcp_update`.
+    pub(crate) fn cubic_delta(&self, offs: u64) -> u32 {
+        let o = offs as u128;
+        ((self.cube_rtt_scale as u128 * o * o * o) >> (10 + 3 * BICTCP_HZ)).min(u32::MAX as u128) as u32
+    }
+
     /// Linux `bictcp_reset`.
     fn reset(&mut self) {
         self.ca = Epoch::default();
@@ -259,7 +277,7 @@ impl Cubic {
     /// Linux `bictcp_update`: recompute `cnt`, the ACKs needed per +1 packet of cwnd.
     fn update(&mut self, now_j: u64, cwnd: u32, acked: u32) {
         let ca = &mut self.ca;
-        ca.ack_cnt += acked as u64;
+        ca.ack_cnt += acked as i64;
 
         let since = now_j as i64 - ca.last_time as i64;
         if ca.last_cwnd == cwnd && since <= (HZ / 32) as i64 {
@@ -271,7 +289,7 @@ impl Cubic {
             ca.last_time = now_j;
 
             let epoch_start = *ca.epoch_start.get_or_insert_with(|| {
-                ca.ack_cnt = acked as u64;
+                ca.ack_cnt = acked as i64;
                 ca.tcp_cwnd = cwnd;
                 if ca.last_max_cwnd <= cwnd {
                     ca.k = 0;
@@ -303,9 +321,9 @@ impl Cubic {
         // i.e. 8/beta_scale ≈ 3(1−β)/(1+β) packets per RTT.
         if self.params.tcp_friendliness {
             let per = ((cwnd as u64 * self.beta_scale) >> 3).max(1);
-            if ca.ack_cnt > per {
-                let n = (ca.ack_cnt - 1) / per;
-                ca.ack_cnt -= n * per;
+            if ca.ack_cnt > per as i64 {
+                let n = (ca.ack_cnt as u64 - 1) / per;
+                ca.ack_cnt -= (n * per) as i64;
                 ca.tcp_cwnd = ca.tcp_cwnd.saturating_add(n.min(u32::MAX as u64) as u32);
             }
             if ca.tcp_cwnd > cwnd {

@@ -10,6 +10,7 @@ mod reno;
 pub mod cubic;
 pub mod bbr;
 pub mod bbr3;
+pub mod sce;
 pub mod dctcp;
 pub mod prague;
 
@@ -120,6 +121,9 @@ pub struct AckSample {
     pub rtt: Option<Time>,
     /// Packets in flight before this ACK.
     pub prior_in_flight: u32,
+    /// The ACK carried the RFC 3168 ECN-Echo flag (Linux `CA_ACK_ECE` of `in_ack_event`; SCE
+    /// transports respond to it per ACK).
+    pub ece: bool,
 }
 
 /// Linux `struct rate_sample` (`net/ipv4/tcp_rate.c`): a delivery-rate sample.
@@ -275,6 +279,8 @@ pub const REGISTRY: &[(&str, CcParser)] = &[
     ("bbr", bbr::parse),
     ("bbr3", bbr3::parse),
     ("bbr2", bbr3::parse),
+    ("reno-sce", sce::parse_reno_sce),
+    ("cubic-sce", sce::parse_cubic_sce),
 ];
 
 impl Registered for dyn CcConfig {

@@ -556,7 +556,7 @@ impl TcpSender {
         self.finish_rate_sample(&mut rs, prior, now);
 
         self.sync_tp(now);
-        let sample = AckSample { acked: pkts_acked, acked_ce: ce_delta, acked_sce: sce_delta, rtt: ca_rtt, prior_in_flight };
+        let sample = AckSample { acked: pkts_acked, acked_ce: ce_delta, acked_sce: sce_delta, rtt: ca_rtt, prior_in_flight, ece: pkt.tcp.ece && self.cfg.ecn.is_on() };
         self.cc.pkts_acked(&mut self.tp, &sample);
 
         // State machine (Linux tcp_fastretrans_alert).

@@ -1,0 +1,112 @@
+//! System tests of the SCE transports (reno-sce, cubic-sce with `ecn = "sce"`) through a
+//! test qdisc that SCE-marks (ECT(0) → ECT(1)) every data packet arriving to a queue of at
+//! least `K` packets, and CE-marks above a second threshold: the closed loop must hold the
+//! queue near K by the √cwnd response alone, where a transport that ignores SCE fills it.
+
+use aqmlab_sim::packet::{Ecn, Kind, Packet};
+use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
+use aqmlab_sim::sim::Summary;
+use aqmlab_sim::{Scenario, Simulation, Time};
+
+/// pfifo with step marking: SCE at `sce_at` packets queued, CE at `ce_at`.
+struct StepMark {
+    inner: Fifo,
+    sce_at: usize,
+    ce_at: usize,
+    sce_marks: u64,
+    ce_marks: u64,
+    stats: QdiscStats,
+}
+
+impl Qdisc for StepMark {
+    fn kind(&self) -> &'static str {
+        "test-step-mark"
+    }
+    fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
+        if pkt.kind == Kind::Data && pkt.ecn.is_ect() {
+            let q = self.inner.len();
+            if q >= self.ce_at {
+                pkt.ecn = Ecn::Ce;
+                self.ce_marks += 1;
+            } else if q >= self.sce_at && pkt.ecn == Ecn::Ect0 {
+                pkt.ecn = Ecn::Ect1;
+                self.sce_marks += 1;
+            }
+        }
+        let r = self.inner.enqueue(pkt, now);
+        self.stats = *self.inner.stats();
+        self.stats.ce_marks += self.ce_marks;
+        r
+    }
+    fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        let p = self.inner.dequeue(now);
+        self.stats = *self.inner.stats();
+        self.stats.ce_marks += self.ce_marks;
+        p
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.inner.backlog_bytes()
+    }
+    fn stats(&self) -> &QdiscStats {
+        &self.stats
+    }
+}
+
+fn run(cc: &str, ecn: &str, ce_at: usize) -> (Summary, u64) {
+    let sc = Scenario::from_toml(
+        &format!(
+            "duration = \"20s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"pfifo limit 1000\"\n\
+             [[flows]]\ncc = \"{cc}\"\nrtt = \"20ms\"\necn = \"{ecn}\"\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    let mut sim = Simulation::new(&sc);
+    sim.replace_bottleneck_qdisc(Box::new(StepMark {
+        inner: Fifo::pfifo(1000),
+        sce_at: 20,
+        ce_at,
+        sce_marks: 0,
+        ce_marks: 0,
+        stats: QdiscStats::default(),
+    }));
+    let out = sim.run();
+    let p = out.summary.packets;
+    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "conservation {p:?}");
+    let cwr = out.summary.flows[0].ce_received;
+    (out.summary, cwr)
+}
+
+#[test]
+fn sce_transports_hold_the_queue_at_the_sce_threshold_without_ce() {
+    // 50 Mbit/s, 20 ms: BDP ≈ 83 packets. SCE above 20 queued packets, no CE below 1000.
+    for cc in ["reno-sce", "cubic-sce"] {
+        let (s, ce) = run(cc, "sce", 10_000);
+        let f = &s.flows[0];
+        let p50 = s.bottleneck.sojourn_ms.p50.unwrap();
+        let p99 = s.bottleneck.sojourn_ms.p99.unwrap();
+        // 20 packets of 1514 B at 50 Mbit/s = 4.8 ms of queue.
+        assert!(p50 < 8.0 && p99 < 15.0, "{cc}: sojourn p50 {p50} p99 {p99} ms");
+        assert!(f.goodput_mbps > 0.9 * 50.0 * 1448.0 / 1514.0 * 0.95, "{cc}: {} Mbit/s", f.goodput_mbps);
+        assert_eq!((s.bottleneck.drops, ce, f.fast_recoveries), (0, 0, 0), "{cc}: no loss or CE needed");
+    }
+    // Reno with RFC 3168 ECN ignores ECT(1): the FIFO fills to its limit (hundreds of ms).
+    let (s, _) = run("reno", "rfc3168", 10_000);
+    assert!(s.bottleneck.sojourn_ms.p99.unwrap() > 100.0, "{:?}", s.bottleneck.sojourn_ms);
+}
+
+#[test]
+fn sce_transports_still_respond_to_ce_and_runs_repeat() {
+    // CE from 30 packets: CE responses happen, the queue stays below the CE threshold mostly.
+    for cc in ["reno-sce", "cubic-sce"] {
+        let (a, ce) = run(cc, "sce", 30);
+        assert!(a.bottleneck.sojourn_ms.p99.unwrap() < 12.0, "{cc}: {:?}", a.bottleneck.sojourn_ms);
+        assert!(a.flows[0].goodput_mbps > 40.0, "{cc}: {}", a.flows[0].goodput_mbps);
+        let (b, ce_b) = run(cc, "sce", 30);
+        assert_eq!((a.flows[0].bytes_delivered, ce), (b.flows[0].bytes_delivered, ce_b), "{cc}: deterministic");
+    }
+}
+
