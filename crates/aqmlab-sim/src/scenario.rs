@@ -414,6 +414,7 @@ impl Scenario {
         for o in overrides {
             apply_override(&mut doc, o)?;
         }
+        move_media_flows(&mut doc);
         let overridden = !overrides.is_empty();
         let value = toml::Value::Table(doc);
         let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
@@ -536,6 +537,48 @@ impl Scenario {
             }
         }
         Ok(())
+    }
+}
+
+/// SCReAM is a media application, not a TCP congestion control, but researchers name it with
+/// the controllers: a `[[flows]]` entry with `cc = "scream"` becomes a `[[media]]` entry of
+/// kind `scream` (its `ecn` mode mapped to the codepoint SCReAM sends: `l4s` → ECT(1),
+/// `rfc3168`/`sce` → ECT(0), `off` → Not-ECT; `count` copies it), keeping its other keys.
+fn move_media_flows(doc: &mut toml::Table) {
+    let Some(toml::Value::Array(flows)) = doc.get_mut("flows") else { return };
+    let is_media = |f: &toml::Value| f.get("cc").and_then(toml::Value::as_str) == Some("scream");
+    let moved: Vec<toml::Value> = flows.iter().filter(|f| is_media(f)).cloned().collect();
+    if moved.is_empty() {
+        return;
+    }
+    flows.retain(|f| !is_media(f));
+    let mut media = Vec::new();
+    for f in moved {
+        let toml::Value::Table(mut t) = f else { continue };
+        t.remove("cc");
+        t.insert("kind".into(), toml::Value::String("scream".into()));
+        if let Some(toml::Value::String(e)) = t.get("ecn") {
+            let cp = match e.as_str() {
+                "l4s" => "ect1",
+                "rfc3168" | "sce" => "ect0",
+                "off" => "not-ect",
+                other => other,
+            };
+            t.insert("ecn".into(), toml::Value::String(cp.into()));
+        }
+        let count = t.remove("count").and_then(|c| c.as_integer()).unwrap_or(1).max(1);
+        let name = t.get("name").and_then(toml::Value::as_str).map(str::to_string);
+        for k in 0..count {
+            let mut copy = t.clone();
+            if let (Some(n), true) = (&name, count > 1) {
+                copy.insert("name".into(), toml::Value::String(format!("{n}-{k}")));
+            }
+            media.push(toml::Value::Table(copy));
+        }
+    }
+    match doc.entry("media").or_insert_with(|| toml::Value::Array(Vec::new())) {
+        toml::Value::Array(a) => a.extend(media),
+        _ => {}
     }
 }
 

@@ -97,3 +97,17 @@ fn classic_ecn_scream_runs_in_the_c_queue() {
     assert!(c.packets > 0 && m.losses == 0, "{m:?}");
     assert!(rate > 25.0 && rate < 50.0, "{rate}");
 }
+
+#[test]
+fn cc_scream_in_flows_runs_the_media_application() {
+    let text = "duration = \"10s\"\n[bottleneck]\nrate = \"20Mbit\"\nqdisc = \"dualpi2\"\n\
+                [[flows]]\ncc = \"scream\"\nrtt = \"25ms\"\necn = \"l4s\"\nname = \"video\"\n\
+                [[flows]]\ncc = \"cubic\"\nrtt = \"25ms\"\n";
+    let sc = aqmlab_sim::Scenario::from_toml(text, &[]).unwrap();
+    assert_eq!(sc.flows.len(), 1);
+    assert_eq!(sc.media.len(), 1);
+    assert_eq!(sc.media[0].ecn.ecn(), aqmlab_sim::packet::Ecn::Ect1);
+    let out = aqmlab_sim::Simulation::new(&sc).run();
+    assert_eq!(out.summary.media[0].name, "video");
+    assert!(out.series.get("video", "bitrate").is_some());
+}
