@@ -6,7 +6,7 @@
 
 use crate::event::{Event, EventQueue};
 use crate::metrics::LogHistogram;
-use crate::packet::Packet;
+use crate::packet::{Ecn, Packet};
 use crate::qdisc::{Enqueued, Qdisc};
 use crate::time::{Rate, Time};
 use std::collections::VecDeque;
@@ -187,6 +187,9 @@ impl Link {
 pub enum Element {
     Delay(DelayLine),
     Link(Link),
+    /// Rewrites the ECN field of every packet passing (the studies' iptables `bleach_ecn`
+    /// and `dscp_to_ect1` helpers on the middlebox, ahead of the AQM); no delay.
+    EcnRewrite(Ecn),
 }
 
 impl Element {
@@ -194,12 +197,18 @@ impl Element {
         match self {
             Element::Delay(d) => d.receive(pkt, ctx),
             Element::Link(l) => l.receive(pkt, ctx),
+            Element::EcnRewrite(to) => {
+                let mut pkt = pkt;
+                pkt.ecn = *to;
+                ctx.out.push(pkt);
+            }
         }
     }
     pub fn wake(&mut self, ctx: &mut ElementCtx) {
         match self {
             Element::Delay(d) => d.wake(ctx),
             Element::Link(l) => l.wake(ctx),
+            Element::EcnRewrite(_) => {}
         }
     }
     /// Packets currently inside the element (for the conservation check).
@@ -207,12 +216,13 @@ impl Element {
         match self {
             Element::Delay(d) => d.line.len(),
             Element::Link(l) => l.held(),
+            Element::EcnRewrite(_) => 0,
         }
     }
     /// Packets this element has dropped.
     pub fn drops(&self) -> u64 {
         match self {
-            Element::Delay(_) => 0,
+            Element::Delay(_) | Element::EcnRewrite(_) => 0,
             Element::Link(l) => l.qdisc.stats().drops,
         }
     }

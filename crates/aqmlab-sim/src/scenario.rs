@@ -160,6 +160,11 @@ pub struct FlowSpec {
     /// Receive window limit in bytes (default: not limiting).
     #[serde(default, deserialize_with = "de_opt_bytes")]
     pub rwnd: Option<u64>,
+    /// Rewrite the ECN field of this flow's data on the way to the bottleneck, as the
+    /// studies' middlebox did with iptables (`"not-ect"` bleaches: the "cubic-noecn" cases;
+    /// `"ect1"` is their `dscp_to_ect1`).
+    #[serde(default)]
+    pub ecn_rewrite: Option<Codepoint>,
 }
 
 /// An ECN codepoint, for traffic that sets it directly (probes).

@@ -346,7 +346,12 @@ impl Simulation {
                 };
                 let cc = spec.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")));
                 let (fwd_el, rev_el) = push_delays(&mut elements, spec.rtt);
-                let mut fwd = vec![fwd_el, bottleneck as u32];
+                let mut fwd = vec![fwd_el];
+                if let Some(cp) = spec.ecn_rewrite {
+                    elements.push(Element::EcnRewrite(cp.ecn()));
+                    fwd.push((elements.len() - 1) as u32);
+                }
+                fwd.push(bottleneck as u32);
                 fwd.extend(bn_prop);
                 let rev = vec![rev_el, return_link];
                 routes.push([fwd.into_boxed_slice(), rev.into_boxed_slice()]);
@@ -617,7 +622,7 @@ impl Simulation {
     fn bottleneck_link(&self) -> &Link {
         match &self.elements[self.bottleneck] {
             Element::Link(l) => l,
-            Element::Delay(_) => unreachable!("element 0 is the bottleneck link"),
+            Element::Delay(_) | Element::EcnRewrite(_) => unreachable!("element 0 is the bottleneck link"),
         }
     }
 
@@ -665,7 +670,7 @@ impl Simulation {
         }
         let l = match &mut self.elements[self.bottleneck] {
             Element::Link(l) => l,
-            Element::Delay(_) => unreachable!("element 0 is the bottleneck link"),
+            Element::Delay(_) | Element::EcnRewrite(_) => unreachable!("element 0 is the bottleneck link"),
         };
         let b = &self.bn_series;
         let (mut sum, mut n, mut max) = (Time::ZERO, 0u64, Time::ZERO);

@@ -389,3 +389,13 @@ fn l4s_senders_mark_every_data_packet_ect1_and_reduce_on_ce_counts() {
     // Every reduction was caused by a newly counted CE mark, at most one per window.
     assert!(f.ce_received >= 5 && reductions as u64 <= f.ce_received, "{f:?} {reductions}");
 }
+
+#[test]
+fn ecn_rewrite_bleaches_a_flow_so_the_aqm_drops_instead_of_marking() {
+    let flows = |rewrite: &str| format!("[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\necn = \"rfc3168\"\n{rewrite}");
+    let marked = run(&dumbbell("20Mbit", "fq_codel", "10s", &flows("")));
+    assert!(marked.bottleneck.ce_marks > 0 && marked.bottleneck.drops == 0, "{:?}", marked.bottleneck);
+    let bleached = run(&dumbbell("20Mbit", "fq_codel", "10s", &flows("ecn_rewrite = \"not-ect\"\n")));
+    assert!(bleached.bottleneck.ce_marks == 0 && bleached.bottleneck.drops > 0, "{:?}", bleached.bottleneck);
+    assert!(bleached.flows[0].retransmits > 0);
+}
