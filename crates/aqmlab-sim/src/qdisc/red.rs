@@ -78,6 +78,10 @@ pub(super) trait Average: fmt::Debug {
     /// One Adaptive RED step (`red_adaptative_algo`); `idle` is how long the queue has been
     /// empty, if it is.
     fn adapt(&mut self, _idle: Option<Time>) {}
+    /// Whether the hard region always drops, whatever the ECN flags. Linux RED marks there
+    /// with `ecn` (unless `harddrop`); ns-2's `REDQueue::enque` makes every packet in the
+    /// forced region a `DTYPE_FORCED` drop (only `drop_early` looks at `setbit_`).
+    const HARD_REGION_DROPS: bool = false;
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>);
 }
 
@@ -246,7 +250,7 @@ impl<A: Average> Qdisc for Red<A> {
                 }
             }
             Verdict::HardMark => {
-                if self.flags.harddrop || !self.flags.ecn {
+                if A::HARD_REGION_DROPS || self.flags.harddrop || !self.flags.ecn {
                     self.red.forced_drop += 1;
                     return self.congestion_drop();
                 }
