@@ -205,6 +205,10 @@ impl Verdict {
 pub struct Cobalt {
     pub codel: Schedule,
     pub blue: Blue,
+    /// Whether the last `should_drop` CE-marked its packet (`cobalt_vars.ecn_marked`). Set
+    /// even when BLUE then decided to drop it, so CAKE can count the mark on a last packet
+    /// that is delivered anyway (`tin_ecn_mark += !!flow->cvars.ecn_marked`).
+    pub ecn_marked: bool,
 }
 
 impl Cobalt {
@@ -263,8 +267,10 @@ impl Cobalt {
         }
 
         let mut verdict = Verdict::Pass;
+        self.ecn_marked = false;
         if next_due && c.dropping {
-            verdict = if pkt.ecn.set_ce() { Verdict::Marked } else { Verdict::CodelDrop };
+            self.ecn_marked = pkt.ecn.set_ce();
+            verdict = if self.ecn_marked { Verdict::Marked } else { Verdict::CodelDrop };
             c.count_up();
             c.advance(p.interval);
             schedule = signed_sub(now, c.next);
