@@ -630,8 +630,10 @@ mod tests {
     #[test]
     fn count_decays_one_step_per_schedule_when_below_target() {
         let p = params();
-        let mut c = Cobalt::default();
-        c.codel = Schedule { count: 9, isqrt: INV_SQRT_CACHE[9], next: Time::from_secs(1), dropping: false };
+        let mut c = Cobalt {
+            codel: Schedule { count: 9, isqrt: INV_SQRT_CACHE[9], next: Time::from_secs(1), dropping: false },
+            ..Cobalt::default()
+        };
         let mut rng = Stream::new(1, "cobalt");
         // Below target, at exactly the scheduled time: one decrement, next += interval/sqrt(8).
         let mut pk = pkt(Time::from_secs(1), Ecn::Ect0);
