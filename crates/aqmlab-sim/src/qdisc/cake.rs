@@ -671,6 +671,8 @@ impl Qdisc for Cake {
             arrival_dropped |= self.drop_fattest(now) == (t, f) && self.tins[t].flows[f].head == NO_SLOT;
         }
         if arrival_dropped {
+            // Pruned at once: not counted as accepted (its drop is in `drops`).
+            self.stats.enqueued -= 1;
             Enqueued::Dropped
         } else {
             Enqueued::Queued
@@ -741,7 +743,10 @@ impl Qdisc for Cake {
             };
 
             let tin = &mut self.tins[t];
-            if verdict == Verdict::Marked {
+            // Linux counts `flow->cvars.ecn_marked`, not the verdict: a CE-marked last packet
+            // that BLUE chose to drop but is delivered (as the queue's last) counts too.
+            debug_assert!(verdict != Verdict::Marked || tin.flows[f].cvars.ecn_marked);
+            if tin.flows[f].cvars.ecn_marked {
                 tin.ecn_marks += 1;
                 self.stats.ce_marks += 1;
             }
@@ -1166,6 +1171,54 @@ mod tests {
         let mut c = cake(CakeConfig { tin_mode: TinMode::BestEffort, memlimit: Some(1000), ..CakeConfig::default() });
         assert_eq!(c.enqueue(pkt(1, 1514, 0, now), now), Enqueued::Dropped);
         assert!(c.is_empty());
+    }
+
+    /// An arrival pruned by the memory limit in its own enqueue is not counted as accepted;
+    /// one whose queue keeps it is, even when another packet is pruned for it.
+    #[test]
+    fn a_pruned_arrival_is_not_counted_as_enqueued() {
+        let now = Time::from_secs(1);
+        let mut c = cake(CakeConfig { tin_mode: TinMode::BestEffort, memlimit: Some(1000), ..CakeConfig::default() });
+        assert_eq!(c.enqueue(pkt(1, 1514, 0, now), now), Enqueued::Dropped);
+        assert_eq!((c.stats().enqueued, c.stats().drops, c.stats().overlimits), (0, 1, 1));
+        let mut c = cake(CakeConfig { tin_mode: TinMode::BestEffort, memlimit: Some(3 * 1514), ..CakeConfig::default() });
+        for i in 0..3 {
+            assert_eq!(c.enqueue(pkt(1, 1514, i, now), now), Enqueued::Queued);
+        }
+        assert_eq!(c.enqueue(pkt(2, 1514, 0, now), now), Enqueued::Queued, "flow 1 loses its head");
+        assert_eq!((c.stats().enqueued, c.stats().drops, c.len()), (4, 1, 3));
+        // enqueued = dequeued + backlog + drops of queued packets holds again.
+        while c.dequeue(now).is_some() {}
+        assert_eq!(c.stats().enqueued, c.stats().dequeued + 1);
+    }
+
+    /// `cake_dequeue`: the last packet of a queue is delivered even if COBALT says drop, and
+    /// Linux counts it as an ECN mark when CoDel CE-marked it before BLUE decided to drop it
+    /// (`b->tin_ecn_mark += !!flow->cvars.ecn_marked`).
+    #[test]
+    fn a_ce_marked_last_packet_that_blue_would_drop_counts_as_a_mark() {
+        let now = Time::from_secs(2);
+        let mut c = besteffort(None);
+        assert_eq!(c.enqueue(pkt(1, 1514, 0, now - Time::from_millis(20)), now), Enqueued::Queued);
+        let (_, f) = c.classify(&pkt(1, 1514, 0, now));
+        // CoDel in its dropping state with a signal due now; BLUE at (almost) certain drop.
+        let cv = &mut c.tins[0].flows[f].cvars;
+        cv.codel = cobalt::Schedule { count: 3, isqrt: cobalt::inv_sqrt(3, 0), next: now - Time::from_millis(1), dropping: true };
+        cv.blue.p_drop = u32::MAX;
+        let p = c.dequeue(now).expect("the last packet is never dropped");
+        assert_eq!(p.ecn, Ecn::Ce);
+        assert!(c.tins[0].flows[f].cvars.ecn_marked);
+        assert_eq!((c.stats().ce_marks, c.tins[0].ecn_marks, c.stats().drops), (1, 1, 0));
+        // A Not-ECT last packet under the same state is delivered unmarked and not counted.
+        let mut c = besteffort(None);
+        let mut q = pkt(1, 1514, 0, now - Time::from_millis(20));
+        q.ecn = Ecn::NotEct;
+        c.enqueue(q, now);
+        let cv = &mut c.tins[0].flows[f].cvars;
+        cv.codel = cobalt::Schedule { count: 3, isqrt: cobalt::inv_sqrt(3, 0), next: now - Time::from_millis(1), dropping: true };
+        cv.blue.p_drop = u32::MAX;
+        assert_eq!(c.dequeue(now).unwrap().ecn, Ecn::NotEct);
+        assert_eq!((c.stats().ce_marks, c.tins[0].ecn_marks), (0, 0));
     }
 
     #[test]

@@ -205,6 +205,10 @@ impl Verdict {
 pub struct Cobalt {
     pub codel: Schedule,
     pub blue: Blue,
+    /// Whether the last `should_drop` CE-marked its packet (`cobalt_vars.ecn_marked`). Set
+    /// even when BLUE then decided to drop it, so CAKE can count the mark on a last packet
+    /// that is delivered anyway (`tin_ecn_mark += !!flow->cvars.ecn_marked`).
+    pub ecn_marked: bool,
 }
 
 impl Cobalt {
@@ -263,8 +267,10 @@ impl Cobalt {
         }
 
         let mut verdict = Verdict::Pass;
+        self.ecn_marked = false;
         if next_due && c.dropping {
-            verdict = if pkt.ecn.set_ce() { Verdict::Marked } else { Verdict::CodelDrop };
+            self.ecn_marked = pkt.ecn.set_ce();
+            verdict = if self.ecn_marked { Verdict::Marked } else { Verdict::CodelDrop };
             c.count_up();
             c.advance(p.interval);
             schedule = signed_sub(now, c.next);
@@ -624,8 +630,10 @@ mod tests {
     #[test]
     fn count_decays_one_step_per_schedule_when_below_target() {
         let p = params();
-        let mut c = Cobalt::default();
-        c.codel = Schedule { count: 9, isqrt: INV_SQRT_CACHE[9], next: Time::from_secs(1), dropping: false };
+        let mut c = Cobalt {
+            codel: Schedule { count: 9, isqrt: INV_SQRT_CACHE[9], next: Time::from_secs(1), dropping: false },
+            ..Cobalt::default()
+        };
         let mut rng = Stream::new(1, "cobalt");
         // Below target, at exactly the scheduled time: one decrement, next += interval/sqrt(8).
         let mut pk = pkt(Time::from_secs(1), Ecn::Ect0);

@@ -481,16 +481,21 @@ impl QdiscConfig for CodelConfig {
     }
 }
 
-/// `codel [limit PACKETS] [target TIME] [interval TIME] [ecn|noecn] [ce_threshold TIME]
-/// [ce_threshold_selector VALUE/MASK]` (Linux defaults: limit 1000, target 5ms, interval
-/// 100ms, noecn).
+/// `codel [limit PACKETS] [target TIME] [interval TIME] [ecn|noecn] [ce_threshold TIME]`
+/// (Linux defaults: limit 1000, target 5ms, interval 100ms, noecn). `ce_threshold_selector`
+/// is rejected: Linux `sch_codel.c` (6.18) has no `TCA_CODEL_CE_THRESHOLD_SELECTOR`; only
+/// fq_codel has the selector.
 pub fn parse_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
     let mut c = CodelConfig { limit: 1000, codel: CodelParams::new(0) };
+    let known = "limit, target, interval, ecn, noecn, ce_threshold";
     while let Some(key) = p.next_key() {
         match key {
             "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
+            "ce_threshold_selector" => {
+                return Err(format!("{} (Linux codel has no ce_threshold_selector; fq_codel has)", p.unknown(key, known)))
+            }
             _ if c.codel.parse_key(key, p)? => {}
-            _ => return Err(p.unknown(key, &format!("limit, {}", CodelParams::KEYS))),
+            _ => return Err(p.unknown(key, known)),
         }
     }
     Ok(Arc::new(c))
@@ -819,11 +824,14 @@ mod tests {
             "{d}"
         );
         assert!(dbg("codel target 2500").contains("target: Time(2500000)"), "bare number is us");
-        assert!(dbg("codel ce_threshold 1ms ce_threshold_selector 0x01/0x03").contains("ce_threshold_mask: 3"));
+        // Linux's plain codel has no selector (sch_codel.c 6.18); fq_codel has it.
+        let e = QdiscSpec::parse("codel ce_threshold 1ms ce_threshold_selector 0x01/0x03").unwrap_err();
+        assert!(e.contains("has no parameter 'ce_threshold_selector'") && e.contains("fq_codel"), "{e}");
+        assert!(dbg("fq_codel ce_threshold 1ms ce_threshold_selector 0x01/0x03").contains("ce_threshold_mask: 3"));
         let e = QdiscSpec::parse("codel target fast").unwrap_err();
         assert!(e.contains("target"), "{e}");
         assert!(QdiscSpec::parse("codel flows 2").unwrap_err().contains("flows"));
         assert!(QdiscSpec::parse("codel limit 0").is_err());
-        assert!(QdiscSpec::parse("codel ce_threshold_selector 3/1").unwrap_err().contains("ce_threshold_selector"));
+        assert!(QdiscSpec::parse("fq_codel ce_threshold_selector 3/1").unwrap_err().contains("ce_threshold_selector"));
     }
 }

@@ -75,6 +75,8 @@ impl Average for PacketAverage {
         // Pb * count >= U with U = q_r / 2^32 uniform in [0, 1).
         self.pb() * count as f64 * 4294967296.0 >= q_r as f64
     }
+    /// ns-2: avg >= 2 max_th (gentle) or >= max_th is a forced drop, ECN or not.
+    const HARD_REGION_DROPS: bool = true;
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("qavg", self.avg));
         out.push(("pb", self.pb()));
@@ -98,7 +100,8 @@ struct HredConfig {
 
 impl Default for HredConfig {
     /// The load-transient study's setting: limit 100, min 3, max 40, wq 0.02, max_p 0.65,
-    /// gentle on, ECN off.
+    /// gentle on, ECN off; avpkt 500 B for the idle rule (ns-2 `Queue/RED set mean_pktsize_
+    /// 500`, ns-default.tcl).
     fn default() -> Self {
         HredConfig {
             limit: 100,
@@ -107,7 +110,7 @@ impl Default for HredConfig {
             wq: 0.02,
             max_p: 0.65,
             gentle: true,
-            avpkt: 1000,
+            avpkt: 500,
             bandwidth: None,
             flags: Flags::default(),
         }
@@ -271,10 +274,12 @@ mod tests {
     }
 
     /// avg <- (1 - wq) avg + wq q on each arrival, q in packets before the arrival; after an
-    /// idle period t, avg (1-wq)^floor(t ptc) first (ns-2), ptc = bandwidth / (8 avpkt).
+    /// idle period t, avg (1-wq)^floor(t ptc) first (ns-2), ptc = bandwidth / (8 avpkt) with
+    /// ns-2's default mean_pktsize_ of 500 B.
     #[test]
     fn packet_average_and_idle_decay() {
         let c = HredConfig::default();
+        assert_eq!(c.avpkt, 500, "ns-2 Queue/RED mean_pktsize_");
         let mut q = hred(&c);
         let mut want = 0.0f64;
         for k in 0..30u32 {
@@ -287,28 +292,67 @@ mod tests {
             q.dequeue(Time::from_millis(1));
         }
         assert!(q.dequeue(Time::from_millis(2)).is_none());
-        // 2 Mbit/s, 1000 B: ptc 250 packets/s; 101 ms idle = 25.25 -> 25 dummy arrivals.
+        // 2 Mbit/s, 500 B: ptc 500 packets/s; 101 ms idle = 50.5 -> 50 dummy arrivals.
         q.enqueue(pkt(1514, Ecn::NotEct), Time::from_millis(103));
-        let expect = want * 0.98f64.powi(25) * 0.98;
+        let expect = want * 0.98f64.powi(50) * 0.98;
         assert!((q.avg.avg - expect).abs() < 1e-12 * want, "{} vs {expect}", q.avg.avg);
+        // An explicit avpkt 1000 halves ptc: 25 dummy arrivals.
+        let mut q = hred(&HredConfig { avpkt: 1000, ..c });
+        q.enqueue(pkt(1514, Ecn::NotEct), Time::ZERO);
+        q.avg.avg = 10.0;
+        let a0 = q.avg.avg;
+        q.dequeue(Time::from_millis(1));
+        assert!(q.dequeue(Time::from_millis(2)).is_none());
+        q.enqueue(pkt(1514, Ecn::NotEct), Time::from_millis(103));
+        assert!((q.avg.avg - a0 * 0.98f64.powi(26)).abs() < 1e-12, "{} vs {}", q.avg.avg, a0 * 0.98f64.powi(26));
+    }
+
+    /// ns-2 `REDQueue::enque`: in the forced region (avg >= 2 max_th with gentle, >= max_th
+    /// without) every arrival is a DTYPE_FORCED drop, even an ECT one with ECN on (only
+    /// `drop_early` looks at setbit_). Linux RED would CE-mark it instead.
+    #[test]
+    fn forced_region_drops_ect_packets_even_with_ecn() {
+        for gentle in [true, false] {
+            let c = HredConfig { gentle, flags: Flags { ecn: true, ..Flags::default() }, ..HredConfig::default() };
+            let mut q = hred(&c);
+            // Each arrival's own EWMA step takes 2 % off; all three stay in the forced region.
+            q.avg.avg = if gentle { 100.0 } else { 50.0 };
+            for e in [Ecn::Ect0, Ecn::Ect1, Ecn::NotEct] {
+                assert_eq!(q.enqueue(pkt(1514, e), Time::ZERO), Enqueued::Dropped, "gentle {gentle} {e:?}");
+            }
+            assert_eq!((q.red.forced_drop, q.red.forced_mark, q.stats().ce_marks, q.len()), (3, 0, 0, 0));
+        }
+        // The probabilistic region still marks ECT packets with ECN.
+        let c = HredConfig { flags: Flags { ecn: true, ..Flags::default() }, ..HredConfig::default() };
+        let mut q = hred(&c);
+        q.avg.avg = 79.0;
+        let mut marked = 0;
+        for _ in 0..50 {
+            q.avg.avg = 79.0;
+            if q.enqueue(pkt(1514, Ecn::Ect0), Time::ZERO) == Enqueued::Queued {
+                marked += (q.dequeue(Time::ZERO).unwrap().ecn == Ecn::Ce) as u32;
+            }
+        }
+        assert!(marked > 20 && q.red.prob_mark == marked as u64 && q.red.prob_drop == 0, "{marked}");
     }
 
     #[test]
     fn ecn_marks_and_drops_at_packet_thresholds() {
         let c = HredConfig { flags: Flags { ecn: true, ..Flags::default() }, limit: 5, ..HredConfig::default() };
         let mut q = hred(&c);
-        q.avg.avg = 100.0; // above 2 max_th: hard marks
+        q.avg.avg = 100.0; // above 2 max_th: forced drops, ECT or not (ns-2)
         for _ in 0..3 {
-            q.enqueue(pkt(1514, Ecn::Ect0), Time::ZERO);
+            assert_eq!(q.enqueue(pkt(1514, Ecn::Ect0), Time::ZERO), Enqueued::Dropped);
         }
         assert_eq!(q.enqueue(pkt(1514, Ecn::NotEct), Time::ZERO), Enqueued::Dropped);
-        assert_eq!((q.stats().ce_marks, q.red.forced_mark, q.red.forced_drop), (3, 3, 1));
+        assert_eq!((q.stats().ce_marks, q.red.forced_mark, q.red.forced_drop), (0, 0, 4));
         // The packet limit of the child FIFO.
         q.avg.avg = 0.0;
-        q.enqueue(pkt(66, Ecn::NotEct), Time::ZERO);
-        q.enqueue(pkt(66, Ecn::NotEct), Time::ZERO);
+        for _ in 0..5 {
+            q.enqueue(pkt(66, Ecn::NotEct), Time::ZERO);
+        }
         assert_eq!(q.enqueue(pkt(66, Ecn::NotEct), Time::ZERO), Enqueued::Dropped);
-        assert_eq!((q.len(), q.red.pdrop, q.stats().drops, q.stats().overlimits), (5, 1, 2, 1));
+        assert_eq!((q.len(), q.red.pdrop, q.stats().drops, q.stats().overlimits), (5, 1, 5, 1));
         let mut out = Vec::new();
         q.xstats(&mut out);
         assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec!["qavg", "pb"]);

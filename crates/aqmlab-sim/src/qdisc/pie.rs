@@ -34,7 +34,8 @@ const PSCHED_TICKS_PER_SEC: u64 = 1_000_000_000 >> PSCHED_SHIFT;
 const PIE_SCALE: u32 = 8;
 /// Linux's measurement threshold for the departure-rate estimator (`QUEUE_THRESHOLD`), bytes.
 pub const QUEUE_THRESHOLD: u64 = 16384;
-/// `pie_init` arms the first update HZ/2 after the qdisc is created.
+/// `pie_init` arms the first update HZ/2 after the qdisc is created; the model arms it HZ/2
+/// after the first packet event (as `red` and `dualpi2` do).
 const FIRST_UPDATE: Time = Time::from_millis(500);
 /// Delay above which `pie_calculate_probability` adds a further 2 % per update.
 const HIGH_DELAY: Time = Time::from_millis(250);
@@ -147,8 +148,8 @@ pub struct Pie {
     rng: Stream,
     queue: PacketQueue,
     vars: Vars,
-    /// When the timer fires next.
-    next_update: Time,
+    /// When the timer fires next; `None` until the first packet event arms it.
+    next_update: Option<Time>,
     stats: QdiscStats,
 }
 
@@ -170,7 +171,7 @@ impl Pie {
             rng,
             queue: PacketQueue::with_capacity(cfg.limit as usize),
             vars,
-            next_update: FIRST_UPDATE,
+            next_update: None,
             stats: QdiscStats::default(),
         }
     }
@@ -180,12 +181,15 @@ impl Pie {
         self.vars.prob as f64 / MAX_PROB as f64
     }
 
-    /// Runs every update the timer would have run up to `now`.
+    /// Runs every update the timer would have run up to `now`. The first call arms the timer
+    /// for `FIRST_UPDATE` later.
     fn run_timer(&mut self, now: Time) {
-        while self.next_update <= now {
+        let mut next = *self.next_update.get_or_insert(now + FIRST_UPDATE);
+        while next <= now {
             self.calculate_probability(self.queue.backlog());
-            self.next_update += self.tupdate;
+            next += self.tupdate;
         }
+        self.next_update = Some(next);
     }
 
     /// alpha and beta in probability units per tick, after RFC 8033's auto-scaling by the
@@ -691,12 +695,40 @@ mod tests {
         assert!(updates.windows(2).all(|w| w[1] - w[0] == 32), "{updates:?}");
     }
 
+    /// The timer is armed by the first packet event, not at absolute 500 ms: with traffic
+    /// from t = 3 s the first update is at 3.5 s, then every tupdate.
+    #[test]
+    fn first_update_is_half_a_second_after_the_first_packet_event() {
+        let cfg = PieConfig { tupdate: ms(15), ..PieConfig::default() };
+        let mut q = pie(cfg);
+        q.vars.burst_time = 0;
+        let start = ms(3000);
+        let mut t = start;
+        let mut updates = vec![];
+        let mut last = q.vars.prob;
+        while t < start + ms(600) {
+            q.enqueue(pkt(Ecn::NotEct), t);
+            q.enqueue(pkt(Ecn::NotEct), t);
+            if t >= start + ms(40) {
+                q.dequeue(t);
+            }
+            if q.vars.prob != last {
+                updates.push(t.as_nanos() / 1_000_000);
+                last = q.vars.prob;
+            }
+            t += ms(1);
+        }
+        assert_eq!(q.next_update.map(|n| n > start + ms(500)), Some(true));
+        assert_eq!(updates[0], 3500, "{updates:?}");
+        assert!(updates.windows(2).all(|w| w[1] - w[0] == 15), "{updates:?}");
+    }
+
     // ---- enqueue decisions ----
 
     /// A PIE with the timer out of the way and a fixed probability and delay estimate.
     fn frozen(cfg: PieConfig, prob: f64, qdelay: Time) -> Pie {
         let mut q = pie(cfg);
-        q.next_update = Time::MAX;
+        q.next_update = Some(Time::MAX);
         q.vars.burst_time = 0;
         q.vars.prob = (prob * MAX_PROB as f64) as u64;
         q.vars.qdelay = ticks(qdelay);
@@ -885,7 +917,7 @@ mod tests {
         for max_burst in [150u64, 100] {
             let cfg = PieConfig { max_burst: ms(max_burst), ..PieConfig::default() };
             let mut q = pie(cfg);
-            q.next_update = Time::MAX;
+            q.next_update = Some(Time::MAX);
             q.vars.prob = MAX_PROB / 2;
             q.vars.qdelay = ticks(ms(100));
             // Overload from t = 10 ms: 2 arrivals and 1 departure every 0.25 ms.
@@ -937,7 +969,7 @@ mod tests {
     fn rate_estimator_measures_over_dq_threshold_bytes() {
         let cfg = PieConfig { dq_rate_estimator: true, ..PieConfig::default() };
         let mut q = pie(cfg);
-        q.next_update = Time::MAX;
+        q.next_update = Some(Time::MAX);
         for _ in 0..40 {
             q.enqueue(pkt(Ecn::NotEct), Time::ZERO);
         }
@@ -968,7 +1000,7 @@ mod tests {
     fn rate_estimator_with_threshold_in_packets() {
         let cfg = PieConfig { dq_rate_estimator: true, dq_threshold: Limit::Packets(5), ..PieConfig::default() };
         let mut q = pie(cfg);
-        q.next_update = Time::MAX;
+        q.next_update = Some(Time::MAX);
         for _ in 0..7 {
             q.enqueue(pkt(Ecn::NotEct), Time::ZERO);
         }
@@ -980,7 +1012,7 @@ mod tests {
         assert_eq!(q.vars.dq_count, None);
         // With fewer than 5 queued no cycle starts at all.
         let mut q = pie(cfg);
-        q.next_update = Time::MAX;
+        q.next_update = Some(Time::MAX);
         for _ in 0..5 {
             q.enqueue(pkt(Ecn::NotEct), Time::ZERO);
         }
@@ -992,7 +1024,7 @@ mod tests {
     fn rate_mode_burst_allowance_is_spent_per_completed_cycle() {
         let cfg = PieConfig { dq_rate_estimator: true, ..PieConfig::default() };
         let mut q = pie(cfg);
-        q.next_update = Time::MAX;
+        q.next_update = Some(Time::MAX);
         for _ in 0..40 {
             q.enqueue(pkt(Ecn::NotEct), Time::ZERO);
         }

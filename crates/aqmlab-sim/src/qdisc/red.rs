@@ -78,6 +78,10 @@ pub(super) trait Average: fmt::Debug {
     /// One Adaptive RED step (`red_adaptative_algo`); `idle` is how long the queue has been
     /// empty, if it is.
     fn adapt(&mut self, _idle: Option<Time>) {}
+    /// Whether the hard region always drops, whatever the ECN flags. Linux RED marks there
+    /// with `ecn` (unless `harddrop`); ns-2's `REDQueue::enque` makes every packet in the
+    /// forced region a `DTYPE_FORCED` drop (only `drop_early` looks at `setbit_`).
+    const HARD_REGION_DROPS: bool = false;
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>);
 }
 
@@ -146,6 +150,9 @@ pub(super) struct Red<A: Average> {
     idle_since: Option<Time>,
     /// Next Adaptive RED tick (the kernel timer), armed at the first call.
     next_adapt: Option<Time>,
+    /// Whether the Adaptive RED timer runs when `flags.adaptive` is set (see
+    /// [`Red::with_adaptive_timer`]).
+    adaptive_timer: bool,
     rng: Stream,
     stats: QdiscStats,
     pub(super) red: RedStats,
@@ -164,16 +171,27 @@ impl<A: Average> Red<A> {
             // `__red_change` starts an idle period when the child is empty at creation.
             idle_since: Some(Time::ZERO),
             next_adapt: None,
+            adaptive_timer: true,
             rng,
             stats: QdiscStats::default(),
             red: RedStats::default(),
         }
     }
 
+    /// Whether the Adaptive RED timer runs when `adaptive` is set. Current Linux
+    /// (`__red_change`) starts it only if the legacy `tc_red_qopt.flags` has
+    /// `TC_RED_ADAPTATIVE`; iproute2 from about 5.7/5.8 sends the flags only in
+    /// `TCA_RED_FLAGS` (legacy field 0), so with new tc and kernel `adaptive` is stored but
+    /// the timer never starts and max_P stays at its initial value. `false` models that.
+    pub(super) fn with_adaptive_timer(mut self, on: bool) -> Self {
+        self.adaptive_timer = on;
+        self
+    }
+
     /// Runs the Adaptive RED timer ticks due by `now`. Nothing else changes the state between
     /// two calls, so running them late (before handling the event at `now`) is exact.
     fn run_timers(&mut self, now: Time) {
-        if !self.flags.adaptive {
+        if !self.flags.adaptive || !self.adaptive_timer {
             return;
         }
         let mut next = *self.next_adapt.get_or_insert(now + ADAPT_INTERVAL);
@@ -246,7 +264,7 @@ impl<A: Average> Qdisc for Red<A> {
                 }
             }
             Verdict::HardMark => {
-                if self.flags.harddrop || !self.flags.ecn {
+                if A::HARD_REGION_DROPS || self.flags.harddrop || !self.flags.ecn {
                     self.red.forced_drop += 1;
                     return self.congestion_drop();
                 }
@@ -542,6 +560,9 @@ impl Average for LinuxAverage {
 struct RedConfig {
     tc: TcRed,
     flags: Flags,
+    /// With `adaptive`: whether the kernel's Adaptive RED timer runs (`noadaptive_timer`:
+    /// the new-tc/new-kernel case in which it never starts). Default: it runs.
+    adaptive_timer: bool,
 }
 
 impl QdiscConfig for RedConfig {
@@ -549,14 +570,20 @@ impl QdiscConfig for RedConfig {
         "red"
     }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(Red::new("red", LinuxAverage::new(&self.tc), self.flags, Limit::Bytes(self.tc.limit as u64), ctx.rng.clone()))
+        Box::new(
+            Red::new("red", LinuxAverage::new(&self.tc), self.flags, Limit::Bytes(self.tc.limit as u64), ctx.rng.clone())
+                .with_adaptive_timer(self.adaptive_timer),
+        )
     }
 }
 
 /// `red limit BYTES [min BYTES] [max BYTES] avpkt BYTES [burst PACKETS] [adaptive]
-/// [probability P] [bandwidth RATE] [ecn] [harddrop] [nodrop]` (tc-red(8)).
+/// [probability P] [bandwidth RATE] [ecn] [harddrop] [nodrop]` (tc-red(8)), plus the
+/// simulator's `noadaptive_timer` (with `adaptive`: the Adaptive RED timer never runs, as
+/// with iproute2 >= ~5.8 on current kernels; `adaptive_timer`, the default, lets it run).
 pub fn parse_red(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let known = "limit, min, max, avpkt, burst, probability, bandwidth, adaptive, ecn, harddrop, nodrop";
+    let known = "limit, min, max, avpkt, burst, probability, bandwidth, adaptive, adaptive_timer, noadaptive_timer, ecn, harddrop, nodrop";
+    let mut adaptive_timer = true;
     let (mut limit, mut min, mut max, mut avpkt, mut burst) = (0u32, 0u32, 0u32, 0u32, 0u32);
     let mut probability = 0.02;
     let mut bandwidth: Option<Rate> = None;
@@ -579,6 +606,8 @@ pub fn parse_red(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
                 }
             }
             "bandwidth" => bandwidth = Some(p.rate(key)?),
+            "adaptive_timer" => adaptive_timer = true,
+            "noadaptive_timer" => adaptive_timer = false,
             _ if flags.parse(key, true) => {}
             _ => return Err(p.unknown(key, known)),
         }
@@ -596,7 +625,7 @@ pub fn parse_red(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
         return Err(p.invalid("bandwidth must be at least 8bit"));
     }
     let tc = TcRed::derive(limit, min, max, avpkt, burst, probability, bw).map_err(|e| p.invalid(e))?;
-    Ok(Arc::new(RedConfig { tc, flags }))
+    Ok(Arc::new(RedConfig { tc, flags, adaptive_timer }))
 }
 
 #[cfg(test)]
@@ -977,6 +1006,33 @@ pub(super) mod tests {
         q.idle_since = None;
         q.enqueue(pkt(1514, Ecn::NotEct), Time::from_secs(5));
         assert_eq!(q.avg.max_p, 85_899_345);
+    }
+
+    /// `noadaptive_timer`: `adaptive` is stored but the timer never starts (current kernel
+    /// with iproute2 >= ~5.8, which leaves the legacy `tc_red_qopt.flags` 0), so max_P stays
+    /// at the configured 0.02 however long the average sits above the band.
+    #[test]
+    fn adaptive_timer_off_keeps_max_p_at_its_initial_value() {
+        let s = spec("red limit 400000 avpkt 1000 adaptive bandwidth 50Mbit ecn noadaptive_timer");
+        assert!(s.contains("adaptive: true }, adaptive_timer: false"), "{s}");
+        assert!(spec("red limit 400000 avpkt 1000 adaptive").contains("adaptive_timer: true"));
+        let t: toml::Table = toml::from_str("kind = \"red\"\nlimit = 400000\navpkt = 1000\nadaptive = true\nadaptive_timer = false").unwrap();
+        assert!(format!("{:?}", QdiscSpec::from_table(&t).unwrap()).contains("adaptive_timer: false"));
+        let t = tc(400_000, 0.02);
+        for timer in [true, false] {
+            let mut q = linux(&t, Flags { adaptive: true, ..Flags::default() }).with_adaptive_timer(timer);
+            q.enqueue(pkt(1514, Ecn::NotEct), Time::ZERO);
+            q.avg.qavg = ((q.avg.target_max as u64) + 100) << t.wlog;
+            q.enqueue(pkt(1514, Ecn::NotEct), Time::from_secs(10));
+            let mut out = Vec::new();
+            q.xstats(&mut out);
+            if timer {
+                assert!(q.avg.max_p > 85_899_345 && out[1].1 > 0.02, "the timer runs: {}", q.avg.max_p);
+            } else {
+                assert_eq!(q.avg.max_p, 85_899_345);
+                assert_eq!(out[1], ("prob", 85_899_345.0 / 4294967296.0), "tc -d would show probability 0.02");
+            }
+        }
     }
 
     #[test]
