@@ -147,8 +147,9 @@ impl Link {
         // The link asks for a packet only when the discipline holds one, as an HTB class
         // does for its leaf qdisc (the studies' "htb" placement): an empty discipline is
         // never dequeued, so it sees no idle-time dequeue (RED does not start an idle period,
-        // DualPI2 keeps its WRR credit, fq_codel keeps a drained flow listed).
-        if self.in_tx.is_some() || self.qdisc.is_empty() {
+        // DualPI2 keeps its WRR credit, fq_codel keeps a drained flow listed). Disciplines
+        // modelled on ns-2 (HRED) ask for idle dequeues, as ns-2's link makes them.
+        if self.in_tx.is_some() || (self.qdisc.is_empty() && !self.qdisc.dequeues_when_empty()) {
             return;
         }
         let Some(pkt) = self.qdisc.dequeue(ctx.now) else {

@@ -77,6 +77,8 @@ impl Average for PacketAverage {
     }
     /// ns-2: avg >= 2 max_th (gentle) or >= max_th is a forced drop, ECN or not.
     const HARD_REGION_DROPS: bool = true;
+    /// ns-2's link dequeues an empty queue when it goes idle, starting RED's idle period.
+    const DEQUEUES_WHEN_EMPTY: bool = true;
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("qavg", self.avg));
         out.push(("pb", self.pb()));

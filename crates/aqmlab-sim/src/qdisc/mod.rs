@@ -135,6 +135,12 @@ pub trait Qdisc {
     fn ready_at(&self) -> Option<Time> {
         None
     }
+    /// Whether the link should also dequeue when the discipline is empty. Linux under an HTB
+    /// parent never does (the default); ns-2's link does, which is how ns-2 RED (HRED) sees
+    /// idle periods.
+    fn dequeues_when_empty(&self) -> bool {
+        false
+    }
     /// Names of the sub-queues that `Packet::queue` indexes (e.g. `["C", "L"]` for DualPI2),
     /// so that per-queue sojourn times can be reported.
     fn queue_names(&self) -> &'static [&'static str] {

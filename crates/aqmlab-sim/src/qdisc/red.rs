@@ -82,6 +82,8 @@ pub(super) trait Average: fmt::Debug {
     /// with `ecn` (unless `harddrop`); ns-2's `REDQueue::enque` makes every packet in the
     /// forced region a `DTYPE_FORCED` drop (only `drop_early` looks at `setbit_`).
     const HARD_REGION_DROPS: bool = false;
+    /// Whether the queue sees idle-time dequeues (ns-2's link; not Linux under HTB).
+    const DEQUEUES_WHEN_EMPTY: bool = false;
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>);
 }
 
@@ -236,6 +238,9 @@ impl<A: Average> Red<A> {
 }
 
 impl<A: Average> Qdisc for Red<A> {
+    fn dequeues_when_empty(&self) -> bool {
+        A::DEQUEUES_WHEN_EMPTY
+    }
     fn kind(&self) -> &'static str {
         self.kind
     }
