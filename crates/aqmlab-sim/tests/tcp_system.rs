@@ -250,8 +250,14 @@ fn same_seed_gives_identical_results() {
 
 #[test]
 fn rfc3168_ecn_reduces_once_per_window_without_retransmissions() {
+    for cc in ["reno", "cubic"] {
+        ecn_once_per_window(cc);
+    }
+}
+
+fn ecn_once_per_window(cc: &str) {
     // A 100-packet FIFO keeps the RTT between 40 and 100 ms.
-    let sc = dumbbell("20Mbit", "pfifo limit 100", "10s", "[[flows]]\ncc = \"reno\"\nrtt = \"40ms\"\necn = \"rfc3168\"\n");
+    let sc = dumbbell("20Mbit", "pfifo limit 100", "10s", &format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"40ms\"\necn = \"rfc3168\"\n"));
     let mut sim = Simulation::new(&sc);
     // Mark every ECT packet CE between 3 s and 4 s.
     sim.replace_bottleneck_qdisc(Rule::new(100, move |p: &mut Packet, now| {
