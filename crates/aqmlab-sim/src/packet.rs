@@ -97,6 +97,10 @@ pub struct Packet {
     pub flow: u32,
     /// Flow-hash input standing for the 5-tuple; tunnels rewrite it.
     pub hash_key: u32,
+    /// Source and destination host (stand-ins for the IP addresses, for host-fair
+    /// disciplines such as CAKE); set by the engine from the flow's `host`.
+    pub src_host: u16,
+    pub dst_host: u16,
     pub dir: Direction,
     pub kind: Kind,
     /// Index of the next path element on this packet's route.
@@ -121,6 +125,8 @@ impl Packet {
         Packet {
             flow,
             hash_key: flow * 2 + dir as u32,
+            src_host: 0,
+            dst_host: 0,
             dir,
             kind,
             hop: 0,

@@ -165,6 +165,11 @@ pub struct FlowSpec {
     /// `"ect1"` is their `dscp_to_ect1`).
     #[serde(default)]
     pub ecn_rewrite: Option<Codepoint>,
+    /// The client host the flow runs from (its server is host 0 on the other side). Flows
+    /// with the same `host` share it, as the studies' flows all ran between one client and
+    /// one server; host-fair disciplines (CAKE's triple-isolate) see it.
+    #[serde(default)]
+    pub host: u16,
 }
 
 /// An ECN codepoint, for traffic that sets it directly (probes).

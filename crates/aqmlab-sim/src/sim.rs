@@ -126,6 +126,8 @@ pub struct Simulation {
     /// Element indices of each flow's route, per direction.
     routes: Vec<[Box<[u32]>; 2]>,
     flows: Vec<Flow>,
+    /// Client host of each TCP flow (scenario `host`).
+    client_hosts: Vec<u16>,
     /// Probes; their endpoint ids follow the TCP flows' (`flows.len() + i`).
     probes: Vec<ProbeFlow>,
     /// Media flows; their endpoint ids follow the probes' (`flows.len() + probes.len() + i`).
@@ -482,6 +484,7 @@ impl Simulation {
             events,
             elements,
             routes,
+            client_hosts: sc.flows.iter().flat_map(|f| std::iter::repeat(f.host).take(f.count as usize)).collect(),
             flows,
             probes,
             media,
@@ -596,6 +599,12 @@ impl Simulation {
             i += 1;
             if pkt.hop == 0 {
                 self.packets_sent += 1;
+                // Client hosts are numbered from 1 on the sender side; the server side is 0.
+                let client = self.client_hosts.get(pkt.flow as usize).copied().unwrap_or(0) + 1;
+                (pkt.src_host, pkt.dst_host) = match pkt.dir {
+                    Direction::Forward => (client, 0),
+                    Direction::Reverse => (0, client),
+                };
             }
             let route = &self.routes[pkt.flow as usize][pkt.dir as usize];
             if let Some(&el) = route.get(pkt.hop as usize) {

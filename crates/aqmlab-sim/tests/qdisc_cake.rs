@@ -86,3 +86,29 @@ fn single_cubic_keeps_sojourn_near_target_and_link_busy() {
         }
     }
 }
+
+/// CAKE isolates hosts before flows: with `dual-srchost` a client host with one flow gets as
+/// much as a client host with three. Under `triple-isolate` every flow here also shares the
+/// one server (destination host), whose load of 4 bulk flows sets each flow's quantum
+/// (`cake_get_flow_quantum` takes the larger of the source and destination loads), so the
+/// share is per flow again, as with `flows`.
+#[test]
+fn cake_isolates_hosts_before_flows() {
+    let share_of_single_flow_host = |mode: &str| {
+        let text = format!(
+            "duration = \"30s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"cake {mode}\"\n\
+             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\nhost = 1\n\
+             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\nhost = 2\ncount = 3\n"
+        );
+        let s = aqmlab_sim::Simulation::new(&aqmlab_sim::Scenario::from_toml(&text, &[]).unwrap()).run().summary;
+        let rates: Vec<f64> = s.flows.iter().map(|f| f.steady_mbps.unwrap()).collect();
+        rates[0] / rates.iter().sum::<f64>()
+    };
+    let triple = share_of_single_flow_host("triple-isolate");
+    let src = share_of_single_flow_host("dual-srchost");
+    let flows = share_of_single_flow_host("flows");
+    println!("single-flow host share: triple-isolate {triple:.3}, dual-srchost {src:.3}, flows {flows:.3}");
+    assert!((triple - 0.25).abs() < 0.05, "{triple}");
+    assert!((src - 0.5).abs() < 0.05, "{src}");
+    assert!((flows - 0.25).abs() < 0.05, "{flows}");
+}

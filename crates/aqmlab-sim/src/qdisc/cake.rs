@@ -4,10 +4,8 @@
 //! What is modelled, per the kernel functions named:
 //! - `cake_hash`: flows go to 1024 queues per tin through an 8-way set-associative hash of
 //!   `Packet::hash_key` perturbed by a value drawn from the discipline's stream; host slots
-//!   (1024, also 8-way) count bulk flows per source and destination host for triple
-//!   isolation. Packets carry no addresses yet, so each flow is its own source and
-//!   destination host (host hashes derived from the flow key): triple-isolate, dual-srchost
-//!   and dual-dsthost then all reduce to per-flow fairness.
+//!   (1024, also 8-way) count bulk flows per source and destination host
+//!   (`Packet::src_host`/`dst_host`) for triple-isolate, dual-srchost and dual-dsthost.
 //! - `cake_enqueue` / `cake_dequeue`: DRR++ with new (sparse), old (bulk) and decaying flow
 //!   lists, the sparse-wait state, host-load-scaled quantum with random dithering
 //!   (`cake_get_flow_quantum`), COBALT per queue ([`super::cobalt`]), the last packet of a
@@ -452,15 +450,19 @@ impl Cake {
 
     /// The flow hash of a packet, and its source and destination host hashes. Without
     /// addresses every flow is its own host pair.
-    fn hashes(&self, key: u32) -> (u32, u32, u32) {
-        let h = |salt: u32| mix32(mix32(key ^ salt) ^ self.perturb);
-        (h(0), h(0x5352_4348), h(0x4453_5448))
+    /// Flow, source-host and destination-host hashes (Linux hashes the 5-tuple and the
+    /// addresses).
+    fn hashes(&self, pkt: &Packet) -> (u32, u32, u32) {
+        (self.hash(pkt.hash_key, 0), self.hash(pkt.src_host as u32, 0x5352_4348), self.hash(pkt.dst_host as u32, 0x4453_5448))
+    }
+    fn hash(&self, key: u32, salt: u32) -> u32 {
+        mix32(mix32(key ^ salt) ^ self.perturb)
     }
 
     /// `cake_classify`: (tin, queue) for a packet.
     fn classify(&mut self, pkt: &Packet) -> (usize, usize) {
         let t = self.cfg.tin_mode.tin(pkt.dscp);
-        let (fh, sh, dh) = self.hashes(pkt.hash_key);
+        let (fh, sh, dh) = self.hashes(pkt);
         (t, self.tins[t].queue_for(self.cfg.flow_mode, fh, sh, dh))
     }
 
@@ -852,9 +854,9 @@ const UNSUPPORTED: &[(&str, &str)] = &[
     ("diffserv8", "only besteffort and diffserv3 tins are modelled"),
     ("diffserv", "only besteffort and diffserv3 tins are modelled"),
     ("precedence", "only besteffort and diffserv3 tins are modelled"),
-    ("srchost", "host-only isolation needs host addresses, which packets do not carry"),
-    ("dsthost", "host-only isolation needs host addresses, which packets do not carry"),
-    ("hosts", "host-only isolation needs host addresses, which packets do not carry"),
+    ("srchost", "host-only isolation (no per-flow queues) is not modelled; use dual-srchost"),
+    ("dsthost", "host-only isolation (no per-flow queues) is not modelled; use dual-dsthost"),
+    ("hosts", "host-only isolation (no per-flow queues) is not modelled; use triple-isolate"),
     ("nat", "there is no NAT/conntrack in the simulator"),
     ("wash", "DSCP washing is not modelled"),
     ("ack-filter", "the ACK filter is not modelled"),
@@ -1064,7 +1066,7 @@ mod tests {
     fn keys_hashing_to(c: &Cake, home: usize, set_only: bool, n: usize) -> Vec<u32> {
         (0u32..)
             .filter(|&k| {
-                let q = c.hashes(k).0 as usize % QUEUES;
+                let q = c.hash(k, 0) as usize % QUEUES;
                 if set_only {
                     q / SET_WAYS == home / SET_WAYS
                 } else {
@@ -1078,7 +1080,7 @@ mod tests {
     #[test]
     fn set_associative_hash_gives_colliding_flows_their_own_ways() {
         let mut c = besteffort(None);
-        let home = c.hashes(0).0 as usize % QUEUES;
+        let home = c.hash(0, 0) as usize % QUEUES;
         let same_home = keys_hashing_to(&c, home, false, 2);
         let qa = c.classify(&pkt(same_home[0], 100, 0, Time::ZERO)).1;
         assert_eq!(qa, home);
@@ -1100,7 +1102,7 @@ mod tests {
         distinct.dedup();
         assert_eq!(distinct.len(), 8, "{queues:?}");
         assert!(queues.iter().all(|q| q / SET_WAYS == home / SET_WAYS));
-        assert_eq!(queues[8], c.hashes(set[8]).0 as usize % QUEUES, "the ninth takes its home slot");
+        assert_eq!(queues[8], c.hash(set[8], 0) as usize % QUEUES, "the ninth takes its home slot");
         assert_eq!(c.tins[0].way_collisions, 1);
         // The same flow keeps its queue.
         assert_eq!(c.classify(&pkt(set[3], 100, 0, Time::ZERO)).1, queues[3]);
