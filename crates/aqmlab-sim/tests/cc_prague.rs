@@ -11,67 +11,9 @@ use aqmlab_sim::rng::Stream;
 use aqmlab_sim::sim::Summary;
 use aqmlab_sim::{Scenario, Simulation, Time};
 
-fn scenario(text: &str) -> Scenario {
-    Scenario::from_toml(text, &[]).expect("valid scenario")
-}
+mod common;
+use common::{assert_conserved, dumbbell, scenario, Rule};
 
-fn dumbbell(rate: &str, qdisc: &str, duration: &str, flows: &str) -> Scenario {
-    scenario(&format!("duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}"))
-}
-
-fn assert_conserved(s: &Summary) {
-    let p = s.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
-    assert!(p.sent > 0);
-}
-
-/// A pfifo that first applies a test rule to each arriving data packet (which may mark it).
-struct Rule<F: FnMut(&mut Packet, Time) -> bool> {
-    inner: Fifo,
-    rule: F,
-    rule_drops: u64,
-    stats: QdiscStats,
-}
-
-impl<F: FnMut(&mut Packet, Time) -> bool> Rule<F> {
-    fn new(limit: u32, rule: F) -> Box<Self> {
-        Box::new(Rule { inner: Fifo::pfifo(limit), rule, rule_drops: 0, stats: QdiscStats::default() })
-    }
-    fn sync(&mut self) {
-        self.stats = *self.inner.stats();
-        self.stats.drops += self.rule_drops;
-    }
-}
-
-impl<F: FnMut(&mut Packet, Time) -> bool> Qdisc for Rule<F> {
-    fn kind(&self) -> &'static str {
-        "test-rule"
-    }
-    fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
-        let r = if pkt.kind == Kind::Data && !(self.rule)(&mut pkt, now) {
-            self.rule_drops += 1;
-            Enqueued::Dropped
-        } else {
-            self.inner.enqueue(pkt, now)
-        };
-        self.sync();
-        r
-    }
-    fn dequeue(&mut self, now: Time) -> Option<Packet> {
-        let p = self.inner.dequeue(now);
-        self.sync();
-        p
-    }
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.inner.backlog_bytes()
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-}
 
 const MS: u64 = 1_000_000;
 
