@@ -170,6 +170,22 @@ pub struct FlowSpec {
     /// one server; host-fair disciplines (CAKE's triple-isolate) see it.
     #[serde(default)]
     pub host: u16,
+    /// Which way the data goes: `up` from the client over the bottleneck (the studies'
+    /// uploads), or `down` from the server over the return link (downloads, with the ACKs
+    /// queueing at the bottleneck).
+    #[serde(default)]
+    pub direction: Way,
+}
+
+/// Which way a flow's data travels through the dumbbell.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Way {
+    /// Client to server, over the bottleneck (`[bottleneck]`).
+    #[default]
+    Up,
+    /// Server to client, over the return link (`[return]`).
+    Down,
 }
 
 /// An ECN codepoint, for traffic that sets it directly (probes).

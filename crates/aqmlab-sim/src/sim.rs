@@ -16,7 +16,7 @@ use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, Series
 use crate::packet::{Direction, Packet};
 use crate::qdisc;
 use crate::rng::Stream;
-use crate::scenario::{default_return_qdisc, Scenario, LINK_MTU};
+use crate::scenario::{default_return_qdisc, Scenario, Way, LINK_MTU};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use serde::Serialize;
@@ -104,13 +104,47 @@ struct BottleneckSeries {
     xstats: Vec<SeriesId>,
 }
 
-/// Adds a path's two per-endpoint delay lines (rtt/2 each way); returns their indices.
-fn push_delays(elements: &mut Vec<Element>, rtt: Time) -> (u32, u32) {
-    let fwd = Time(rtt.0 / 2);
-    elements.push(Element::Delay(DelayLine::new(fwd)));
-    elements.push(Element::Delay(DelayLine::new(rtt - fwd)));
-    let n = elements.len() as u32;
-    (n - 2, n - 1)
+/// The way a packet travels through the dumbbell: `Up` from the client side to the server side
+/// (over the bottleneck), `Down` back (over the return link).
+const UP: usize = 0;
+const DOWN: usize = 1;
+
+/// The elements every endpoint pair shares, per travel direction, in path order.
+struct SharedPath {
+    hops: [Vec<u32>; 2],
+}
+
+/// The elements one endpoint pair adds around the shared path, per travel direction.
+#[derive(Default)]
+struct PathSides {
+    /// Between the endpoint's own base delay and the shared path (e.g. ECN rewriting).
+    before: [Vec<u32>; 2],
+    /// After the shared path, at the far end (e.g. a tunnel exit).
+    after: [Vec<u32>; 2],
+}
+
+impl SharedPath {
+    /// Builds an endpoint pair's routes: in each travel direction its base delay (half the
+    /// RTT each way), its own elements, the shared hops, its far-end elements. The data
+    /// (`Direction::Forward`) travels up unless `data_down`.
+    fn route(&self, elements: &mut Vec<Element>, rtt: Time, sides: PathSides, data_down: bool) -> [Box<[u32]>; 2] {
+        let half = [Time(rtt.0 / 2), rtt - Time(rtt.0 / 2)];
+        let mut ways: [Vec<u32>; 2] = Default::default();
+        for way in [UP, DOWN] {
+            elements.push(Element::Delay(DelayLine::new(half[way])));
+            let r = &mut ways[way];
+            r.push((elements.len() - 1) as u32);
+            r.extend(&sides.before[way]);
+            r.extend(&self.hops[way]);
+            r.extend(&sides.after[way]);
+        }
+        let [up, down] = ways.map(Vec::into_boxed_slice);
+        if data_down {
+            [down, up]
+        } else {
+            [up, down]
+        }
+    }
 }
 
 /// A ready-to-run simulation.
@@ -126,8 +160,9 @@ pub struct Simulation {
     /// Element indices of each flow's route, per direction.
     routes: Vec<[Box<[u32]>; 2]>,
     flows: Vec<Flow>,
-    /// Client host of each TCP flow (scenario `host`).
-    client_hosts: Vec<u16>,
+    /// Client host of each TCP flow (scenario `host`) and whether its data travels down
+    /// (from the server side to the client).
+    client_hosts: Vec<(u16, bool)>,
     /// Probes; their endpoint ids follow the TCP flows' (`flows.len() + i`).
     probes: Vec<ProbeFlow>,
     /// Media flows; their endpoint ids follow the probes' (`flows.len() + probes.len() + i`).
@@ -322,10 +357,11 @@ impl Simulation {
         };
         elements.push(Element::Link(build(&ret_qdisc, ret_rate, "qdisc/return")));
         let return_link = 1u32;
-        let bn_prop = (sc.bottleneck.delay > Time::ZERO).then(|| {
+        let mut shared = SharedPath { hops: [vec![bottleneck as u32], vec![return_link]] };
+        if sc.bottleneck.delay > Time::ZERO {
             elements.push(Element::Delay(DelayLine::new(sc.bottleneck.delay)));
-            (elements.len() - 1) as u32
-        });
+            shared.hops[UP].push((elements.len() - 1) as u32);
+        }
 
         let mut flows = Vec::new();
         let mut routes = Vec::new();
@@ -347,16 +383,14 @@ impl Simulation {
                     ..TcpConfig::default()
                 };
                 let cc = spec.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")));
-                let (fwd_el, rev_el) = push_delays(&mut elements, spec.rtt);
-                let mut fwd = vec![fwd_el];
+                let data_down = spec.direction == Way::Down;
+                let data_way = if data_down { DOWN } else { UP };
+                let mut sides = PathSides::default();
                 if let Some(cp) = spec.ecn_rewrite {
                     elements.push(Element::EcnRewrite(cp.ecn()));
-                    fwd.push((elements.len() - 1) as u32);
+                    sides.before[data_way].push((elements.len() - 1) as u32);
                 }
-                fwd.push(bottleneck as u32);
-                fwd.extend(bn_prop);
-                let rev = vec![rev_el, return_link];
-                routes.push([fwd.into_boxed_slice(), rev.into_boxed_slice()]);
+                routes.push(shared.route(&mut elements, spec.rtt, sides, data_down));
                 let series = FlowSeries {
                     goodput: recorder.register(&name, "goodput", "Mbit/s"),
                     delivery_rate: recorder.register(&name, "delivery_rate", "Mbit/s"),
@@ -382,10 +416,7 @@ impl Simulation {
         for (i, spec) in sc.probes.iter().enumerate() {
             let id = (flows.len() + i) as u32;
             let name = spec.name.clone().unwrap_or_else(|| format!("probe-{i}"));
-            let (fwd_el, rev_el) = push_delays(&mut elements, spec.rtt);
-            let mut fwd = vec![fwd_el, bottleneck as u32];
-            fwd.extend(bn_prop);
-            routes.push([fwd.into_boxed_slice(), vec![rev_el, return_link].into_boxed_slice()]);
+            routes.push(shared.route(&mut elements, spec.rtt, PathSides::default(), false));
             let cfg = ProbeConfig { interval: spec.interval, wire_len: spec.size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             probes.push(ProbeFlow {
                 rtt: recorder.register(&name, "rtt", "ms"),
@@ -404,10 +435,7 @@ impl Simulation {
                 crate::scenario::MediaKind::Scream => "scream",
             };
             let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
-            let (fwd_el, rev_el) = push_delays(&mut elements, spec.rtt);
-            let mut fwd = vec![fwd_el, bottleneck as u32];
-            fwd.extend(bn_prop);
-            routes.push([fwd.into_boxed_slice(), vec![rev_el, return_link].into_boxed_slice()]);
+            routes.push(shared.route(&mut elements, spec.rtt, PathSides::default(), false));
             let cfg = ScreamConfig {
                 ecn: spec.ecn.ecn(),
                 dscp: spec.dscp,
@@ -484,7 +512,7 @@ impl Simulation {
             events,
             elements,
             routes,
-            client_hosts: sc.flows.iter().flat_map(|f| std::iter::repeat(f.host).take(f.count as usize)).collect(),
+            client_hosts: sc.flows.iter().flat_map(|f| std::iter::repeat((f.host, f.direction == Way::Down)).take(f.count as usize)).collect(),
             flows,
             probes,
             media,
@@ -600,11 +628,10 @@ impl Simulation {
             if pkt.hop == 0 {
                 self.packets_sent += 1;
                 // Client hosts are numbered from 1 on the sender side; the server side is 0.
-                let client = self.client_hosts.get(pkt.flow as usize).copied().unwrap_or(0) + 1;
-                (pkt.src_host, pkt.dst_host) = match pkt.dir {
-                    Direction::Forward => (client, 0),
-                    Direction::Reverse => (0, client),
-                };
+                let (host, data_down) = self.client_hosts.get(pkt.flow as usize).copied().unwrap_or((0, false));
+                let client = host + 1;
+                let up = (pkt.dir == Direction::Forward) != data_down;
+                (pkt.src_host, pkt.dst_host) = if up { (client, 0) } else { (0, client) };
             }
             let route = &self.routes[pkt.flow as usize][pkt.dir as usize];
             if let Some(&el) = route.get(pkt.hop as usize) {
