@@ -97,6 +97,15 @@ def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
                 s = result.series(name, "rtt")
                 ax_rtt.plot(s.index, s.values, color="grey", lw=0.8, label=f"{name} RTT")
 
+        for udp in summary.get("udp", []):
+            name = udp["name"]
+            if (name, "rate") in have:
+                s = result.series(name, "rate")
+                ax_tp.plot(s.index, s.values, color="tab:brown", lw=0.8, label=f"{name} received")
+            if (name, "owd") in have:
+                s = result.series(name, "owd")
+                ax_rtt.plot(s.index, s.values, color="tab:brown", lw=0.8, label=f"{name} one-way delay")
+
         rate = summary.get("bottleneck", {}).get("rate_mbps")
         if rate:
             ax_tp.axhline(rate, color="grey", lw=0.8, ls="-.", label=f"link rate ({rate:g} Mbit/s)")
@@ -104,7 +113,7 @@ def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
         ax_tp.set_ylabel("Throughput (Mbit/s)")
         ax_tp.set_title("Per-flow throughput: delivery rate and goodput" + (f" ({len(flows)} flows)" if many else ""), fontsize=10)
         ax_rtt.set_ylabel("TCP RTT / queue delay (ms)")
-        ax_rtt.set_title("TCP RTT (srtt), probe RTT and bottleneck queue delay", fontsize=10)
+        ax_rtt.set_title("TCP RTT (srtt), probe RTT, UDP one-way delay and bottleneck queue delay", fontsize=10)
         ax_rtt.set_xlabel("Time (s)")
         for ax in (ax_tp, ax_rtt):
             ax.grid(True, alpha=0.3)
