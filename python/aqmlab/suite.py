@@ -332,7 +332,7 @@ class Cell:
 
 
 def _slug(label: str) -> str:
-    s = re.sub(r"[^A-Za-z0-9.+-]+", "-", label).strip("-")
+    s = re.sub(r"[^A-Za-z0-9._+-]+", "-", label).strip("-")
     return s or "x"
 
 
@@ -641,12 +641,13 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
         return {"ok": False, "run_dir": str(run_dir), "error": f"{type(e).__name__}: {msg}", "seconds": 0.0}
 
 
-def _init_worker() -> None:
-    """Imports the engine and matplotlib once per worker process."""
-    import matplotlib
+def _init_worker(plots: bool = True) -> None:
+    """Imports the engine (and matplotlib when plotting) once per worker process."""
+    if plots:
+        import matplotlib
 
-    matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot  # noqa: F401
+        matplotlib.use("Agg", force=True)
+        import matplotlib.pyplot  # noqa: F401
 
     from . import _sim, api, output  # noqa: F401
 
@@ -664,8 +665,9 @@ class ExecutorUnavailable(RuntimeError):
 
 def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None:
     """Runs tasks in this process (jobs == 1) or a pool of ``jobs`` spawned worker processes."""
+    plots = any(t.get("plot", True) for t in tasks)
     if jobs <= 1 or len(tasks) <= 1:
-        _init_worker()
+        _init_worker(plots)
         for i, t in enumerate(tasks):
             on_done(i, execute_run(t))
         return
@@ -673,7 +675,7 @@ def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_init_worker) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_init_worker, initargs=(plots,)) as pool:
         futures = {pool.submit(execute_run, t): i for i, t in enumerate(tasks)}
         pending = set(futures)
         try:

@@ -292,12 +292,14 @@ def compare_s6(ref: list[dict[str, str]], records: list[Record], suite: Suite) -
 
 
 def _merge_filters(suite: Suite, base: Mapping[str, list[str]], user: Mapping[str, list[str]]) -> dict[str, list[str]] | None:
-    """The comparison's filters narrowed by the user's (axes this suite has); None if empty."""
+    """The comparison's filters narrowed by the user's (the axes and values this suite has);
+    None when nothing is left."""
     out = {k: list(v) for k, v in base.items()}
     for k, vals in user.items():
         if k not in suite.axis_names:
             continue
-        out[k] = [v for v in out[k] if v in vals] if k in out else list(vals)
+        vals = [v for v in vals if v in suite.axis(k).labels()]
+        out[k] = [v for v in out[k] if v in vals] if k in out else vals
         if not out[k]:
             return None
     return out
@@ -327,11 +329,10 @@ def validate(
             axes = sorted({a for s in suites.values() for a in s.axis_names})
             raise SuiteError(f"--filter {k}=...: no validated suite has an axis '{k}' (axes: {', '.join(axes)})")
     for k, vals in filters.items():
-        for s in suites.values():
-            if k in s.axis_names:
-                bad = [v for v in vals if v not in s.axis(k).labels()]
-                if bad:
-                    raise SuiteError(f"--filter {k}={','.join(bad)}: not a value of {k} in {s.name} (values: {', '.join(s.axis(k).labels())})")
+        known = {v for s in suites.values() if k in s.axis_names for v in s.axis(k).labels()}
+        bad = [v for v in vals if v not in known]
+        if bad:
+            raise SuiteError(f"--filter {k}={','.join(bad)}: not a value of {k} in any validated suite (values: {', '.join(sorted(known))})")
     lines = [
         "# Validation against published measurements",
         "",
