@@ -113,7 +113,9 @@ def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
             if ax.get_legend_handles_labels()[0]:
                 ax.legend(loc="upper right", fontsize=8, ncol=2 if not many else 1, framealpha=0.8)
         fig.suptitle(_title(summary), fontsize=12)
-        fig.tight_layout()
+        # Fixed margins instead of tight_layout(), which measures every tick label and took
+        # about a third of the plotting time (suites plot every run).
+        fig.subplots_adjust(left=0.075, right=0.98, bottom=0.07, top=0.91, hspace=0.16)
         fig.savefig(path, format="png")
     finally:
         plt.close(fig)
