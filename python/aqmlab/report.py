@@ -124,6 +124,28 @@ def group_by_cell(records: Sequence[Record]) -> list[list[Record]]:
     return list(groups.values())
 
 
+def with_baseline(records: Sequence[Record], axis: str, baseline: str) -> list[tuple[list[Record], list[Record] | None]]:
+    """Each cell whose ``axis`` is not ``baseline``, paired with the cell that has the same
+    labels on every other axis and ``baseline`` on ``axis`` (None when that cell is absent).
+
+    For tables built from runs that belong together, e.g. FCT harm: a ``competitor`` axis
+    with values ``none`` (the solo run), ``cubic`` and ``prague``, and
+    ``with_baseline(records, "competitor", "none")``.
+    """
+    groups = group_by_cell(records)
+    index = {}
+    for g in groups:
+        p = g[0].cell.params
+        if p.get(axis) == baseline:
+            index[tuple(sorted((k, v) for k, v in p.items() if k != axis))] = g
+    out = []
+    for g in groups:
+        p = g[0].cell.params
+        if p.get(axis) != baseline:
+            out.append((g, index.get(tuple(sorted((k, v) for k, v in p.items() if k != axis)))))
+    return out
+
+
 def select(records: Sequence[Record], where: Mapping[str, Any] | None) -> list[Record]:
     """Records whose cell has the given axis labels (a label or a list of labels per axis)."""
     if not where:

@@ -317,3 +317,31 @@ def test_suite_list_and_show():
                                "--filter", "cc=cubic-cubic", "--scenario")
     assert code == 0, stderr
     assert "4 cells" in stdout and 'qdisc = "dualpi2"' in stdout
+
+
+def test_pivot_and_baseline_helpers_on_synthetic_records(tmp_path):
+    """The table kinds the next suites need (J-K's median/quartile pivot, FCT's solo pairing)
+    work on records without running anything."""
+    from aqmlab import report as R
+
+    f = tmp_path / "p.toml"
+    f.write_text(
+        '[base]\nduration = "1s"\n[base.bottleneck]\nrate = "2Mbit"\n'
+        '[[axes]]\nname = "aqm"\nvalues = ["codel", "pie"]\n'
+        '[[axes]]\nname = "load"\nvalues = [{ label = "1", show = "1+1" }, { label = "2", show = "2+2" }]\n'
+        '[[axes]]\nname = "competitor"\nvalues = ["none", "cubic"]\n'
+        '[[tables]]\nkind = "pivot"\nrows = "aqm"\ncolumns = "load"\nmetric = "bottleneck.sojourn_ms.p95"\nscale = 0.001\n'
+        'where = { competitor = "none" }\n'
+    )
+    suite = S.load_suite(str(f))
+    runs = S.plan_runs(suite, tmp_path / "o", seeds=3)
+    recs = []
+    for r in runs:
+        p95 = {"codel": 90.0, "pie": 230.0}[r.cell.params["aqm"]] + 10 * r.replicate + (100 if r.cell.params["competitor"] == "cubic" else 0)
+        recs.append(R.Record(r, {"bottleneck": {"sojourn_ms": {"p95": p95}}}, {}))
+    t = R.build_table(suite.tables[0], suite, recs)
+    assert t.headers == ["aqm", "1+1", "2+2"]
+    assert t.rows[0] == ["codel", "0.100 [0.095–0.105]", "0.100 [0.095–0.105]"]
+    pairs = R.with_baseline(recs, "competitor", "none")
+    assert len(pairs) == 4 and all(b is not None and b[0].cell.params["competitor"] == "none" for _, b in pairs)
+    assert all(g[0].cell.params["aqm"] == b[0].cell.params["aqm"] for g, b in pairs)
