@@ -251,7 +251,7 @@ def suite_run(
     ),
     jobs: int = typer.Option(_default_jobs(), "--jobs", "-j", min=1, help="Runs in parallel (worker processes)."),
     seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="Seeds per cell: the scenario's seed + 0..K-1."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Output directory [default: out/NAME]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Output directory (default: out/NAME)."),
     set_: list[str] = typer.Option(
         [], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run, e.g. duration=5s (repeatable)."
     ),
@@ -310,7 +310,7 @@ def suite_report(
     name: str = typer.Argument(..., metavar="NAME", help="Suite name or a suite .toml file."),
     filter_: list[str] = typer.Option([], "--filter", metavar="AXIS=VALUE[,VALUE]", help="As given to 'suite run'."),
     seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="As given to 'suite run'."),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="The run's output directory [default: out/NAME]."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="The run's output directory (default: out/NAME)."),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="As given to 'suite run'."),
     plot_links: bool = typer.Option(True, "--plot-links/--no-plot-links", help="Keep the tables' Plot column."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
@@ -338,7 +338,7 @@ def suite_report(
 def validate_cmd(
     out: Path = typer.Option(Path("out/validate"), "--out", "-o", metavar="DIR", help="Directory of the suites' runs."),
     jobs: int = typer.Option(_default_jobs(), "--jobs", "-j", min=1, help="Runs in parallel (worker processes)."),
-    report: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help="Where to write VALIDATION.md [default: DIR/VALIDATION.md]."),
+    report: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help="Where to write VALIDATION.md (default: DIR/VALIDATION.md)."),
     filter_: list[str] = typer.Option([], "--filter", metavar="AXIS=VALUE[,VALUE]", help="Restrict the runs (axes of any validated suite)."),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run (for quick checks)."),
     seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="Seeds per cell."),
