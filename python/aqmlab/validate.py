@@ -162,6 +162,49 @@ def _summary_lines(pairs: Sequence[Pair], missing: int, n_ref: int) -> list[str]
     return lines
 
 
+def pivot_lines(
+    published: Mapping[tuple[str, str], float],
+    simulated: Mapping[tuple[str, str], float],
+    rows: Sequence[str],
+    columns: Sequence[str],
+    *,
+    row_title: str = "",
+    spec: str = ".3f",
+) -> list[str]:
+    """A published row x column table (e.g. AQM x load) beside the simulated one: the values
+    as "published / simulated", the absolute differences, and per column the rank order of
+    the rows (smallest first) in both, with whether they agree.
+
+    For tables like Järvinen & Kojo's Table II: ``published[(aqm, load)] = seconds``.
+    """
+    lines: list[str] = []
+    diffs = [abs(published[k] - simulated[k]) for k in published if k in simulated]
+    lines.append(f"- values compared: {len(diffs)} of {len(published)} published")
+    if diffs:
+        lines.append(_stats_line("absolute difference", diffs, spec))
+    body = []
+    for r in rows:
+        cells = [r]
+        for c in columns:
+            p, s = published.get((r, c)), simulated.get((r, c))
+            cells.append(f"{_f(p, spec)} / {_f(s, spec)}")
+        body.append(cells)
+    lines += ["", "Published / simulated:", ""]
+    lines += _md_table([row_title, *columns], body, right=range(1, len(columns) + 1))
+    lines += ["", "Rank order per column (smallest first):", ""]
+    same = 0
+    body = []
+    for c in columns:
+        have = [r for r in rows if (r, c) in published and (r, c) in simulated]
+        po = sorted(have, key=lambda r: (published[(r, c)], r))
+        so = sorted(have, key=lambda r: (simulated[(r, c)], r))
+        same += po == so
+        body.append([c, ", ".join(po), ", ".join(so), "yes" if po == so else "**no**"])
+    lines += _md_table(["column", "published", "simulated", "same order"], body)
+    lines.insert(2 if diffs else 1, f"- columns with the same rank order: {same} of {len(columns)}")
+    return lines
+
+
 # --------------------------------------------------------------------------------------
 # The published tables
 # --------------------------------------------------------------------------------------

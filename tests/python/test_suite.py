@@ -345,3 +345,15 @@ def test_pivot_and_baseline_helpers_on_synthetic_records(tmp_path):
     pairs = R.with_baseline(recs, "competitor", "none")
     assert len(pairs) == 4 and all(b is not None and b[0].cell.params["competitor"] == "none" for _, b in pairs)
     assert all(g[0].cell.params["aqm"] == b[0].cell.params["aqm"] for g, b in pairs)
+
+
+def test_pivot_lines_compare_values_and_rank_order():
+    from aqmlab.validate import pivot_lines
+
+    pub = {("codel", "1+1"): 0.090, ("pie", "1+1"): 0.234, ("codel", "2+2"): 0.126, ("pie", "2+2"): 0.252}
+    sim = {("codel", "1+1"): 0.100, ("pie", "1+1"): 0.200, ("codel", "2+2"): 0.300, ("pie", "2+2"): 0.250}
+    text = "\n".join(pivot_lines(pub, sim, ["codel", "pie"], ["1+1", "2+2"], row_title="AQM"))
+    assert "- values compared: 4 of 4 published" in text
+    assert "- columns with the same rank order: 1 of 2" in text
+    assert "| codel | 0.090 / 0.100 | 0.126 / 0.300 |" in text
+    assert "| 2+2 | codel, pie | pie, codel | **no** |" in text
