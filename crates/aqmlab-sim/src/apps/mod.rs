@@ -2,5 +2,7 @@
 
 pub mod probe;
 pub mod scream;
+pub mod transient;
+pub mod workload;
 
 pub use probe::{Probe, ProbeStats};

@@ -1,10 +1,12 @@
 //! Streaming measurement: fixed-size histograms for per-packet quantities, grid-sampled
 //! series, and the study metrics computed from them (algorithms.md section 5).
 
+mod fct;
 mod histogram;
 mod series;
 mod steady;
 
+pub use fct::{empirical_quantile, FctStats};
 pub use histogram::LogHistogram;
 pub use series::{Column, Series, SeriesId, SeriesRecorder};
 pub use steady::{jain_index, steady_state_rate};
