@@ -229,6 +229,10 @@ impl Workloads {
     pub fn slots(&self) -> usize {
         self.slots.len()
     }
+    /// Transfers open now.
+    pub fn open(&self) -> usize {
+        self.live
+    }
     /// The most transfers open at once.
     pub fn peak_live(&self) -> usize {
         self.peak_live
