@@ -694,11 +694,8 @@ impl Simulation {
                 let up = (pkt.dir == Direction::Forward) != data_down;
                 (pkt.src_host, pkt.dst_host) = if up { (client, 0) } else { (0, client) };
             }
-            let route = match self.routes.get(pkt.flow as usize) {
-                Some(r) if (pkt.flow as usize) < self.workloads.base() => r,
-                _ => &self.routes[self.workloads.route_of(pkt.flow)],
-            };
-            let route = &route[pkt.dir as usize];
+            let r = if (pkt.flow as usize) < self.workloads.base() { pkt.flow as usize } else { self.workloads.route_of(pkt.flow) };
+            let route = &self.routes[r][pkt.dir as usize];
             if let Some(&el) = route.get(pkt.hop as usize) {
                 pkt.hop += 1;
                 let mut ctx = ElementCtx { id: el, now: self.now, events: &mut self.events, out: &mut self.out };
