@@ -3,6 +3,7 @@
 //! Every key is checked: unknown keys, missing keys and malformed or out-of-range values
 //! are reported as one line naming the key path and the file line (see [`ScenarioError`]).
 
+use crate::path::netem::NetemSpec;
 use crate::qdisc::QdiscSpec;
 use crate::time::{Rate, Time};
 use crate::units::{parse_bytes, parse_rate, parse_time};
@@ -60,6 +61,11 @@ pub struct Bottleneck {
     /// Propagation delay of the bottleneck link itself (added to every flow's RTT).
     #[serde(default, deserialize_with = "de_time")]
     pub delay: Time,
+    /// netem (tc syntax) on both travel directions, shared by every flow, after each flow's
+    /// own base delay and ahead of the bottleneck discipline: the studies' child netem on
+    /// the middlebox ingress (algorithms.md 3.2).
+    #[serde(default)]
+    pub netem: Option<NetemSpec>,
 }
 
 fn default_qdisc() -> QdiscSpec {
@@ -185,6 +191,10 @@ pub struct FlowSpec {
     /// queueing at the bottleneck).
     #[serde(default)]
     pub direction: Way,
+    /// netem (tc syntax) of this flow's own, on both travel directions after its base delay
+    /// (e.g. `"delay 2ms 1ms 10%"`, the SCE S6 jitter runs).
+    #[serde(default)]
+    pub netem: Option<NetemSpec>,
 }
 
 /// A short-flow workload as heistp/ccafct runs it: transfers arrive as a Poisson process
@@ -334,6 +344,9 @@ pub struct ProbeSpec {
     pub start: Time,
     #[serde(default, deserialize_with = "de_opt_time")]
     pub stop: Option<Time>,
+    /// netem of the probe's own path, both directions (to measure jitter).
+    #[serde(default)]
+    pub netem: Option<NetemSpec>,
 }
 
 fn default_probe_interval() -> Time {

@@ -16,6 +16,7 @@ use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
 use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder};
 use crate::packet::{Direction, Packet};
+use crate::path::netem::{Netem, NetemSpec};
 use crate::qdisc;
 use crate::rng::Stream;
 use crate::scenario::{default_return_qdisc, Codepoint, Scenario, Way, LINK_MTU};
@@ -72,6 +73,7 @@ struct FlowPlan<'a> {
     stop: Option<Time>,
     cfg: TcpConfig,
     direction: Way,
+    netem: Option<&'a NetemSpec>,
     ecn_rewrite: Option<Codepoint>,
     host: u16,
 }
@@ -167,6 +169,16 @@ impl SharedPath {
             [up, down]
         }
     }
+}
+
+/// Adds one netem element per travel direction (indexed by `UP`/`DOWN`), each drawing from
+/// its own stream `netem/<label>/up|down`.
+fn netem_pair(elements: &mut Vec<Element>, spec: &NetemSpec, seed: u64, label: &str) -> [u32; 2] {
+    [UP, DOWN].map(|way| {
+        let stream = Stream::new(seed, &format!("netem/{label}/{}", ["up", "down"][way]));
+        elements.push(Element::Netem(Box::new(Netem::new(spec.config.clone(), stream))));
+        (elements.len() - 1) as u32
+    })
 }
 
 /// A ready-to-run simulation.
@@ -393,6 +405,11 @@ impl Simulation {
             elements.push(Element::Delay(DelayLine::new(sc.bottleneck.delay)));
             shared.hops[UP].push((elements.len() - 1) as u32);
         }
+        if let Some(spec) = &sc.bottleneck.netem {
+            for (way, el) in netem_pair(&mut elements, spec, sc.seed, "bottleneck").into_iter().enumerate() {
+                shared.hops[way].insert(0, el);
+            }
+        }
 
         let mut plans = Vec::new();
         for spec in &sc.flows {
@@ -408,7 +425,7 @@ impl Simulation {
                     ..TcpConfig::connection(spec.mss, spec.initial_cwnd, spec.initial_rto, spec.ecn, spec.size)
                 };
                 let (rtt, start, stop, direction, ecn_rewrite, host) = (spec.rtt, spec.start, spec.stop, spec.direction, spec.ecn_rewrite, spec.host);
-                plans.push(FlowPlan { name, cc: &spec.cc, rtt, start, stop, cfg, direction, ecn_rewrite, host });
+                plans.push(FlowPlan { name, cc: &spec.cc, rtt, start, stop, cfg, direction, netem: spec.netem.as_ref(), ecn_rewrite, host });
             }
         }
         let bulk_flows = plans.len();
@@ -420,7 +437,7 @@ impl Simulation {
             for (k, size) in transient::split(t.total, t.flows).enumerate() {
                 let cfg = TcpConfig::connection(t.mss, t.initial_cwnd, t.initial_rto, t.ecn, Some(size));
                 let (rtt, direction) = (t.rtt, t.direction);
-                plans.push(FlowPlan { name: format!("{name}-{k}"), cc: &t.cc, rtt, start, stop: None, cfg, direction, ecn_rewrite: None, host: 0 });
+                plans.push(FlowPlan { name: format!("{name}-{k}"), cc: &t.cc, rtt, start, stop: None, cfg, direction, netem: None, ecn_rewrite: None, host: 0 });
             }
             transients.push(TransientGroup { name, start, flows: first..plans.len() });
         }
@@ -433,6 +450,11 @@ impl Simulation {
             let data_down = p.direction == Way::Down;
             let data_way = if data_down { DOWN } else { UP };
             let mut sides = PathSides::default();
+            if let Some(n) = p.netem {
+                for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("flow/{id}")).into_iter().enumerate() {
+                    sides.before[way].push(el);
+                }
+            }
             if let Some(cp) = p.ecn_rewrite {
                 elements.push(Element::EcnRewrite(cp.ecn()));
                 sides.before[data_way].push((elements.len() - 1) as u32);
@@ -464,7 +486,13 @@ impl Simulation {
         for (i, spec) in sc.probes.iter().enumerate() {
             let id = (flows.len() + i) as u32;
             let name = spec.name.clone().unwrap_or_else(|| format!("probe-{i}"));
-            routes.push(shared.route(&mut elements, spec.rtt, PathSides::default(), false));
+            let mut sides = PathSides::default();
+            if let Some(n) = &spec.netem {
+                for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("probe/{i}")).into_iter().enumerate() {
+                    sides.before[way].push(el);
+                }
+            }
+            routes.push(shared.route(&mut elements, spec.rtt, sides, false));
             let cfg = ProbeConfig { interval: spec.interval, wire_len: spec.size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             probes.push(ProbeFlow {
                 rtt: recorder.register(&name, "rtt", "ms"),
@@ -721,7 +749,7 @@ impl Simulation {
     fn bottleneck_link(&self) -> &Link {
         match &self.elements[self.bottleneck] {
             Element::Link(l) => l,
-            Element::Delay(_) | Element::EcnRewrite(_) => unreachable!("element 0 is the bottleneck link"),
+            _ => unreachable!("element 0 is the bottleneck link"),
         }
     }
 
@@ -769,7 +797,7 @@ impl Simulation {
         }
         let l = match &mut self.elements[self.bottleneck] {
             Element::Link(l) => l,
-            Element::Delay(_) | Element::EcnRewrite(_) => unreachable!("element 0 is the bottleneck link"),
+            _ => unreachable!("element 0 is the bottleneck link"),
         };
         let b = &self.bn_series;
         let (mut sum, mut n, mut max) = (Time::ZERO, 0u64, Time::ZERO);

@@ -149,3 +149,16 @@ fn bad_traffic_keys_are_named() {
     assert!(e.contains("workloads[1].name"), "{e}");
     assert_eq!(e.lines().count(), 1);
 }
+
+#[test]
+fn load_transients_scenario_completes_both_groups() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/load-transients.toml");
+    let text = std::fs::read_to_string(path).unwrap();
+    for qdisc in ["pie limit 100 target 20ms max_burst 100ms dq_rate_estimator dq_threshold 10 tupdate 30ms", "codel limit 100 target 5ms interval 100ms"] {
+        let s = run(&Scenario::from_toml(&text, &[format!("bottleneck.qdisc={qdisc}")]).unwrap());
+        for g in &s.transients {
+            println!("{qdisc}: {} start {:.3} s, response {:?} s", g.name, g.start_s, g.response_s);
+            assert!(g.response_s.is_some_and(|r| r < 10.0), "{qdisc}: {g:?}");
+        }
+    }
+}
