@@ -13,6 +13,7 @@ pub mod params;
 pub mod qdisc;
 pub mod rng;
 pub mod scenario;
+pub mod shared_links;
 pub mod sim;
 pub mod tcp;
 pub mod time;
