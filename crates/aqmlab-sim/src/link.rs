@@ -7,6 +7,7 @@
 use crate::event::{Event, EventQueue};
 use crate::metrics::LogHistogram;
 use crate::packet::{Ecn, Packet};
+use crate::path::netem::Netem;
 use crate::qdisc::{Enqueued, Qdisc};
 use crate::time::{Rate, Time};
 use std::collections::VecDeque;
@@ -226,6 +227,8 @@ pub enum Element {
     /// Rewrites the ECN field of every packet passing (the studies' iptables `bleach_ecn`
     /// and `dscp_to_ect1` helpers on the middlebox, ahead of the AQM); no delay.
     EcnRewrite(Ecn),
+    /// Linux netem: delay with jitter (reordering), random loss, limit, slotted release.
+    Netem(Box<Netem>),
 }
 
 impl Element {
@@ -238,6 +241,7 @@ impl Element {
                 pkt.ecn = *to;
                 ctx.out.push(pkt);
             }
+            Element::Netem(n) => n.receive(pkt, ctx),
         }
     }
     pub fn wake(&mut self, ctx: &mut ElementCtx) {
@@ -245,6 +249,7 @@ impl Element {
             Element::Delay(d) => d.wake(ctx),
             Element::Link(l) => l.wake(ctx),
             Element::EcnRewrite(_) => {}
+            Element::Netem(n) => n.wake(ctx),
         }
     }
     /// Packets currently inside the element (for the conservation check).
@@ -253,6 +258,7 @@ impl Element {
             Element::Delay(d) => d.line.len(),
             Element::Link(l) => l.held(),
             Element::EcnRewrite(_) => 0,
+            Element::Netem(n) => n.held(),
         }
     }
     /// Packets this element has dropped.
@@ -260,6 +266,7 @@ impl Element {
         match self {
             Element::Delay(_) | Element::EcnRewrite(_) => 0,
             Element::Link(l) => l.drops(),
+            Element::Netem(n) => n.drops(),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! Every key is checked: unknown keys, missing keys and malformed or out-of-range values
 //! are reported as one line naming the key path and the file line (see [`ScenarioError`]).
 
+use crate::path::netem::NetemSpec;
 use crate::qdisc::QdiscSpec;
 use crate::time::{Rate, Time};
 use crate::units::{parse_bytes, parse_rate, parse_time};
@@ -60,6 +61,11 @@ pub struct Bottleneck {
     /// Links in front of the bottleneck on the forward direction, in path order.
     #[serde(default)]
     pub upstream: Vec<UpstreamLink>,
+    /// netem (tc syntax) on both travel directions, shared by every flow, after each flow's
+    /// own base delay and ahead of the bottleneck discipline: the studies' child netem on
+    /// the middlebox ingress (algorithms.md 3.2).
+    #[serde(default)]
+    pub netem: Option<NetemSpec>,
 }
 
 /// One scheduled change of a shared link (see `docs/path.md`).
@@ -233,6 +239,10 @@ pub struct FlowSpec {
     /// queueing at the bottleneck).
     #[serde(default)]
     pub direction: Way,
+    /// netem (tc syntax) of this flow's own, on both travel directions after its base delay
+    /// (e.g. `"delay 2ms 1ms 10%"`, the SCE S6 jitter runs).
+    #[serde(default)]
+    pub netem: Option<NetemSpec>,
 }
 
 /// Which way a flow's data travels through the dumbbell.
@@ -310,6 +320,9 @@ pub struct ProbeSpec {
     pub start: Time,
     #[serde(default, deserialize_with = "de_opt_time")]
     pub stop: Option<Time>,
+    /// netem of the probe's own path, both directions (to measure jitter).
+    #[serde(default)]
+    pub netem: Option<NetemSpec>,
 }
 
 impl ProbeSpec {

@@ -14,6 +14,7 @@ use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
 use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder};
 use crate::packet::{Direction, Packet};
+use crate::path::netem::{Netem, NetemSpec};
 use crate::qdisc;
 use crate::rng::Stream;
 use crate::scenario::{default_return_qdisc, ProbeKind, Scenario, Way, LINK_MTU};
@@ -166,6 +167,16 @@ fn link_at_mut(elements: &mut [Element], i: usize) -> &mut Link {
         Element::Link(l) => l,
         _ => unreachable!("shared links are links"),
     }
+}
+
+/// Adds one netem element per travel direction (indexed by `UP`/`DOWN`), each drawing from
+/// its own stream `netem/<label>/up|down`.
+fn netem_pair(elements: &mut Vec<Element>, spec: &NetemSpec, seed: u64, label: &str) -> [u32; 2] {
+    [UP, DOWN].map(|way| {
+        let stream = Stream::new(seed, &format!("netem/{label}/{}", ["up", "down"][way]));
+        elements.push(Element::Netem(Box::new(Netem::new(spec.config.clone(), stream))));
+        (elements.len() - 1) as u32
+    })
 }
 
 /// A ready-to-run simulation.
@@ -447,6 +458,11 @@ impl Simulation {
             elements.push(Element::Delay(DelayLine::new(sc.bottleneck.delay)));
             shared.hops[UP].push((elements.len() - 1) as u32);
         }
+        if let Some(spec) = &sc.bottleneck.netem {
+            for (way, el) in netem_pair(&mut elements, spec, sc.seed, "bottleneck").into_iter().enumerate() {
+                shared.hops[way].insert(0, el);
+            }
+        }
         let rates = links.iter().map(|l| l.start_rate).collect();
         let changes = shared_links::schedule(sc, BOTTLENECK, RETURN, rates);
         for (i, link) in links.iter_mut().enumerate() {
@@ -483,6 +499,11 @@ impl Simulation {
                 let data_down = spec.direction == Way::Down;
                 let data_way = if data_down { DOWN } else { UP };
                 let mut sides = PathSides::default();
+                if let Some(n) = &spec.netem {
+                    for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("flow/{id}")).into_iter().enumerate() {
+                        sides.before[way].push(el);
+                    }
+                }
                 if let Some(cp) = spec.ecn_rewrite {
                     elements.push(Element::EcnRewrite(cp.ecn()));
                     sides.before[data_way].push((elements.len() - 1) as u32);
@@ -513,7 +534,13 @@ impl Simulation {
         for (i, spec) in sc.probes.iter().enumerate() {
             let id = (flows.len() + i) as u32;
             let name = spec.name.clone().unwrap_or_else(|| format!("probe-{i}"));
-            routes.push(shared.route(&mut elements, spec.rtt, PathSides::default(), false));
+            let mut sides = PathSides::default();
+            if let Some(n) = &spec.netem {
+                for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("probe/{i}")).into_iter().enumerate() {
+                    sides.before[way].push(el);
+                }
+            }
+            routes.push(shared.route(&mut elements, spec.rtt, sides, false));
             let one_way = spec.kind == ProbeKind::Irtt;
             let cfg = ProbeConfig { interval: spec.interval(sc.metrics.step), wire_len: spec.size(), one_way, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             probes.push(ProbeFlow {

@@ -36,6 +36,20 @@ fn every_controller_is_deterministic() {
 }
 
 #[test]
+fn netem_runs_are_deterministic_and_seeded() {
+    let text = |seed: u64| {
+        format!(
+            "duration = \"5s\"\nseed = {seed}\n[bottleneck]\nrate = \"20Mbit\"\nqdisc = \"fq_codel\"\n\
+             netem = \"delay 200us slot 800us 5ms packets 16 limit 10000\"\n\
+             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\nnetem = \"delay 2ms 1ms 10% loss 0.5%\"\n\
+             [[probes]]\nrtt = \"20ms\"\nnetem = \"delay 5ms 2ms distribution normal\"\n"
+        )
+    };
+    assert_eq!(summary_and_series(&text(3)), summary_and_series(&text(3)));
+    assert_ne!(summary_and_series(&text(3)).0, summary_and_series(&text(4)).0);
+}
+
+#[test]
 fn other_seeds_change_randomised_runs() {
     // RED draws from the discipline's stream: a different seed gives a different run.
     let text = |seed: u64| {

@@ -1,0 +1,4 @@
+//! Path effects between the endpoints and the bottleneck (emulated delay, jitter, loss and
+//! bursty release), as the studies' harness applied them with Linux qdiscs on the middlebox.
+
+pub mod netem;
