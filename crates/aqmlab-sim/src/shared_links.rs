@@ -140,11 +140,11 @@ impl ScheduledChange {
 
     /// Applies the change: the rate first, so that a discipline swapped in at the same
     /// moment sees the new rate. Returns the packets the swap discarded.
-    pub fn apply(&mut self, link: &mut Link) -> u64 {
+    pub fn apply(&mut self, link: &mut Link, now: Time) -> u64 {
         if let Some(r) = self.rate {
             link.set_rate(r);
         }
-        self.qdisc.take().map_or(0, |q| link.replace_qdisc(q))
+        self.qdisc.take().map_or(0, |q| link.replace_qdisc(q, now))
     }
 }
 

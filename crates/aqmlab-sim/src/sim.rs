@@ -9,15 +9,16 @@
 
 use crate::apps::probe::ProbeConfig;
 use crate::apps::scream::{Scream, ScreamConfig};
-use crate::apps::Probe;
+use crate::apps::udp::{Pattern, UdpConfig};
+use crate::apps::{Probe, UdpSource};
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
-use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder};
+use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder, SpikeSummary, SpikeTracker};
 use crate::packet::{Direction, Packet};
 use crate::path::netem::{Netem, NetemSpec};
 use crate::qdisc;
 use crate::rng::Stream;
-use crate::scenario::{default_return_qdisc, ProbeKind, Scenario, Way, LINK_MTU};
+use crate::scenario::{default_return_qdisc, ProbeKind, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE, LINK_MTU};
 use crate::shared_links::{self, ScheduledChange, SharedLink};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
@@ -93,6 +94,19 @@ impl MediaFlow {
     fn end_time(&self, run_end: Time) -> Time {
         self.stop.map_or(run_end, |s| s.min(run_end))
     }
+}
+
+/// An unresponsive UDP flow with its series handles.
+struct UdpFlow {
+    name: String,
+    kind: &'static str,
+    start: Time,
+    stop: Option<Time>,
+    app: UdpSource,
+    /// Payload received per tick, Mbit/s.
+    rate: SeriesId,
+    /// Mean one-way delay per tick, ms.
+    owd: SeriesId,
 }
 
 /// The way a packet travels through the dumbbell: `Up` from the client side to the server side
@@ -199,6 +213,8 @@ pub struct Simulation {
     probes: Vec<ProbeFlow>,
     /// Media flows; their endpoint ids follow the probes' (`flows.len() + probes.len() + i`).
     media: Vec<MediaFlow>,
+    /// UDP flows; their endpoint ids follow the media flows'.
+    udp: Vec<UdpFlow>,
     out: Vec<Packet>,
     /// The shared links: bottleneck, return link, upstream links.
     links: Vec<SharedLink>,
@@ -233,14 +249,19 @@ pub struct FlowSummary {
     pub fct_s: Option<f64>,
 }
 
-/// Queue-sojourn percentiles in milliseconds.
+/// Delay percentiles in milliseconds (queue sojourn, probe and UDP delays).
 #[derive(Clone, Debug, Serialize)]
 pub struct SojournSummary {
     pub p50: Option<f64>,
     pub p95: Option<f64>,
     pub p99: Option<f64>,
+    pub p999: Option<f64>,
     pub max: Option<f64>,
     pub mean: Option<f64>,
+    /// The distribution as `[ms, fraction of packets at or below]` points (at most 200, see
+    /// `LogHistogram::cdf`); bottleneck queues only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cdf: Option<Vec<[f64; 2]>>,
 }
 
 impl SojournSummary {
@@ -250,14 +271,21 @@ impl SojournSummary {
             p50: ms(h.quantile(0.50)),
             p95: ms(h.quantile(0.95)),
             p99: ms(h.quantile(0.99)),
+            p999: ms(h.quantile(0.999)),
             max: ms(h.max().map(|x| x as f64)),
             mean: ms(h.mean()),
+            cdf: None,
         }
     }
     /// Every value less `base_ms` (the delay a probe adds over its base RTT).
     fn minus(&self, base_ms: f64) -> Self {
         let d = |v: Option<f64>| v.map(|x| x - base_ms);
-        SojournSummary { p50: d(self.p50), p95: d(self.p95), p99: d(self.p99), max: d(self.max), mean: d(self.mean) }
+        SojournSummary { p50: d(self.p50), p95: d(self.p95), p99: d(self.p99), p999: d(self.p999), max: d(self.max), mean: d(self.mean), cdf: None }
+    }
+    /// With the CDF.
+    fn with_cdf(h: &LogHistogram) -> Self {
+        let cdf = h.cdf().into_iter().map(|(v, f)| [v as f64 * 1e-6, f]).collect();
+        SojournSummary { cdf: Some(cdf), ..Self::of(h) }
     }
 }
 
@@ -280,18 +308,22 @@ pub struct BottleneckSummary {
     /// Per sub-queue sojourn (e.g. DualPI2's C and L queues); empty for single-queue disciplines.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueSummary>,
+    /// Delay-spike durations per `[metrics] spike_thresholds` entry.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spikes: Vec<SpikeSummary>,
 }
 
 impl BottleneckSummary {
-    /// `rate` is the link's rate at the start; `span` the time over which utilisation counts.
-    fn of(link: &Link, qdisc_text: &str, rate: crate::time::Rate, span: Time) -> Self {
+    /// `rate` is the link's rate at the start; utilisation counts from `first_start` to `end`.
+    fn of(link: &Link, qdisc_text: &str, rate: crate::time::Rate, first_start: Time, end: Time) -> Self {
+        let span = end - first_start;
         let mut all = LogHistogram::default();
         for q in &link.stats.queues {
             all.merge(&q.sojourn);
         }
         let queues = if link.stats.queues.len() > 1 {
             (link.stats.queues.iter())
-                .map(|q| QueueSummary { name: q.name.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::of(&q.sojourn) })
+                .map(|q| QueueSummary { name: q.name.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::with_cdf(&q.sojourn) })
                 .collect()
         } else {
             Vec::new()
@@ -304,8 +336,9 @@ impl BottleneckSummary {
             drops: link.drops(),
             ce_marks: link.ce_marks(),
             utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
-            sojourn_ms: SojournSummary::of(&all),
+            sojourn_ms: SojournSummary::with_cdf(&all),
             queues,
+            spikes: link.stats.spikes.as_ref().map_or_else(Vec::new, |s| s.summary(end)),
         }
     }
 }
@@ -348,7 +381,24 @@ pub struct Summary {
     pub probes: Vec<ProbeSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub media: Vec<MediaSummary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub udp: Vec<UdpSummary>,
     pub packets: Conservation,
+}
+
+/// An unresponsive UDP flow (`summary.json` → `udp[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct UdpSummary {
+    pub name: String,
+    pub kind: String,
+    /// Packets sent and received.
+    pub sent: u64,
+    pub received: u64,
+    /// Packets missing below the highest sequence number received (RFC 3550 A.3).
+    pub lost: u64,
+    /// Payload received over the flow's span (start to stop or the end of the run), Mbit/s.
+    pub mean_mbps: f64,
+    pub owd_ms: SojournSummary,
 }
 
 /// A media flow (`summary.json` → `media[]`); rates in Mbit/s over its active span.
@@ -436,6 +486,10 @@ impl Simulation {
             (elements.len() - 1) as u32
         };
         let bottleneck = add_link(&mut elements, "bottleneck", &sc.bottleneck.qdisc, sc.bottleneck.rate, "qdisc/bottleneck");
+        if !sc.metrics.spike_thresholds.is_empty() {
+            let tracker = SpikeTracker::new(&sc.metrics.spike_thresholds, sc.bottleneck.rate, sc.metrics.spike_after);
+            link_at_mut(&mut elements, bottleneck as usize).stats.spikes = Some(tracker);
+        }
         let (ret_rate, ret_qdisc) = match &sc.return_path {
             Some(r) => (r.rate.unwrap_or(sc.bottleneck.rate), r.qdisc.clone()),
             None => (sc.bottleneck.rate, default_return_qdisc()),
@@ -594,6 +648,31 @@ impl Simulation {
                 stop: spec.stop,
             });
         }
+        let mut udp = Vec::new();
+        for (i, spec) in sc.udp.iter().enumerate() {
+            let id = (flows.len() + probes.len() + media.len() + i) as u32;
+            let kind = spec.kind.name();
+            let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
+            routes.push(shared.route(&mut elements, spec.rtt, PathSides::default(), spec.direction == Way::Down));
+            let pattern = match spec.kind {
+                UdpKind::Cbr => Pattern::Cbr,
+                UdpKind::Video => Pattern::Video {
+                    frame_rate: spec.frame_rate.unwrap_or(DEFAULT_UDP_FRAME_RATE),
+                    paced: spec.paced.unwrap_or(false),
+                    variation: spec.frame_size_variation.unwrap_or(0.0) / 100.0,
+                },
+            };
+            let cfg = UdpConfig { pattern, rate: spec.rate, packet_size: spec.packet_size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
+            udp.push(UdpFlow {
+                rate: recorder.register(&name, "rate", "Mbit/s"),
+                owd: recorder.register(&name, "owd", "ms"),
+                app: UdpSource::new(id, cfg, Stream::new(sc.seed, &format!("udp/{name}"))),
+                name,
+                kind,
+                start: spec.start,
+                stop: spec.stop,
+            });
+        }
         let mut events = EventQueue::with_capacity(1024 + 4 * flows.len());
         for (i, f) in flows.iter().enumerate() {
             events.schedule(f.start, Event::Flow(i as u32, FlowTimer::Start));
@@ -610,6 +689,9 @@ impl Simulation {
         for (i, c) in changes.iter().enumerate() {
             events.schedule(c.at, Event::LinkChange(i as u32));
         }
+        for (i, u) in udp.iter().enumerate() {
+            events.schedule(u.start, Event::Flow((flows.len() + probes.len() + media.len() + i) as u32, FlowTimer::Start));
+        }
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
         Simulation {
@@ -621,10 +703,17 @@ impl Simulation {
             events,
             elements,
             routes,
-            client_hosts: sc.flows.iter().flat_map(|f| std::iter::repeat((f.host, f.direction == Way::Down)).take(f.count as usize)).collect(),
+            client_hosts: sc
+                .flows
+                .iter()
+                .flat_map(|f| std::iter::repeat((f.host, f.direction == Way::Down)).take(f.count as usize))
+                .chain(std::iter::repeat((0, false)).take(probes.len() + media.len()))
+                .chain(sc.udp.iter().map(|u| (0, u.direction == Way::Down)))
+                .collect(),
             flows,
             probes,
             media,
+            udp,
             out: Vec::with_capacity(256),
             links,
             changes,
@@ -664,7 +753,7 @@ impl Simulation {
                 }
                 Event::LinkChange(i) => {
                     let c = &mut self.changes[i as usize];
-                    c.apply(link_at_mut(&mut self.elements, self.links[c.link].element));
+                    c.apply(link_at_mut(&mut self.elements, self.links[c.link].element), at);
                 }
                 Event::Element(id) => {
                     let mut ctx = ElementCtx { id, now: at, events: &mut self.events, out: &mut self.out };
@@ -687,11 +776,18 @@ impl Simulation {
                                 _ => p.on_timer(timer, &mut ctx),
                             }
                         }
-                        None => {
+                        None if (f as usize) < n_flows + n_probes + self.media.len() => {
                             let m = &mut self.media[f as usize - n_flows - n_probes].app;
                             match timer {
                                 FlowTimer::Start => m.start(&mut ctx),
                                 _ => m.on_timer(timer, &mut ctx),
+                            }
+                        }
+                        None => {
+                            let u = &mut self.udp[f as usize - n_flows - n_probes - self.media.len()].app;
+                            match timer {
+                                FlowTimer::Start => u.start(&mut ctx),
+                                _ => u.on_timer(timer, &mut ctx),
                             }
                         }
                     }
@@ -735,7 +831,7 @@ impl Simulation {
     /// Returns the packets dropped.
     pub fn replace_qdisc(&mut self, id: LinkId, qdisc: Box<dyn qdisc::Qdisc>) -> u64 {
         let element = self.links[self.link_index(id)].element;
-        link_at_mut(&mut self.elements, element).replace_qdisc(qdisc)
+        link_at_mut(&mut self.elements, element).replace_qdisc(qdisc, self.now)
     }
 
     /// [`Simulation::replace_qdisc`] of the bottleneck.
@@ -773,7 +869,8 @@ impl Simulation {
                         Direction::Reverse => flow.sender.on_packet(&pkt, &mut ctx),
                     },
                     None if (pkt.flow as usize) < n_flows + n_probes => self.probes[pkt.flow as usize - n_flows].probe.on_packet(&pkt, &mut ctx),
-                    None => self.media[pkt.flow as usize - n_flows - n_probes].app.on_packet(&pkt, &mut ctx),
+                    None if (pkt.flow as usize) < n_flows + n_probes + self.media.len() => self.media[pkt.flow as usize - n_flows - n_probes].app.on_packet(&pkt, &mut ctx),
+                    None => self.udp[pkt.flow as usize - n_flows - n_probes - self.media.len()].app.on_packet(&pkt, &mut ctx),
                 }
             }
         }
@@ -823,6 +920,13 @@ impl Simulation {
             self.recorder.set(m.bitrate, if now > m.start { rate } else { nan });
             self.recorder.set(m.qdelay, if active { tx.queue_delay * 1e3 } else { nan });
             self.recorder.set(m.cwnd, if active { tx.cwnd as f64 } else { nan });
+        }
+        for u in &mut self.udp {
+            let st = &mut u.app.stats;
+            let rate = st.tick_bytes as f64 * 8.0 / step_s / 1e6;
+            st.tick_bytes = 0;
+            self.recorder.set(u.rate, if now > u.start { rate } else { nan });
+            self.recorder.set(u.owd, st.owd.take_tick_mean_ms());
         }
         for link in &mut self.links {
             link.sample(link_at_mut(&mut self.elements, link.element), &mut self.recorder, &mut self.xstats_buf);
@@ -890,11 +994,11 @@ impl Simulation {
             .map(|f| f.start)
             .chain(self.probes.iter().map(|p| p.start))
             .chain(self.media.iter().map(|m| m.start))
+            .chain(self.udp.iter().map(|u| u.start))
             .min()
             .unwrap_or(Time::ZERO);
-        let span = end - first_start;
         let mut links: Vec<BottleneckSummary> = (self.links.iter())
-            .map(|l| BottleneckSummary::of(link_at(&self.elements, l.element), &l.qdisc_text, l.start_rate, span))
+            .map(|l| BottleneckSummary::of(link_at(&self.elements, l.element), &l.qdisc_text, l.start_rate, first_start, end))
             .collect();
         let upstream = links.split_off(RETURN + 1);
         let return_link = links.pop().expect("return link");
@@ -918,6 +1022,23 @@ impl Simulation {
             jain_steady,
             probes: self.probes.iter().map(ProbeSummary::of).collect(),
             media,
+            udp: self
+                .udp
+                .iter()
+                .map(|u| {
+                    let span = (u.stop.map_or(end, |s| s.min(end)) - u.start).as_secs_f64();
+                    let st = &u.app.stats;
+                    UdpSummary {
+                        name: u.name.clone(),
+                        kind: u.kind.to_string(),
+                        sent: st.sent,
+                        received: st.received,
+                        lost: st.lost(),
+                        mean_mbps: if span > 0.0 { st.bytes_received as f64 * 8.0 / span / 1e6 } else { 0.0 },
+                        owd_ms: SojournSummary::of(&st.owd.all),
+                    }
+                })
+                .collect(),
             packets,
         };
         RunOutput { summary, series: self.recorder.finish() }

@@ -73,3 +73,19 @@ fn link_changes_upstream_links_and_ping_are_deterministic() {
     assert_eq!(summary_and_series(&text(1)), summary_and_series(&text(1)));
     assert_ne!(summary_and_series(&text(1)).0, summary_and_series(&text(2)).0);
 }
+
+#[test]
+fn udp_sources_and_queue_metrics_are_deterministic() {
+    // Frame sizes vary from the source's own stream: same seed, same run; another seed, not.
+    let text = |seed: u64| {
+        format!(
+            "duration = \"6s\"\nseed = {seed}\n[metrics]\nspike_thresholds = [\"5ms\", \"20ms\"]\n[bottleneck]\nrate = \"20Mbit\"\nqdisc = \"dualpi2\"\n\
+             [[flows]]\ncc = \"prague\"\necn = \"l4s\"\nrtt = \"20ms\"\n\
+             [[udp]]\nkind = \"video\"\nrate = \"4Mbit\"\nframe_size_variation = 80.0\necn = \"ect1\"\nrtt = \"20ms\"\n\
+             [[udp]]\nkind = \"cbr\"\nrate = \"2Mbit\"\nrtt = \"30ms\"\ndirection = \"down\"\n"
+        )
+    };
+    let a = summary_and_series(&text(3));
+    assert_eq!(a, summary_and_series(&text(3)));
+    assert_ne!(a.0, summary_and_series(&text(4)).0);
+}
