@@ -108,7 +108,11 @@ def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
                 ax_rtt.plot(s.index, s.values, color="tab:brown", lw=0.8, label=f"{name} one-way delay")
 
         rate = summary.get("bottleneck", {}).get("rate_mbps")
-        if rate:
+        if ("bottleneck", "rate") in have:
+            # The rate over time, so scheduled rate changes show as steps.
+            s = result.series("bottleneck", "rate")
+            ax_tp.step(s.index, s.values, where="post", color="grey", lw=0.8, ls="-.", label="link rate")
+        elif rate:
             ax_tp.axhline(rate, color="grey", lw=0.8, ls="-.", label=f"link rate ({rate:g} Mbit/s)")
 
         ax_tp.set_ylabel("Throughput (Mbit/s)")

@@ -13,6 +13,8 @@ pub enum Event {
     Element(u32),
     /// A flow's timer of the given kind.
     Flow(u32, FlowTimer),
+    /// A scheduled change of a shared link (index into the run's change list).
+    LinkChange(u32),
     /// The metrics sampling grid.
     Sample,
     /// End of the run.

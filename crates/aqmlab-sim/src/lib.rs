@@ -14,6 +14,7 @@ pub mod path;
 pub mod qdisc;
 pub mod rng;
 pub mod scenario;
+pub mod shared_links;
 pub mod sim;
 pub mod tcp;
 pub mod time;

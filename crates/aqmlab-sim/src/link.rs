@@ -61,9 +61,11 @@ impl DelayLine {
     }
 }
 
-/// Per sub-queue statistics (one entry per `Qdisc::queue_names`), streamed in fixed memory.
+/// Per sub-queue statistics (one entry per name in `Qdisc::queue_names` of every discipline
+/// the link has had), streamed in fixed memory.
 #[derive(Debug, Default)]
 pub struct QueueStats {
+    pub name: &'static str,
     /// Sojourn time of every dequeued packet, in ns.
     pub sojourn: LogHistogram,
     /// Sojourn sum, count and max since the last sampling tick.
@@ -92,7 +94,11 @@ impl QueueStats {
 /// Statistics a link keeps about its traffic.
 #[derive(Debug, Default)]
 pub struct LinkStats {
+    /// By sub-queue name; a discipline swap adds the new discipline's names.
     pub queues: Vec<QueueStats>,
+    /// Drops and CE marks of the disciplines that have been replaced.
+    pub retired_drops: u64,
+    pub retired_ce_marks: u64,
     /// Time spent serialising packets.
     pub busy: Time,
     pub tx_packets: u64,
@@ -112,16 +118,44 @@ pub struct Link {
     tx_end: Time,
     /// A pending retry for a shaping discipline.
     retry_at: Option<Time>,
+    /// `stats.queues` index of each of the current discipline's sub-queues.
+    queue_slots: Vec<usize>,
     pub stats: LinkStats,
 }
 
 impl Link {
     pub fn new(rate: Rate, qdisc: Box<dyn Qdisc>) -> Self {
-        let queues = qdisc.queue_names().iter().map(|_| QueueStats::default()).collect();
-        Link { rate, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, stats: LinkStats { queues, ..LinkStats::default() } }
+        let mut link = Link { rate, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), stats: LinkStats::default() };
+        link.map_queues();
+        link
+    }
+    /// Points each sub-queue of the current discipline at the statistics of that name.
+    fn map_queues(&mut self) {
+        let queues = &mut self.stats.queues;
+        self.queue_slots = (self.qdisc.queue_names().iter())
+            .map(|&name| {
+                queues.iter().position(|q| q.name == name).unwrap_or_else(|| {
+                    queues.push(QueueStats { name, ..QueueStats::default() });
+                    queues.len() - 1
+                })
+            })
+            .collect();
     }
     pub fn rate(&self) -> Rate {
         self.rate
+    }
+    /// Changes the rate, as HTB `tc class change`: the packet on the wire completes at the
+    /// old rate, the next one is serialised at the new rate; the discipline is not touched.
+    pub fn set_rate(&mut self, rate: Rate) {
+        self.rate = rate;
+    }
+    /// Packets dropped by this link's disciplines, the replaced ones included.
+    pub fn drops(&self) -> u64 {
+        self.stats.retired_drops + self.qdisc.stats().drops
+    }
+    /// Packets CE-marked by this link's disciplines, the replaced ones included.
+    pub fn ce_marks(&self) -> u64 {
+        self.stats.retired_ce_marks + self.qdisc.stats().ce_marks
     }
     pub fn qdisc(&self) -> &dyn Qdisc {
         self.qdisc.as_ref()
@@ -130,15 +164,17 @@ impl Link {
     pub fn held(&self) -> usize {
         self.qdisc.len() + self.in_tx.is_some() as usize
     }
-    /// Swaps in a new discipline, discarding the old one's queue. Returns the packets the
-    /// old discipline dropped, including the ones discarded now.
-    pub fn replace_qdisc(&mut self, qdisc: Box<dyn Qdisc>) -> u64 {
+    /// Swaps in a new discipline, as `tc qdisc replace`: the old one's queue is discarded
+    /// (counted as its drops); the packet on the wire completes. Returns the packets
+    /// discarded.
+    pub fn replace_qdisc(&mut self, qdisc: Box<dyn Qdisc>, now: Time) -> u64 {
         let old = std::mem::replace(&mut self.qdisc, qdisc);
-        let n = self.qdisc.queue_names().len();
-        if self.stats.queues.len() < n {
-            self.stats.queues.resize_with(n, QueueStats::default);
-        }
-        old.stats().drops + old.len() as u64
+        let discarded = old.len() as u64;
+        self.stats.retired_drops += old.stats().drops + discarded;
+        self.stats.retired_ce_marks += old.stats().ce_marks;
+        self.map_queues();
+        self.observe_backlog(now);
+        discarded
     }
     /// Tells the spike tracker the backlog from `now` on; called after every event that can
     /// change it (an arrival, a dequeue with the drops the discipline makes then, a replacement).
@@ -173,7 +209,7 @@ impl Link {
             }
             return;
         };
-        let q = (pkt.queue as usize).min(self.stats.queues.len() - 1);
+        let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
         self.stats.queues[q].record(ctx.now - pkt.enqueued_at);
         let tx = self.rate.serialisation(pkt.wire_len);
         self.stats.busy += tx;
@@ -241,7 +277,7 @@ impl Element {
     pub fn drops(&self) -> u64 {
         match self {
             Element::Delay(_) | Element::EcnRewrite(_) => 0,
-            Element::Link(l) => l.qdisc.stats().drops,
+            Element::Link(l) => l.drops(),
             Element::Netem(n) => n.drops(),
         }
     }

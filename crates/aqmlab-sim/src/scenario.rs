@@ -64,11 +64,69 @@ pub struct Bottleneck {
     /// Propagation delay of the bottleneck link itself (added to every flow's RTT).
     #[serde(default, deserialize_with = "de_time")]
     pub delay: Time,
+    /// Scheduled rate changes and discipline swaps (`tc class change` / `tc qdisc replace`).
+    #[serde(default)]
+    pub changes: Vec<LinkChange>,
+    /// Links in front of the bottleneck on the forward direction, in path order.
+    #[serde(default)]
+    pub upstream: Vec<UpstreamLink>,
     /// netem (tc syntax) on both travel directions, shared by every flow, after each flow's
     /// own base delay and ahead of the bottleneck discipline: the studies' child netem on
     /// the middlebox ingress (algorithms.md 3.2).
     #[serde(default)]
     pub netem: Option<NetemSpec>,
+}
+
+/// One scheduled change of a shared link (see `docs/path.md`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LinkChange {
+    #[serde(deserialize_with = "de_time")]
+    pub at: Time,
+    /// New link rate, as HTB `tc class change ... rate R ceil R`.
+    #[serde(default, deserialize_with = "de_opt_rate")]
+    pub rate: Option<Rate>,
+    /// New discipline, as `tc qdisc replace` (the queued packets are dropped).
+    #[serde(default)]
+    pub qdisc: Option<QdiscSpec>,
+    #[serde(default)]
+    pub direction: ChangeDirection,
+}
+
+/// Which shared link a change applies to.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeDirection {
+    /// The bottleneck (`[bottleneck]`, client to server).
+    #[default]
+    Forward,
+    /// The return link (`[return]`, server to client).
+    Return,
+    /// Both, as the studies' "bidir" rate steps.
+    Both,
+}
+
+impl ChangeDirection {
+    pub fn forward(self) -> bool {
+        self != ChangeDirection::Return
+    }
+    pub fn ret(self) -> bool {
+        self != ChangeDirection::Forward
+    }
+}
+
+/// A link ahead of the bottleneck (a cascaded bottleneck), shared by every flow's forward
+/// path.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UpstreamLink {
+    #[serde(deserialize_with = "de_rate")]
+    pub rate: Rate,
+    #[serde(default = "default_qdisc")]
+    pub qdisc: QdiscSpec,
+    /// Propagation delay after this link (added to every flow's RTT).
+    #[serde(default, deserialize_with = "de_time")]
+    pub delay: Time,
 }
 
 fn default_qdisc() -> QdiscSpec {
@@ -336,6 +394,17 @@ impl Codepoint {
     }
 }
 
+/// What a probe imitates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProbeKind {
+    /// irtt: UDP request/response; RTT and both one-way delays.
+    #[default]
+    Irtt,
+    /// ICMP echo as flent runs it (`fping -p <step>` / `ping -i <step>`): RTT only.
+    Ping,
+}
+
 /// A latency probe: a request every `interval`, echoed by the far end.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -343,14 +412,19 @@ pub struct ProbeSpec {
     /// Label; defaults to `probe-<index>`.
     #[serde(default)]
     pub name: Option<String>,
+    #[serde(default)]
+    pub kind: ProbeKind,
     /// Base round-trip time of the probe's path.
     #[serde(deserialize_with = "de_time")]
     pub rtt: Time,
-    #[serde(default = "default_probe_interval", deserialize_with = "de_time")]
-    pub interval: Time,
-    /// Bytes on the wire per request and reply (Ethernet + IP + UDP + payload).
-    #[serde(default = "default_probe_size")]
-    pub size: u32,
+    /// Default: 10 ms for irtt (the l4s-tests' `irtt client -i 10ms`); the sampling step
+    /// (`metrics.step`, flent's step size) for ping, as flent passes it to ping.
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub interval: Option<Time>,
+    /// Bytes on the wire per request and reply (Ethernet + IP + UDP/ICMP + payload).
+    /// Default: 102 for irtt, 98 for ping.
+    #[serde(default)]
+    pub size: Option<u32>,
     #[serde(default = "default_probe_ecn")]
     pub ecn: Codepoint,
     #[serde(default)]
@@ -364,12 +438,23 @@ pub struct ProbeSpec {
     pub netem: Option<NetemSpec>,
 }
 
-fn default_probe_interval() -> Time {
-    Time::from_millis(10)
-}
-/// irtt's default request: 14 (Ethernet) + 20 (IP) + 8 (UDP) + 60 bytes of irtt header.
-fn default_probe_size() -> u32 {
-    102
+impl ProbeSpec {
+    /// The request interval, given or the kind's default.
+    pub fn interval(&self, step: Time) -> Time {
+        self.interval.unwrap_or(match self.kind {
+            ProbeKind::Irtt => Time::from_millis(10),
+            ProbeKind::Ping => step,
+        })
+    }
+    /// Bytes on the wire, given or the kind's default: irtt's request is 14 (Ethernet) + 20
+    /// (IP) + 8 (UDP) + 60 bytes of irtt header; ping's echo is 14 + 20 + 8 (ICMP) + 56
+    /// bytes of payload (iputils' and fping's default data size).
+    pub fn size(&self) -> u32 {
+        self.size.unwrap_or(match self.kind {
+            ProbeKind::Irtt => 102,
+            ProbeKind::Ping => 98,
+        })
+    }
 }
 fn default_probe_ecn() -> Codepoint {
     Codepoint::NotEct
@@ -772,11 +857,11 @@ impl Scenario {
             if p.rtt < Time::from_micros(2) {
                 return err(&k("rtt"), "must be at least 2us".into());
             }
-            if p.interval < Time::from_micros(1) {
+            if p.interval.is_some_and(|i| i < Time::from_micros(1)) {
                 return err(&k("interval"), "must be at least 1us".into());
             }
-            if !(42..=65_535).contains(&p.size) {
-                return err(&k("size"), format!("{} is out of range 42..65535 bytes", p.size));
+            if p.size.is_some_and(|s| !(42..=65_535).contains(&s)) {
+                return err(&k("size"), format!("{} is out of range 42..65535 bytes", p.size()));
             }
             if p.dscp > 63 {
                 return err(&k("dscp"), format!("{} is out of range 0..63", p.dscp));
@@ -786,6 +871,15 @@ impl Scenario {
             }
             if p.stop.is_some_and(|s| s <= p.start) {
                 return err(&k("stop"), "must be after start".into());
+            }
+        }
+        for (i, c) in self.bottleneck.changes.iter().enumerate() {
+            let k = |name: &str| format!("bottleneck.changes[{i}].{name}");
+            if c.at >= self.duration {
+                return err(&k("at"), format!("{} is not before the end of the run ({})", c.at, self.duration));
+            }
+            if c.rate.is_none() && c.qdisc.is_none() {
+                return err(&format!("bottleneck.changes[{i}]"), "needs a rate, a qdisc or both".into());
             }
         }
         if self.metrics.step < Time::from_millis(1) {

@@ -7,7 +7,7 @@
 //! per-flow delay before each shared link mirrors the studies' harness, which applied netem
 //! delay on the middlebox's ingress, ahead of the AQM (algorithms.md 4.0).
 
-use crate::apps::probe::{ProbeConfig, ProbeStats};
+use crate::apps::probe::ProbeConfig;
 use crate::apps::scream::{Scream, ScreamConfig};
 use crate::apps::transient::{self, TransientSummary};
 use crate::apps::udp::{Pattern, UdpConfig};
@@ -20,7 +20,8 @@ use crate::packet::{Direction, Packet};
 use crate::path::netem::{Netem, NetemSpec};
 use crate::qdisc;
 use crate::rng::Stream;
-use crate::scenario::{default_return_qdisc, Codepoint, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE, LINK_MTU};
+use crate::scenario::{default_return_qdisc, Codepoint, ProbeKind, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE, LINK_MTU};
+use crate::shared_links::{self, ScheduledChange, SharedLink};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use serde::Serialize;
@@ -89,12 +90,13 @@ struct TransientGroup {
 /// A latency probe with its series handles.
 struct ProbeFlow {
     name: String,
+    kind: ProbeKind,
     rtt_base: Time,
     start: Time,
     probe: Probe,
     rtt: SeriesId,
-    owd_up: SeriesId,
-    owd_down: SeriesId,
+    /// One-way delays (up, down), for the kinds that measure them.
+    owd: Option<(SeriesId, SeriesId)>,
 }
 
 /// A media flow (SCReAM) with its series handles.
@@ -128,18 +130,6 @@ struct UdpFlow {
     rate: SeriesId,
     /// Mean one-way delay per tick, ms.
     owd: SeriesId,
-}
-
-struct BottleneckSeries {
-    qdelay: SeriesId,
-    qdelay_max: SeriesId,
-    qlen: SeriesId,
-    drops: SeriesId,
-    ce_marks: SeriesId,
-    /// Mean sojourn per sub-queue (`qdelay_<name>`), when the discipline has several.
-    queue_qdelay: Vec<SeriesId>,
-    /// The discipline's xstats, in the order it reports them.
-    xstats: Vec<SeriesId>,
 }
 
 /// The way a packet travels through the dumbbell: `Up` from the client side to the server side
@@ -185,6 +175,37 @@ impl SharedPath {
     }
 }
 
+/// A shared link, as the API names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkId {
+    /// The forward bottleneck (`[bottleneck]`).
+    Bottleneck,
+    /// The reverse link (`[return]`).
+    Return,
+    /// The i-th `[[bottleneck.upstream]]` link.
+    Upstream(usize),
+}
+
+/// Indices of the bottleneck and the return link in `Simulation::links`; the upstream links
+/// follow.
+const BOTTLENECK: usize = 0;
+const RETURN: usize = 1;
+
+/// The link at a shared link's element index.
+fn link_at(elements: &[Element], i: usize) -> &Link {
+    match &elements[i] {
+        Element::Link(l) => l,
+        _ => unreachable!("shared links are links"),
+    }
+}
+
+fn link_at_mut(elements: &mut [Element], i: usize) -> &mut Link {
+    match &mut elements[i] {
+        Element::Link(l) => l,
+        _ => unreachable!("shared links are links"),
+    }
+}
+
 /// Adds one netem element per travel direction (indexed by `UP`/`DOWN`), each drawing from
 /// its own stream `netem/<label>/up|down`.
 fn netem_pair(elements: &mut Vec<Element>, spec: &NetemSpec, seed: u64, label: &str) -> [u32; 2] {
@@ -223,18 +244,13 @@ pub struct Simulation {
     /// UDP flows; their endpoint ids follow the media flows'.
     udp: Vec<UdpFlow>,
     out: Vec<Packet>,
-    bottleneck: usize,
+    /// The shared links: bottleneck, return link, upstream links.
+    links: Vec<SharedLink>,
+    /// `[[bottleneck.changes]]`, one per link, in the order they apply.
+    changes: Vec<ScheduledChange>,
     recorder: SeriesRecorder,
-    bn_series: BottleneckSeries,
-    last_drops: u64,
-    /// The bottleneck discipline as given (tc syntax).
-    qdisc_text: String,
-    /// Reused buffer for the discipline's xstats.
+    /// Reused buffer for the disciplines' xstats.
     xstats_buf: Vec<(&'static str, f64)>,
-    /// Drops and CE marks counted by qdiscs that have since been replaced.
-    replaced_drops: u64,
-    replaced_marks: u64,
-    last_marks: u64,
     packets_sent: u64,
     packets_delivered: u64,
 }
@@ -289,6 +305,11 @@ impl SojournSummary {
             cdf: None,
         }
     }
+    /// Every value less `base_ms` (the delay a probe adds over its base RTT).
+    fn minus(&self, base_ms: f64) -> Self {
+        let d = |v: Option<f64>| v.map(|x| x - base_ms);
+        SojournSummary { p50: d(self.p50), p95: d(self.p95), p99: d(self.p99), p999: d(self.p999), max: d(self.max), mean: d(self.mean), cdf: None }
+    }
     /// With the CDF.
     fn with_cdf(h: &LogHistogram) -> Self {
         let cdf = h.cdf().into_iter().map(|(v, f)| [v as f64 * 1e-6, f]).collect();
@@ -296,10 +317,13 @@ impl SojournSummary {
     }
 }
 
-/// The bottleneck (`summary.json` → `bottleneck`).
+/// A shared link (`summary.json` → `bottleneck`, `return_link`, `upstream[]`).
 #[derive(Clone, Debug, Serialize)]
 pub struct BottleneckSummary {
+    /// The rate at the start of the run (`[[bottleneck.changes]]` may change it; the `rate`
+    /// series has it over time).
     pub rate_mbps: f64,
+    /// The discipline at the start of the run, as given.
     pub qdisc: String,
     /// Packets that left the bottleneck.
     pub packets: u64,
@@ -315,6 +339,36 @@ pub struct BottleneckSummary {
     /// Delay-spike durations per `[metrics] spike_thresholds` entry.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub spikes: Vec<SpikeSummary>,
+}
+
+impl BottleneckSummary {
+    /// `rate` is the link's rate at the start; utilisation counts from `first_start` to `end`.
+    fn of(link: &Link, qdisc_text: &str, rate: crate::time::Rate, first_start: Time, end: Time) -> Self {
+        let span = end - first_start;
+        let mut all = LogHistogram::default();
+        for q in &link.stats.queues {
+            all.merge(&q.sojourn);
+        }
+        let queues = if link.stats.queues.len() > 1 {
+            (link.stats.queues.iter())
+                .map(|q| QueueSummary { name: q.name.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::with_cdf(&q.sojourn) })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        BottleneckSummary {
+            rate_mbps: rate.as_mbps(),
+            qdisc: qdisc_text.to_string(),
+            packets: link.stats.tx_packets,
+            bytes: link.stats.tx_bytes,
+            drops: link.drops(),
+            ce_marks: link.ce_marks(),
+            utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
+            sojourn_ms: SojournSummary::with_cdf(&all),
+            queues,
+            spikes: link.stats.spikes.as_ref().map_or_else(Vec::new, |s| s.summary(end)),
+        }
+    }
 }
 
 /// One sub-queue of the bottleneck discipline.
@@ -345,6 +399,11 @@ pub struct Summary {
     pub seed: u64,
     pub flows: Vec<FlowSummary>,
     pub bottleneck: BottleneckSummary,
+    /// The reverse link (the default one when `[return]` is absent).
+    pub return_link: BottleneckSummary,
+    /// The `[[bottleneck.upstream]]` links, in path order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub upstream: Vec<BottleneckSummary>,
     pub jain_steady: Option<f64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeSummary>,
@@ -402,24 +461,39 @@ pub struct MediaSummary {
 #[derive(Clone, Debug, Serialize)]
 pub struct ProbeSummary {
     pub name: String,
+    /// `irtt` or `ping`.
+    pub kind: &'static str,
+    /// Propagation delay of the probe's path (its `rtt` plus the shared links' delays).
     pub rtt_base_ms: f64,
     pub sent: u64,
     pub received: u64,
     pub rtt_ms: SojournSummary,
-    pub owd_up_ms: SojournSummary,
-    pub owd_down_ms: SojournSummary,
+    /// RTT less `rtt_base_ms` (algorithms.md 5.6): queueing plus the probe's own
+    /// serialisation on each link.
+    pub induced_ms: SojournSummary,
+    /// One-way delays; null for ping, which measures the round trip only.
+    pub owd_up_ms: Option<SojournSummary>,
+    pub owd_down_ms: Option<SojournSummary>,
 }
 
 impl ProbeSummary {
-    fn of(name: &str, rtt_base: Time, st: &ProbeStats) -> Self {
+    fn of(p: &ProbeFlow) -> Self {
+        let st = &p.probe.stats;
+        let one_way = p.owd.is_some();
+        let rtt = SojournSummary::of(&st.rtt.all);
         ProbeSummary {
-            name: name.to_string(),
-            rtt_base_ms: rtt_base.as_millis_f64(),
+            name: p.name.clone(),
+            kind: match p.kind {
+                ProbeKind::Irtt => "irtt",
+                ProbeKind::Ping => "ping",
+            },
+            rtt_base_ms: p.rtt_base.as_millis_f64(),
             sent: st.sent,
             received: st.received,
-            rtt_ms: SojournSummary::of(&st.rtt.all),
-            owd_up_ms: SojournSummary::of(&st.owd_up.all),
-            owd_down_ms: SojournSummary::of(&st.owd_down.all),
+            induced_ms: rtt.minus(p.rtt_base.as_millis_f64()),
+            rtt_ms: rtt,
+            owd_up_ms: one_way.then(|| SojournSummary::of(&st.owd_up.all)),
+            owd_down_ms: one_way.then(|| SojournSummary::of(&st.owd_down.all)),
         }
     }
 }
@@ -436,23 +510,36 @@ impl Simulation {
         let ticks = (sc.duration.0 / sc.metrics.step.0) as usize + 1;
         let mut recorder = SeriesRecorder::with_ticks(ticks);
         let mut elements = Vec::new();
-        let build = |spec: &qdisc::QdiscSpec, rate, label: &str| {
+        let mut links = Vec::new();
+        let mut add_link = |elements: &mut Vec<Element>, name: &str, spec: &qdisc::QdiscSpec, rate, label: &str| {
             let mut ctx = qdisc::BuildCtx { link_rate: rate, mtu: LINK_MTU, rng: Stream::new(sc.seed, label) };
-            Link::new(rate, spec.build(&mut ctx))
+            elements.push(Element::Link(Link::new(rate, spec.build(&mut ctx))));
+            links.push(SharedLink::new(name, elements.len() - 1, spec.text(), rate));
+            (elements.len() - 1) as u32
         };
-        let mut bottleneck_link = build(&sc.bottleneck.qdisc, sc.bottleneck.rate, "qdisc/bottleneck");
+        let bottleneck = add_link(&mut elements, "bottleneck", &sc.bottleneck.qdisc, sc.bottleneck.rate, "qdisc/bottleneck");
         if !sc.metrics.spike_thresholds.is_empty() {
-            bottleneck_link.stats.spikes = Some(SpikeTracker::new(&sc.metrics.spike_thresholds, sc.bottleneck.rate, sc.metrics.spike_after));
+            let tracker = SpikeTracker::new(&sc.metrics.spike_thresholds, sc.bottleneck.rate, sc.metrics.spike_after);
+            link_at_mut(&mut elements, bottleneck as usize).stats.spikes = Some(tracker);
         }
-        elements.push(Element::Link(bottleneck_link));
-        let bottleneck = 0;
         let (ret_rate, ret_qdisc) = match &sc.return_path {
             Some(r) => (r.rate.unwrap_or(sc.bottleneck.rate), r.qdisc.clone()),
             None => (sc.bottleneck.rate, default_return_qdisc()),
         };
-        elements.push(Element::Link(build(&ret_qdisc, ret_rate, "qdisc/return")));
-        let return_link = 1u32;
-        let mut shared = SharedPath { hops: [vec![bottleneck as u32], vec![return_link]] };
+        let return_link = add_link(&mut elements, "return_link", &ret_qdisc, ret_rate, "qdisc/return");
+        // Upstream links come first on the way up, each followed by its own delay.
+        let mut shared = SharedPath { hops: [Vec::new(), vec![return_link]] };
+        let mut path_delay = sc.bottleneck.delay;
+        for (i, u) in sc.bottleneck.upstream.iter().enumerate() {
+            let l = add_link(&mut elements, &format!("upstream-{i}"), &u.qdisc, u.rate, &format!("qdisc/upstream/{i}"));
+            shared.hops[UP].push(l);
+            if u.delay > Time::ZERO {
+                elements.push(Element::Delay(DelayLine::new(u.delay)));
+                shared.hops[UP].push((elements.len() - 1) as u32);
+            }
+            path_delay += u.delay;
+        }
+        shared.hops[UP].push(bottleneck);
         if sc.bottleneck.delay > Time::ZERO {
             elements.push(Element::Delay(DelayLine::new(sc.bottleneck.delay)));
             shared.hops[UP].push((elements.len() - 1) as u32);
@@ -461,6 +548,18 @@ impl Simulation {
             for (way, el) in netem_pair(&mut elements, spec, sc.seed, "bottleneck").into_iter().enumerate() {
                 shared.hops[way].insert(0, el);
             }
+        }
+        let rates = links.iter().map(|l| l.start_rate).collect();
+        let changes = shared_links::schedule(sc, BOTTLENECK, RETURN, rates);
+        for (i, link) in links.iter_mut().enumerate() {
+            // The return link is observed when configured (or changed); the others always.
+            let changed = changes.iter().any(|c| c.link == i);
+            if i == RETURN && sc.return_path.is_none() && !changed {
+                continue;
+            }
+            let mut disciplines = vec![link_at(&elements, link.element).qdisc()];
+            disciplines.extend(changes.iter().filter(|c| c.link == i).filter_map(ScheduledChange::qdisc));
+            link.register_series(&mut recorder, &disciplines);
         }
 
         let mut plans = Vec::new();
@@ -523,7 +622,7 @@ impl Simulation {
             };
             flows.push(Flow {
                 name,
-                rtt: p.rtt + sc.bottleneck.delay,
+                rtt: p.rtt + path_delay,
                 start: p.start,
                 stop: p.stop,
                 sender: TcpSender::new(id, p.cfg.clone(), cc),
@@ -545,13 +644,14 @@ impl Simulation {
                 }
             }
             routes.push(shared.route(&mut elements, spec.rtt, sides, false));
-            let cfg = ProbeConfig { interval: spec.interval, wire_len: spec.size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
+            let one_way = spec.kind == ProbeKind::Irtt;
+            let cfg = ProbeConfig { interval: spec.interval(sc.metrics.step), wire_len: spec.size(), one_way, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             probes.push(ProbeFlow {
                 rtt: recorder.register(&name, "rtt", "ms"),
-                owd_up: recorder.register(&name, "owd_up", "ms"),
-                owd_down: recorder.register(&name, "owd_down", "ms"),
+                owd: one_way.then(|| (recorder.register(&name, "owd_up", "ms"), recorder.register(&name, "owd_down", "ms"))),
+                kind: spec.kind,
                 name,
-                rtt_base: spec.rtt + sc.bottleneck.delay,
+                rtt_base: spec.rtt + path_delay,
                 start: spec.start,
                 probe: Probe::new(id, cfg),
             });
@@ -592,7 +692,7 @@ impl Simulation {
                 app: Scream::new(id, cfg, Stream::new(sc.seed, &format!("scream/{name}"))),
                 name,
                 ecn,
-                rtt_base: spec.rtt + sc.bottleneck.delay,
+                rtt_base: spec.rtt + path_delay,
                 start: spec.start,
                 stop: spec.stop,
             });
@@ -628,25 +728,6 @@ impl Simulation {
         for w in &sc.workloads {
             routes.push(shared.route(&mut elements, w.rtt, PathSides::default(), w.direction == Way::Down));
         }
-        let bn_series = BottleneckSeries {
-            qdelay: recorder.register("bottleneck", "qdelay", "ms"),
-            qdelay_max: recorder.register("bottleneck", "qdelay_max", "ms"),
-            qlen: recorder.register("bottleneck", "qlen", "packets"),
-            drops: recorder.register("bottleneck", "drops", "packets"),
-            ce_marks: recorder.register("bottleneck", "ce_marks", "packets"),
-            queue_qdelay: Vec::new(),
-            xstats: Vec::new(),
-        };
-        let mut bn_series = bn_series;
-        let mut xstats_buf = Vec::new();
-        if let Element::Link(l) = &elements[bottleneck] {
-            let names = l.qdisc().queue_names();
-            if names.len() > 1 {
-                bn_series.queue_qdelay = names.iter().map(|n| recorder.register("bottleneck", &format!("qdelay_{n}"), "ms")).collect();
-            }
-            l.qdisc().xstats(&mut xstats_buf);
-            bn_series.xstats = xstats_buf.iter().map(|(n, _)| recorder.register("bottleneck", n, "")).collect();
-        }
         let mut events = EventQueue::with_capacity(1024 + 4 * flows.len());
         for (i, f) in flows.iter().enumerate() {
             events.schedule(f.start, Event::Flow(i as u32, FlowTimer::Start));
@@ -659,6 +740,9 @@ impl Simulation {
         }
         for (i, m) in media.iter().enumerate() {
             events.schedule(m.start, Event::Flow((flows.len() + probes.len() + i) as u32, FlowTimer::Start));
+        }
+        for (i, c) in changes.iter().enumerate() {
+            events.schedule(c.at, Event::LinkChange(i as u32));
         }
         for (i, u) in udp.iter().enumerate() {
             events.schedule(u.start, Event::Flow((flows.len() + probes.len() + media.len() + i) as u32, FlowTimer::Start));
@@ -684,16 +768,11 @@ impl Simulation {
             media,
             udp,
             out: Vec::with_capacity(256),
-            bottleneck,
+            links,
+            changes,
             name: sc.name.clone(),
             recorder,
-            bn_series,
-            last_drops: 0,
-            xstats_buf,
-            qdisc_text: sc.bottleneck.qdisc.text().to_string(),
-            replaced_drops: 0,
-            replaced_marks: 0,
-            last_marks: 0,
+            xstats_buf: Vec::new(),
             packets_sent: 0,
             packets_delivered: 0,
         }
@@ -724,6 +803,10 @@ impl Simulation {
                     if next < self.end {
                         self.events.schedule(next, Event::Sample);
                     }
+                }
+                Event::LinkChange(i) => {
+                    let c = &mut self.changes[i as usize];
+                    c.apply(link_at_mut(&mut self.elements, self.links[c.link].element), at);
                 }
                 Event::Element(id) => {
                     let mut ctx = ElementCtx { id, now: at, events: &mut self.events, out: &mut self.out };
@@ -785,17 +868,33 @@ impl Simulation {
     }
     /// The forward bottleneck link.
     pub fn bottleneck(&self) -> &Link {
-        self.bottleneck_link()
+        self.link(LinkId::Bottleneck)
     }
 
-    /// Replaces the bottleneck's queue discipline now, as `tc qdisc replace` does: the
-    /// packets queued in the old discipline are dropped (the one being serialised completes).
-    pub fn replace_bottleneck_qdisc(&mut self, qdisc: Box<dyn qdisc::Qdisc>) {
-        if let Element::Link(l) = &mut self.elements[self.bottleneck] {
-            self.replaced_marks += l.qdisc().stats().ce_marks;
-            self.replaced_drops += l.replace_qdisc(qdisc);
-            l.observe_backlog(self.now);
+    fn link_index(&self, id: LinkId) -> usize {
+        match id {
+            LinkId::Bottleneck => BOTTLENECK,
+            LinkId::Return => RETURN,
+            LinkId::Upstream(i) => RETURN + 1 + i,
         }
+    }
+
+    /// A shared link. Panics for an upstream link the scenario does not have.
+    pub fn link(&self, id: LinkId) -> &Link {
+        link_at(&self.elements, self.links[self.link_index(id)].element)
+    }
+
+    /// Replaces a shared link's queue discipline now, as `tc qdisc replace` does: the
+    /// packets queued in the old discipline are dropped (the one being serialised completes).
+    /// Returns the packets dropped.
+    pub fn replace_qdisc(&mut self, id: LinkId, qdisc: Box<dyn qdisc::Qdisc>) -> u64 {
+        let element = self.links[self.link_index(id)].element;
+        link_at_mut(&mut self.elements, element).replace_qdisc(qdisc, self.now)
+    }
+
+    /// [`Simulation::replace_qdisc`] of the bottleneck.
+    pub fn replace_bottleneck_qdisc(&mut self, qdisc: Box<dyn qdisc::Qdisc>) -> u64 {
+        self.replace_qdisc(LinkId::Bottleneck, qdisc)
     }
 
     /// Moves every packet emitted during this event to its next hop (or endpoint), which
@@ -838,13 +937,6 @@ impl Simulation {
         self.out.clear();
     }
 
-    fn bottleneck_link(&self) -> &Link {
-        match &self.elements[self.bottleneck] {
-            Element::Link(l) => l,
-            _ => unreachable!("element 0 is the bottleneck link"),
-        }
-    }
-
     fn sample(&mut self) {
         let now = self.now;
         let t = now.as_secs_f64();
@@ -873,8 +965,10 @@ impl Simulation {
         for p in &mut self.probes {
             let st = &mut p.probe.stats;
             self.recorder.set(p.rtt, st.rtt.take_tick_mean_ms());
-            self.recorder.set(p.owd_up, st.owd_up.take_tick_mean_ms());
-            self.recorder.set(p.owd_down, st.owd_down.take_tick_mean_ms());
+            if let Some((up, down)) = p.owd {
+                self.recorder.set(up, st.owd_up.take_tick_mean_ms());
+                self.recorder.set(down, st.owd_down.take_tick_mean_ms());
+            }
         }
         for m in &mut self.media {
             let active = now > m.start && m.stop.map_or(true, |s| now <= s);
@@ -894,36 +988,9 @@ impl Simulation {
             self.recorder.set(u.rate, if now > u.start { rate } else { nan });
             self.recorder.set(u.owd, st.owd.take_tick_mean_ms());
         }
-        let l = match &mut self.elements[self.bottleneck] {
-            Element::Link(l) => l,
-            _ => unreachable!("element 0 is the bottleneck link"),
-        };
-        let b = &self.bn_series;
-        let (mut sum, mut n, mut max) = (Time::ZERO, 0u64, Time::ZERO);
-        for (i, q) in l.stats.queues.iter_mut().enumerate() {
-            let (qs, qn, qm) = q.take_tick();
-            if let Some(&id) = b.queue_qdelay.get(i) {
-                self.recorder.set(id, if qn > 0 { qs.as_millis_f64() / qn as f64 } else { nan });
-            }
-            sum += qs;
-            n += qn;
-            max = max.max(qm);
+        for link in &mut self.links {
+            link.sample(link_at_mut(&mut self.elements, link.element), &mut self.recorder, &mut self.xstats_buf);
         }
-        self.recorder.set(b.qdelay, if n > 0 { sum.as_millis_f64() / n as f64 } else { nan });
-        self.recorder.set(b.qdelay_max, if n > 0 { max.as_millis_f64() } else { nan });
-        self.recorder.set(b.qlen, l.qdisc().len() as f64);
-        self.xstats_buf.clear();
-        l.qdisc().xstats(&mut self.xstats_buf);
-        for (&id, &(_, v)) in b.xstats.iter().zip(&self.xstats_buf) {
-            self.recorder.set(id, v);
-        }
-        let qstats = *l.qdisc().stats();
-        let drops = qstats.drops + self.replaced_drops;
-        self.recorder.set(b.drops, (drops - self.last_drops) as f64);
-        self.last_drops = drops;
-        let marks = qstats.ce_marks + self.replaced_marks;
-        self.recorder.set(b.ce_marks, (marks - self.last_marks) as f64);
-        self.last_marks = marks;
     }
 
     fn finish(mut self, wall_seconds: f64) -> RunOutput {
@@ -980,21 +1047,6 @@ impl Simulation {
             .collect();
         let steady: Option<Vec<f64>> = flows.iter().map(|f| f.steady_mbps).collect();
         let jain_steady = steady.and_then(|s| jain_index(&s));
-        let link = self.bottleneck_link();
-        let mut all = LogHistogram::default();
-        for q in &link.stats.queues {
-            all.merge(&q.sojourn);
-        }
-        let names = link.qdisc().queue_names();
-        let queues = if names.len() > 1 {
-            names
-                .iter()
-                .zip(&link.stats.queues)
-                .map(|(n, q)| QueueSummary { name: n.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::with_cdf(&q.sojourn) })
-                .collect()
-        } else {
-            Vec::new()
-        };
         let first_start = self
             .flows
             .iter()
@@ -1005,24 +1057,16 @@ impl Simulation {
             .chain(self.workloads.starts())
             .min()
             .unwrap_or(Time::ZERO);
-        let span = end - first_start;
-        let qs = link.qdisc().stats();
-        let bottleneck = BottleneckSummary {
-            rate_mbps: link.rate().as_mbps(),
-            qdisc: self.qdisc_text.clone(),
-            packets: link.stats.tx_packets,
-            bytes: link.stats.tx_bytes,
-            drops: qs.drops + self.replaced_drops,
-            ce_marks: qs.ce_marks + self.replaced_marks,
-            utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
-            sojourn_ms: SojournSummary::with_cdf(&all),
-            queues,
-            spikes: link.stats.spikes.as_ref().map_or_else(Vec::new, |s| s.summary(end)),
-        };
+        let mut links: Vec<BottleneckSummary> = (self.links.iter())
+            .map(|l| BottleneckSummary::of(link_at(&self.elements, l.element), &l.qdisc_text, l.start_rate, first_start, end))
+            .collect();
+        let upstream = links.split_off(RETURN + 1);
+        let return_link = links.pop().expect("return link");
+        let bottleneck = links.pop().expect("bottleneck");
         let packets = Conservation {
             sent: self.packets_sent,
             delivered: self.packets_delivered,
-            dropped: self.replaced_drops + self.elements.iter().map(Element::drops).sum::<u64>(),
+            dropped: self.elements.iter().map(Element::drops).sum::<u64>(),
             in_flight: self.elements.iter().map(|e| e.held() as u64).sum(),
         };
         let summary = Summary {
@@ -1033,8 +1077,10 @@ impl Simulation {
             seed: self.seed,
             flows,
             bottleneck,
+            return_link,
+            upstream,
             jain_steady,
-            probes: self.probes.iter().map(|p| ProbeSummary::of(&p.name, p.rtt_base, &p.probe.stats)).collect(),
+            probes: self.probes.iter().map(ProbeSummary::of).collect(),
             media,
             udp: self
                 .udp

@@ -59,6 +59,22 @@ fn other_seeds_change_randomised_runs() {
 }
 
 #[test]
+fn link_changes_upstream_links_and_ping_are_deterministic() {
+    // The swapped-in RED and the upstream PIE draw from their own streams.
+    let text = |seed: u64| {
+        format!(
+            "duration = \"8s\"\nseed = {seed}\n[bottleneck]\nrate = \"20Mbit\"\nqdisc = \"fq_codel\"\n\
+             [[bottleneck.changes]]\nat = \"3s\"\nrate = \"10Mbit\"\nqdisc = \"red limit 400000 avpkt 1000 adaptive bandwidth 10Mbit\"\ndirection = \"both\"\n\
+             [[bottleneck.upstream]]\nrate = \"15Mbit\"\nqdisc = \"pie\"\n\
+             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 3\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ndirection = \"down\"\n\
+             [[probes]]\nkind = \"ping\"\nrtt = \"20ms\"\n"
+        )
+    };
+    assert_eq!(summary_and_series(&text(1)), summary_and_series(&text(1)));
+    assert_ne!(summary_and_series(&text(1)).0, summary_and_series(&text(2)).0);
+}
+
+#[test]
 fn udp_sources_and_queue_metrics_are_deterministic() {
     // Frame sizes vary from the source's own stream: same seed, same run; another seed, not.
     let text = |seed: u64| {

@@ -250,7 +250,7 @@ fn probe_scenario(netem: &str) -> String {
 #[test]
 fn a_probe_through_netem_measures_its_jitter() {
     let s = common::run(&common::scenario(&probe_scenario("delay 10ms 5ms")));
-    let up = &s.probes[0].owd_up_ms;
+    let up = s.probes[0].owd_up_ms.as_ref().expect("irtt measures one-way delays");
     // One way: 10 ms base + 10 ms ± 5 ms uniform + 102 B at 100 Mbit/s (8 us).
     let (mean, p50, p95, max) = (up.mean.unwrap(), up.p50.unwrap(), up.p95.unwrap(), up.max.unwrap());
     println!("probe owd_up: mean {mean:.3} p50 {p50:.3} p95 {p95:.3} max {max:.3} ms");

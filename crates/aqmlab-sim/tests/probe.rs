@@ -20,8 +20,53 @@ fn an_idle_path_gives_base_rtt_plus_serialisation() {
     // 125 B at 10 Mbit/s = 100 us on each of the two links.
     let rtt = p.rtt_ms.max.unwrap();
     assert!((rtt - 30.2).abs() < 1e-6 && (p.rtt_ms.p50.unwrap() - 30.2).abs() < 0.2, "{rtt}");
-    assert!((p.owd_up_ms.max.unwrap() - 15.1).abs() < 1e-6);
-    assert!((p.owd_down_ms.max.unwrap() - 15.1).abs() < 1e-6);
+    assert!((p.owd_up_ms.as_ref().unwrap().max.unwrap() - 15.1).abs() < 1e-6);
+    assert!((p.owd_down_ms.as_ref().unwrap().max.unwrap() - 15.1).abs() < 1e-6);
+}
+
+/// Milliseconds from the summary as whole nanoseconds.
+fn ns(ms: Option<f64>) -> u64 {
+    (ms.unwrap() * 1e6).round() as u64
+}
+
+/// irtt and ping on an idle path with three links of different rates (20 Mbit/s upstream,
+/// 10 Mbit/s bottleneck, 5 Mbit/s return): every round trip is the base RTT plus the
+/// serialisation of the request on the two forward links and of the reply on the return
+/// link, to the nanosecond.
+#[test]
+fn irtt_and_ping_on_an_idle_path_measure_base_rtt_plus_serialisation_exactly() {
+    let s = run(r#"duration = "2s"
+[metrics]
+step = "100ms"
+[bottleneck]
+rate = "10Mbit"
+[[bottleneck.upstream]]
+rate = "20Mbit"
+[return]
+rate = "5Mbit"
+[[probes]]
+name = "irtt"
+rtt = "30ms"
+[[probes]]
+name = "ping"
+kind = "ping"
+rtt = "30ms"
+start = "5ms"
+"#);
+    // Bits on the wire over each link's rate, in ns: 8 x size x 1e9 / rate.
+    let serialisation = |size: u64| [20_000_000u64, 10_000_000, 5_000_000].iter().map(|r| 8 * size * 1_000_000_000 / r).sum::<u64>();
+    for (p, size, interval_ms) in [(&s.probes[0], 102, 10), (&s.probes[1], 98, 100)] {
+        let expect = 30_000_000 + serialisation(size);
+        let r = &p.rtt_ms;
+        println!("{} ({}): {} sent, {} received, RTT {:?} ms, induced {:?} ms", p.name, p.kind, p.sent, p.received, r.max, p.induced_ms.max);
+        assert_eq!((ns(r.p50), ns(r.p99), ns(r.max), ns(r.mean)), (expect, expect, expect, expect), "{}", p.name);
+        assert_eq!(ns(p.induced_ms.max), serialisation(size));
+        assert_eq!(p.sent, 2000 / interval_ms, "{} interval", p.name);
+    }
+    assert_eq!((s.probes[0].kind, s.probes[1].kind), ("irtt", "ping"));
+    // Ping measures the round trip only.
+    assert!(s.probes[1].owd_up_ms.is_none() && s.probes[1].owd_down_ms.is_none());
+    assert_eq!(ns(s.probes[0].owd_down_ms.as_ref().unwrap().max), 15_000_000 + serialisation(102) - 8 * 102 * 1000 / 20 - 8 * 102 * 1000 / 10);
 }
 
 #[test]
@@ -31,10 +76,10 @@ fn a_probe_behind_bulk_flows_sees_the_fifo_queue() {
     // The FIFO holds up to 200 x 1514 B = 48 ms at 50 Mbit/s; the probe's upstream delay
     // tracks the bottleneck sojourn, its downstream delay does not.
     let queue_p50 = s.bottleneck.sojourn_ms.p50.unwrap();
-    let up_p50 = p.owd_up_ms.p50.unwrap() - 10.0;
+    let up_p50 = p.owd_up_ms.as_ref().unwrap().p50.unwrap() - 10.0;
     assert!(queue_p50 > 20.0, "{queue_p50}");
     assert!((up_p50 - queue_p50).abs() < 0.15 * queue_p50, "probe {up_p50} vs queue {queue_p50}");
-    assert!(p.owd_down_ms.max.unwrap() < 10.1);
+    assert!(p.owd_down_ms.as_ref().unwrap().max.unwrap() < 10.1);
 }
 
 #[test]

@@ -19,7 +19,7 @@ fn run(qdisc: &str) -> Summary {
 /// Queueing delay the probe saw on the way up at the 99th percentile, in ms: its one-way
 /// delay minus the 10 ms propagation and its own 16 us serialisation at 50 Mbit/s.
 fn probe_queueing_p99(s: &Summary) -> f64 {
-    s.probes[0].owd_up_ms.p99.unwrap() - 10.0 - 102.0 * 8.0 / 50e6 * 1e3
+    s.probes[0].owd_up_ms.as_ref().unwrap().p99.unwrap() - 10.0 - 102.0 * 8.0 / 50e6 * 1e3
 }
 
 #[test]

@@ -1,7 +1,10 @@
-//! An isochronous UDP latency probe, like irtt (`irtt client -i 10ms`, used by the
-//! l4s-tests Skype runs, algorithms.md 5.6): the client sends a small request every
-//! `interval`; the server echoes it at once; the client records the round-trip time and the
-//! one-way delay of each direction (exact here, as the simulator has one clock).
+//! An isochronous latency probe: the client sends a small request every `interval`; the
+//! server echoes it at once; the client records the round-trip time. Two tools are modelled
+//! by the same code, differing in defaults and in what they measure:
+//! - irtt (`irtt client -i 10ms`, used by the l4s-tests Skype runs, algorithms.md 5.6): UDP,
+//!   also the one-way delay of each direction (exact here, as the simulator has one clock);
+//! - ping, as flent runs it (`fping -p <step>` or `ping -i <step>`, flent's `PingRunner`):
+//!   ICMP echo, round trip only.
 //!
 //! Requests and replies carry a chosen ECN codepoint and DSCP, so a probe can ride in a
 //! DualPI2 L queue (ECT(1)) or be a sparse flow in fq_codel.
@@ -16,8 +19,10 @@ use crate::time::Time;
 #[derive(Clone, Debug)]
 pub struct ProbeConfig {
     pub interval: Time,
-    /// Bytes on the wire of each request and reply (Ethernet + IP + UDP + payload).
+    /// Bytes on the wire of each request and reply (Ethernet + IP + UDP/ICMP + payload).
     pub wire_len: u32,
+    /// Whether the one-way delays are measured (irtt) or only the round trip (ping).
+    pub one_way: bool,
     pub ecn: Ecn,
     pub dscp: u8,
     pub stop: Option<Time>,
@@ -93,8 +98,10 @@ impl Probe {
             Kind::ProbeReply => {
                 self.stats.received += 1;
                 self.stats.rtt.record(ctx.now - pkt.origin);
-                self.stats.owd_up.record(pkt.sent_at - pkt.origin);
-                self.stats.owd_down.record(ctx.now - pkt.sent_at);
+                if self.cfg.one_way {
+                    self.stats.owd_up.record(pkt.sent_at - pkt.origin);
+                    self.stats.owd_down.record(ctx.now - pkt.sent_at);
+                }
             }
             _ => {}
         }
@@ -108,7 +115,7 @@ mod tests {
 
     #[test]
     fn sends_every_interval_until_stop_and_measures_each_direction() {
-        let cfg = ProbeConfig { interval: Time::from_millis(10), wire_len: 100, ecn: Ecn::Ect1, dscp: 4, stop: Some(Time::from_millis(35)) };
+        let cfg = ProbeConfig { interval: Time::from_millis(10), wire_len: 100, one_way: true, ecn: Ecn::Ect1, dscp: 4, stop: Some(Time::from_millis(35)) };
         let mut p = Probe::new(3, cfg);
         let mut q = EventQueue::default();
         let mut out = vec![];

@@ -1,0 +1,173 @@
+//! The links every flow shares — the bottleneck, the return link and the links cascaded in
+//! front of the bottleneck — as the engine observes and changes them: one set of series per
+//! link, sampled on the measurement grid, and the scheduled rate changes and discipline swaps
+//! of `[[bottleneck.changes]]` (docs/path.md).
+//!
+//! A rate change is HTB's `tc class change … rate R ceil R` (the studies' `fl` script): the
+//! class rate changes, the packet being sent completes at the old rate, and the child
+//! discipline is not touched, so it keeps its state and any rate it was configured with
+//! (RED's or CAKE's `bandwidth`, HRED's link rate). A discipline swap is `tc qdisc replace`:
+//! the old discipline's queue is dropped and the new one starts empty, built for the link's
+//! rate at that time with its own random stream (`qdisc/<link>/change/<index>`).
+
+use crate::link::Link;
+use crate::metrics::{SeriesId, SeriesRecorder};
+use crate::qdisc::{self, Qdisc};
+use crate::rng::Stream;
+use crate::scenario::{Scenario, LINK_MTU};
+use crate::time::{Rate, Time};
+
+/// A shared link and its series.
+pub struct SharedLink {
+    /// The series entity: `bottleneck`, `return_link`, `upstream-<i>`.
+    pub name: String,
+    /// Index of the link in the engine's elements.
+    pub element: usize,
+    /// The discipline it started with, as given (tc syntax).
+    pub qdisc_text: String,
+    /// The rate it started with.
+    pub start_rate: Rate,
+    series: Option<LinkSeries>,
+}
+
+struct LinkSeries {
+    qdelay: SeriesId,
+    qdelay_max: SeriesId,
+    qlen: SeriesId,
+    drops: SeriesId,
+    ce_marks: SeriesId,
+    rate: SeriesId,
+    /// Mean sojourn per sub-queue name (`qdelay_<name>`), when the link's disciplines have
+    /// more than one sub-queue in all.
+    queue_qdelay: Vec<(&'static str, SeriesId)>,
+    /// Every xstat any of the link's disciplines reports, by name.
+    xstats: Vec<(&'static str, SeriesId)>,
+    last_drops: u64,
+    last_marks: u64,
+}
+
+impl SharedLink {
+    pub fn new(name: &str, element: usize, qdisc_text: &str, start_rate: Rate) -> Self {
+        SharedLink { name: name.to_string(), element, qdisc_text: qdisc_text.to_string(), start_rate, series: None }
+    }
+
+    /// Registers this link's series. `disciplines` are all it will have (the first and
+    /// those its changes install), so a column exists for each of their sub-queues and
+    /// xstats; a column is NaN while its discipline is not installed.
+    pub fn register_series(&mut self, recorder: &mut SeriesRecorder, disciplines: &[&dyn Qdisc]) {
+        let e = &self.name;
+        let mut queue_names: Vec<&'static str> = Vec::new();
+        let mut xstat_names: Vec<&'static str> = Vec::new();
+        let mut buf = Vec::new();
+        for q in disciplines {
+            for n in q.queue_names() {
+                if !queue_names.contains(n) {
+                    queue_names.push(n);
+                }
+            }
+            buf.clear();
+            q.xstats(&mut buf);
+            for (n, _) in &buf {
+                if !xstat_names.contains(n) {
+                    xstat_names.push(n);
+                }
+            }
+        }
+        if queue_names.len() < 2 {
+            queue_names.clear();
+        }
+        self.series = Some(LinkSeries {
+            qdelay: recorder.register(e, "qdelay", "ms"),
+            qdelay_max: recorder.register(e, "qdelay_max", "ms"),
+            qlen: recorder.register(e, "qlen", "packets"),
+            drops: recorder.register(e, "drops", "packets"),
+            ce_marks: recorder.register(e, "ce_marks", "packets"),
+            rate: recorder.register(e, "rate", "Mbit/s"),
+            queue_qdelay: queue_names.iter().map(|&n| (n, recorder.register(e, &format!("qdelay_{n}"), "ms"))).collect(),
+            xstats: xstat_names.iter().map(|&n| (n, recorder.register(e, n, ""))).collect(),
+            last_drops: 0,
+            last_marks: 0,
+        });
+    }
+
+    /// Records one grid tick: the sojourns since the last tick, the backlog, drops and marks
+    /// in the step, the rate, and the discipline's xstats. `xstats` is a reused buffer.
+    pub fn sample(&mut self, link: &mut Link, recorder: &mut SeriesRecorder, xstats: &mut Vec<(&'static str, f64)>) {
+        let Some(s) = &mut self.series else { return };
+        let nan = f64::NAN;
+        let (mut sum, mut n, mut max) = (Time::ZERO, 0u64, Time::ZERO);
+        for q in &mut link.stats.queues {
+            let (qs, qn, qm) = q.take_tick();
+            if let Some(&(_, id)) = s.queue_qdelay.iter().find(|(name, _)| *name == q.name) {
+                recorder.set(id, if qn > 0 { qs.as_millis_f64() / qn as f64 } else { nan });
+            }
+            sum += qs;
+            n += qn;
+            max = max.max(qm);
+        }
+        recorder.set(s.qdelay, if n > 0 { sum.as_millis_f64() / n as f64 } else { nan });
+        recorder.set(s.qdelay_max, if n > 0 { max.as_millis_f64() } else { nan });
+        recorder.set(s.qlen, link.qdisc().len() as f64);
+        let (drops, marks) = (link.drops(), link.ce_marks());
+        recorder.set(s.drops, (drops - s.last_drops) as f64);
+        recorder.set(s.ce_marks, (marks - s.last_marks) as f64);
+        (s.last_drops, s.last_marks) = (drops, marks);
+        recorder.set(s.rate, link.rate().as_mbps());
+        xstats.clear();
+        link.qdisc().xstats(xstats);
+        for &(name, id) in &s.xstats {
+            recorder.set(id, xstats.iter().find(|(n, _)| *n == name).map_or(nan, |&(_, v)| v));
+        }
+    }
+}
+
+/// A change due at a time, for one link.
+pub struct ScheduledChange {
+    pub at: Time,
+    /// Index into the engine's shared links.
+    pub link: usize,
+    rate: Option<Rate>,
+    /// Built when the schedule is made (for the rate the link will have then), installed
+    /// when due.
+    qdisc: Option<Box<dyn Qdisc>>,
+}
+
+impl ScheduledChange {
+    /// The change's discipline, for registering series before it is installed.
+    pub fn qdisc(&self) -> Option<&dyn Qdisc> {
+        self.qdisc.as_deref()
+    }
+
+    /// Applies the change: the rate first, so that a discipline swapped in at the same
+    /// moment sees the new rate. Returns the packets the swap discarded.
+    pub fn apply(&mut self, link: &mut Link, now: Time) -> u64 {
+        if let Some(r) = self.rate {
+            link.set_rate(r);
+        }
+        self.qdisc.take().map_or(0, |q| link.replace_qdisc(q, now))
+    }
+}
+
+/// The scenario's `[[bottleneck.changes]]` as one change per link, in the order they apply
+/// (time, then listing order). `bottleneck` and `return_link` index the engine's shared
+/// links, whose starting rates are `rates`.
+pub fn schedule(sc: &Scenario, bottleneck: usize, return_link: usize, mut rates: Vec<Rate>) -> Vec<ScheduledChange> {
+    let mut order: Vec<usize> = (0..sc.bottleneck.changes.len()).collect();
+    order.sort_by_key(|&i| sc.bottleneck.changes[i].at);
+    let mut out = Vec::new();
+    for i in order {
+        let c = &sc.bottleneck.changes[i];
+        let targets = [(c.direction.forward(), bottleneck, "bottleneck"), (c.direction.ret(), return_link, "return")];
+        for (_, link, label) in targets.into_iter().filter(|t| t.0) {
+            if let Some(r) = c.rate {
+                rates[link] = r;
+            }
+            let qdisc = c.qdisc.as_ref().map(|spec| {
+                let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
+                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng })
+            });
+            out.push(ScheduledChange { at: c.at, link, rate: c.rate, qdisc });
+        }
+    }
+    out
+}
