@@ -17,6 +17,7 @@ from __future__ import annotations
 import csv
 import io
 import math
+import re
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -101,11 +102,36 @@ def run_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
     if "utilization" in rl:
         m["return_util"] = rl["utilization"]
     for i, p in enumerate(summary.get("probes", []) or [], 1):
-        r = p.get("rtt_ms") or {}
-        for k in ("p50", "p99"):
-            if k in r:
-                m[f"probe{i}_rtt_{k}"] = r[k]
+        for part in ("rtt", "induced"):
+            r = p.get(f"{part}_ms") or {}
+            for k in ("p50", "p95", "p99", "max"):
+                if k in r:
+                    m[f"probe{i}_{part}_{k}"] = r[k]
+    # Per-group sums over flows that share a name stem (`count = 4` flows "up.1" .. "up.4").
+    sums: dict[str, float] = {}
+    for f in flows:
+        g = _num(f.get("goodput_mbps"))
+        stem = _flow_stem(str(f.get("name") or ""))
+        if g is not None and stem:
+            sums[stem] = sums.get(stem, 0.0) + g
+    for stem, v in sums.items():
+        m[f"goodput_{stem}_sum"] = v
+    resp = []
+    for i, t in enumerate(summary.get("transients", []) or [], 1):
+        m[f"response{i}_s"] = t.get("response_s")
+        resp.append(_num(t.get("response_s")))
+    if len(resp) >= 2 and all(x is not None for x in resp):
+        m["response_jain"] = sum(resp) ** 2 / (len(resp) * sum(x * x for x in resp))
+    for i, md in enumerate(summary.get("media", []) or [], 1):
+        m[f"media{i}_mbps"] = md.get("mean_bitrate_mbps")
+    for i, u in enumerate(summary.get("tunnels", []) or [], 1):
+        m[f"tunnel{i}_replay_drops"] = u.get("replay_drops")
     return m
+
+
+def _flow_stem(name: str) -> str:
+    """A flow's group name: its name without a trailing instance number (``up.3``, ``up#3``, ``up-3``)."""
+    return re.sub(r"[.#\-_/\[]?\d+\]?$", "", name)
 
 
 def load_records(runs: Sequence[RunSpec]) -> list[Record]:
@@ -497,6 +523,192 @@ def table_pivot(spec: Mapping[str, Any], suite: Suite, records: list[Record]) ->
     n = max((sum(1 for r in records if r.cell.params[ra] == rv and r.cell.params[ca] == cv) for rv in rlabels for cv in clabels), default=0)
     notes = [f"{spec.get('metric_title', metric)}; {STAT_NOTES.get(stat, stat).replace('seeds', 'runs')} ({n} per entry)."]
     return Table(spec.get("title", metric), headers, rows, notes, ["l"] + ["r"] * len(clabels))
+
+
+def _other_axes(suite: Suite, records: Sequence[Record], skip: Sequence[str]) -> list[str]:
+    """The axes (other than ``skip``) that take more than one value among the records."""
+    return [a for a in suite.axis_names if a not in skip and len({r.cell.params[a] for r in records}) > 1]
+
+
+@table("fct_harm")
+def table_fct_harm(spec: Mapping[str, Any], suite: Suite, records: list[Record]) -> Table:
+    """FCT harm (algorithms.md 5.3): a derived row per loaded cell, from that cell's runs and
+    the runs of its solo cell (same labels on every other axis, ``baseline`` on ``axis``).
+
+    The FCTs of a cell's seeds are pooled before the statistics (geometric mean, median, P95,
+    :func:`aqmlab.analysis.fct_stats`); harm per statistic is :func:`aqmlab.analysis.fct_harm`.
+    Options: ``axis`` (default ``competitor``), ``baseline`` (``none``), ``workload`` (index, 0).
+    """
+    from .analysis import FCT_STATISTICS, fct_harm, fct_stats
+
+    axis, base, w = spec.get("axis", "competitor"), str(spec.get("baseline", "none")), int(spec.get("workload", 0))
+
+    def pooled(group: Sequence[Record]) -> tuple[dict[str, float] | None, int, int]:
+        fcts, started, done = [], 0, 0
+        for r in group:
+            wl = (r.summary or {}).get("workloads") or []
+            if len(wl) > w:
+                fcts += [x for x in wl[w].get("fct_s", []) if _num(x) is not None and x > 0]
+                started += int(wl[w].get("started", 0) or 0)
+                done += int(wl[w].get("completed", 0) or 0)
+        return (fct_stats(fcts) if fcts else None), done, started
+
+    others = [a for a in suite.axis_names if a != axis]
+    rows = []
+    for loaded, solo in with_baseline(records, axis, base):
+        c = loaded[0].cell
+        ls, ldone, lstarted = pooled(loaded)
+        ss, _, _ = pooled(solo) if solo else (None, 0, 0)
+        row = [c.shown.get(a, "-") for a in others] + [c.shown.get(axis, "-")]
+        for k in FCT_STATISTICS:
+            row.append(f"{ss[k]:.3f}" if ss else "-")
+            row.append(f"{ls[k]:.3f}" if ls else "-")
+        for k in FCT_STATISTICS:
+            row.append(f"{fct_harm(ss[k], ls[k]):.3f}" if ss and ls else "-")
+        row.append(f"{ldone}/{lstarted}")
+        row.append(plot_links(loaded))
+        rows.append(row)
+    headers = [suite.axis(a).title or a for a in others] + [suite.axis(axis).title or axis]
+    for k in FCT_STATISTICS:
+        headers += [f"solo {k} (s)", f"loaded {k} (s)"]
+    headers += [f"harm {k}" for k in FCT_STATISTICS] + ["completed", "Plot"]
+    notes = [
+        f"Each row pairs a cell with its solo run ({axis} = {base}); FCTs of the completed transfers "
+        "(pooled over the seeds), harm = (loaded - solo)/loaded when loaded >= solo, else 0 "
+        "(heistp/ccafct harm.LessIsBetter)."
+    ]
+    align = ["l"] * (len(others) + 1) + ["r"] * (2 * len(FCT_STATISTICS) + len(FCT_STATISTICS) + 1) + ["l"]
+    return Table(spec.get("title", "FCT harm"), headers, rows, notes, align)
+
+
+def run_series(record: Record, entity: str, metric: str) -> tuple[list[float], list[float]] | None:
+    """One series of a finished run (times in s, values) from its timeseries.parquet; None if absent."""
+    import pandas as pd
+
+    from .output import PARQUET
+
+    path = record.run.run_dir / PARQUET
+    if record.summary is None or not path.is_file():
+        return None
+    ts = pd.read_parquet(path, columns=["time", "flow", "metric", "value"])
+    sel = ts[(ts["flow"] == entity) & (ts["metric"] == metric)].dropna(subset=["value"])
+    if sel.empty:
+        return None
+    return sel["time"].astype(float).tolist(), sel["value"].astype(float).tolist()
+
+
+def longest_above(t: Sequence[float], v: Sequence[float], threshold: float, after: float = 0.0) -> float:
+    """The longest contiguous time (s) a sampled series stays above ``threshold`` after ``after``
+    (a run of samples above it counts from its first sample to the first sample below)."""
+    best, begin = 0.0, None
+    for ti, vi in zip(t, v):
+        if ti < after:
+            continue
+        if vi > threshold:
+            begin = ti if begin is None else begin
+        elif begin is not None:
+            best, begin = max(best, ti - begin), None
+    if begin is not None and t:
+        best = max(best, t[-1] - begin)
+    return best
+
+
+@table("series")
+def table_series(spec: Mapping[str, Any], suite: Suite, records: list[Record]) -> Table:
+    """Per cell, statistics of one time series of each run (timeseries.parquet).
+
+    Options: ``entity`` (a flow, probe or media name, ``bottleneck``; a template), ``metric``
+    (the series, e.g. ``bitrate``, ``rtt``), ``axes`` (shown), ``columns``: a list of
+    ``{ title, mean = [from_s, to_s] }`` (time average over a window) or
+    ``{ title, above = THRESHOLD, after = s }`` (longest time above), with ``format``,
+    ``offset`` (subtracted from the values first; a template) and ``stat``.
+    """
+    axes = list(spec.get("axes", suite.axis_names))
+    dstat = spec.get("stat", "mean_std")
+    groups = group_by_cell(records)
+    rows = []
+    for g in groups:
+        c = g[0].cell
+        row = [c.shown.get(a, "-") for a in axes]
+        series = [run_series(r, str(c.render(spec["entity"])), str(c.render(spec["metric"]))) for r in g]
+        for col in spec.get("columns", []):
+            off = float(c.render(col.get("offset", spec.get("offset", 0))))
+            vals = []
+            for s in series:
+                if s is None:
+                    continue
+                t, v = s[0], [x - off for x in s[1]]
+                if "mean" in col:
+                    a, b = col["mean"]
+                    w = [x for ti, x in zip(t, v) if a <= ti < b]
+                    if w:
+                        vals.append(statistics.fmean(w))
+                else:
+                    vals.append(longest_above(t, v, float(col["above"]), float(col.get("after", 0))))
+            spec_fmt = col.get("format", ".2f")
+            row.append(STATS[col.get("stat", dstat)](vals, spec_fmt) if vals else "-")
+        row.append(plot_links(g))
+        rows.append(row)
+    cols = spec.get("columns", [])
+    headers = [suite.axis(a).title or a for a in axes] + [str(c["title"]) for c in cols] + ["Plot"]
+    notes = list(spec.get("notes", [])) + _stat_note(spec, groups)
+    return Table(spec.get("title", "Series"), headers, rows, notes, ["l"] * len(axes) + ["r"] * len(cols) + ["l"])
+
+
+def _suite_dir(record: Record) -> Path:
+    """The suite's output directory (the run directory less its relative path)."""
+    return Path(str(record.run.run_dir)[: -len(record.run.rel_dir)] or ".")
+
+
+@table("cdf")
+def table_cdf(spec: Mapping[str, Any], suite: Suite, records: list[Record]) -> Table:
+    """A CDF plot (``file``, PNG in the suite directory) of a summary CDF (``metric``, a list of
+    ``[x, fraction]`` points such as ``bottleneck.sojourn_ms.cdf``), one curve per value of
+    axis ``by``; the runs of a value are pooled with equal weight (the mean of their CDFs on a
+    common grid). The table lists each curve's pooled median, p95, p99 and maximum."""
+    import numpy as np
+
+    by, metric = spec["by"], spec.get("metric", "bottleneck.sojourn_ms.cdf")
+    curves = []
+    for label in suite.axis(by).labels():
+        runs = [r for r in records if r.cell.params[by] == label]
+        cdfs = [c for c in (r.value(metric) for r in runs) if c]
+        if not cdfs:
+            continue
+        xmax = max(c[-1][0] for c in cdfs)
+        grid = np.unique(np.concatenate([[0.0], *[np.asarray(c)[:, 0] for c in cdfs], [xmax]]))
+        ys = [np.interp(grid, np.asarray(c)[:, 0], np.asarray(c)[:, 1], left=0.0, right=1.0) for c in cdfs]
+        curves.append((runs[0].cell.shown[by], grid, np.mean(ys, axis=0), len(cdfs)))
+    rows = []
+    for name, x, y, n in curves:
+        q = lambda p: float(x[min(np.searchsorted(y, p), len(x) - 1)])  # noqa: E731
+        rows.append([name, f"{q(0.5):.1f}", f"{q(0.95):.1f}", f"{q(0.99):.1f}", f"{x[-1]:.1f}", str(n)])
+    notes = []
+    if curves and records:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        from .output import atomic_path
+
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for name, x, y, _ in curves:
+            ax.step(x, y, where="post", label=name)
+        ax.set_xlabel(spec.get("xlabel", metric))
+        ax.set_ylabel("fraction at or below")
+        ax.grid(alpha=0.3)
+        ax.legend()
+        ax.set_title(spec.get("title", "CDF"))
+        fig.tight_layout()
+        path = _suite_dir(records[0]) / spec.get("file", "cdf.png")
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=100)
+        plt.close(fig)
+        notes.append(f"![{spec.get('title', 'CDF')}]({path.name})")
+    notes.append(f"Curves pool the runs of each {by} with equal weight; values in the unit of `{metric}`.")
+    headers = [suite.axis(by).title or by, "median", "p95", "p99", "max", "runs"]
+    return Table(spec.get("title", "CDF"), headers, rows, notes, ["l", "r", "r", "r", "r", "r"])
 
 
 # --------------------------------------------------------------------------------------
