@@ -41,13 +41,12 @@ impl SeriesRecorder {
     pub fn with_ticks(ticks: usize) -> Self {
         SeriesRecorder { series: Series::default(), capacity: ticks }
     }
+    /// A column registered during the run (a qdisc swap brings new queue series) starts with
+    /// NaN for the ticks already recorded, so every column has one value per tick.
     pub fn register(&mut self, entity: &str, metric: &str, unit: &'static str) -> SeriesId {
-        self.series.columns.push(Column {
-            entity: entity.to_string(),
-            metric: metric.to_string(),
-            unit,
-            values: Vec::with_capacity(self.capacity),
-        });
+        let mut values = Vec::with_capacity(self.capacity.max(self.series.time.len()));
+        values.resize(self.series.time.len(), f64::NAN);
+        self.series.columns.push(Column { entity: entity.to_string(), metric: metric.to_string(), unit, values });
         SeriesId(self.series.columns.len() - 1)
     }
     /// Starts a new tick at `t` seconds; every column must then be `set` once.
@@ -55,11 +54,18 @@ impl SeriesRecorder {
         self.series.time.push(t);
     }
     pub fn set(&mut self, id: SeriesId, v: f64) {
+        let ticks = self.series.time.len();
         let col = &mut self.series.columns[id.0].values;
-        debug_assert_eq!(col.len() + 1, self.series.time.len(), "one value per column per tick");
+        // A column no longer set for some ticks (its qdisc was swapped out) gets NaN there.
+        col.resize(ticks.saturating_sub(1).max(col.len()), f64::NAN);
+        debug_assert_eq!(col.len() + 1, ticks, "one value per column per tick");
         col.push(v);
     }
-    pub fn finish(self) -> Series {
+    pub fn finish(mut self) -> Series {
+        let ticks = self.series.time.len();
+        for c in &mut self.series.columns {
+            c.values.resize(ticks, f64::NAN);
+        }
         self.series
     }
 }
