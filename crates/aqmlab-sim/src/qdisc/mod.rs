@@ -20,6 +20,7 @@ mod red;
 mod sce;
 pub mod shaper;
 pub mod sfq_codel;
+mod slab;
 mod spec;
 
 pub use dualpi2::DualPi2;
