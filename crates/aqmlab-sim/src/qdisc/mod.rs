@@ -11,6 +11,7 @@ pub mod codel;
 mod cnq;
 mod dualpi2;
 mod fifo;
+mod flow_table;
 pub mod fq_codel;
 mod hred;
 mod lfq;
