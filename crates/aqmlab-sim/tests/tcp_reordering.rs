@@ -11,8 +11,6 @@ use std::rc::Rc;
 mod common;
 use common::{assert_conserved, dumbbell, scenario, Rule};
 
-const MS: u64 = 1_000_000;
-
 /// The S6 jitter study path: 50 Mbit/s, 80 ms, a pfifo of three BDPs (no AQM drops to
 /// confuse the picture), CUBIC, 15 s; `netem` on the flow's path in both directions.
 fn jitter_run(netem: Option<&str>) -> (f64, aqmlab_sim::tcp::sender::SenderStats, u32, u64) {
@@ -56,8 +54,8 @@ fn cubic_through_2ms_jitter_keeps_most_of_the_link() {
     assert_eq!(js.rto_events, 0);
 }
 
-/// A pfifo that holds back the first transmission of one segment until `k` further packets
-/// have left (a single reordering event of depth `k`).
+/// A pfifo that holds back the first transmission of one segment until `k` packets that
+/// arrived after it have left (a single reordering event of depth `k`).
 struct HoldOne {
     inner: Fifo,
     seq: u32,
@@ -75,6 +73,8 @@ impl Qdisc for HoldOne {
         if pkt.kind == Kind::Data && pkt.tcp.seq == self.seq && !self.done {
             self.done = true;
             self.held = Some(pkt);
+            // Released after the packets already queued ahead of it and then k more.
+            self.k += self.inner.len() as u32;
             return Enqueued::Queued;
         }
         self.inner.enqueue(pkt, now)
@@ -146,18 +146,21 @@ fn a_spurious_fast_recovery_from_one_reordered_segment_is_undone() {
     assert!(s.stats.undos >= 1);
     assert!(after >= before, "cwnd {after} after undo, {before} before the recovery");
     // The hole was 10 segments below the highest SACK: tp->reordering follows, and RACK
-    // keeps a min_rtt/4 window from now on.
+    // keeps a min_rtt/4 window from now on...
     assert!(s.reordering() >= 10, "reordering {}", s.reordering());
     assert!(s.reord_seen() >= 1);
-    assert_eq!(s.reo_wnd(), Time(s.tp.min_rtt.0 / 4).min(s.srtt()));
+    // ...and the D-SACK (after reordering was seen) added one min_rtt/4 step
+    // (tcp_rack_update_reo_wnd).
+    assert_eq!(s.reo_wnd(), Time(s.tp.min_rtt.0 / 4 * 2).min(s.srtt()));
     assert_eq!(s.stats.rto_events, 0);
 }
 
-/// Runs `size` bytes through a FIFO that drops the first transmission of `seq`; returns
+/// Runs `size` bytes through a FIFO that drops the first transmission of `seq`, with a
+/// receive window of about one BDP so that no queue inflates the RTT; returns
 /// (time of the drop, time the retransmission reached the bottleneck, summary of flow 0,
 /// min RTT).
-fn drop_one(seq: u32, size: u64, rate: &str, rtt: &str) -> (Time, Time, aqmlab_sim::tcp::sender::SenderStats, Time) {
-    let sc = dumbbell(rate, "pfifo limit 10000", "20s", &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"{rtt}\"\nsize = {size}\n"));
+fn drop_one(seq: u32, size: u64, rate: &str, rtt: &str, rwnd: u32) -> (Time, Time, aqmlab_sim::tcp::sender::SenderStats, Time) {
+    let sc = dumbbell(rate, "pfifo limit 10000", "20s", &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"{rtt}\"\nsize = {size}\nrwnd = {rwnd}\n"));
     let mut sim = Simulation::new(&sc);
     let seen: Rc<RefCell<Vec<Time>>> = Rc::default();
     let log = seen.clone();
@@ -184,7 +187,7 @@ fn a_real_loss_is_repaired_within_an_rtt_and_a_reordering_window() {
     // Mid-transfer drop: the segments behind it are SACKed within one RTT; with no
     // reordering seen and 3 SACKs the RACK window is zero, so the retransmission leaves one
     // RTT (+ the serialisation of the SACKed segments) after the drop.
-    let (drop_at, rtx_at, st, min_rtt) = drop_one(500, 1448 * 3000, "10Mbit", "20ms");
+    let (drop_at, rtx_at, st, min_rtt) = drop_one(500, 1448 * 3000, "10Mbit", "20ms", 30_000);
     let gap = rtx_at - drop_at;
     println!("mid-flow drop: retransmitted {:.2} ms after the drop (min RTT {:.2} ms)", gap.as_millis_f64(), min_rtt.as_millis_f64());
     assert!(gap < min_rtt + Time(min_rtt.0 / 4) + Time::from_millis(10), "{gap}");
@@ -194,7 +197,7 @@ fn a_real_loss_is_repaired_within_an_rtt_and_a_reordering_window() {
     // than DupThresh, so RACK waits RACK.rtt + min_rtt/4 (reordering timer) - Linux's
     // early retransmit, where RFC 6675 alone would wait for the RTO.
     let n = 200u32;
-    let (drop_at, rtx_at, st, min_rtt) = drop_one(n - 2, 1448 * n as u64, "10Mbit", "40ms");
+    let (drop_at, rtx_at, st, min_rtt) = drop_one(n - 2, 1448 * n as u64, "10Mbit", "40ms", 60_000);
     let gap = rtx_at - drop_at;
     println!("tail-1 drop: retransmitted {:.2} ms after the drop (min RTT {:.2} ms)", gap.as_millis_f64(), min_rtt.as_millis_f64());
     assert!(gap < min_rtt + Time(min_rtt.0 / 4) + Time::from_millis(10), "{gap}");
@@ -203,17 +206,58 @@ fn a_real_loss_is_repaired_within_an_rtt_and_a_reordering_window() {
 }
 
 #[test]
-fn a_lost_last_segment_is_repaired_by_a_tail_loss_probe() {
-    // The last segment of a transfer is dropped: nothing above it can be SACKed, so RACK
-    // has nothing to go on. TLP (RFC 8985 §7) re-sends it after PTO = 2·srtt (+ 2 ms), well
-    // before the RTO (srtt + 200 ms at least).
+fn a_lost_tail_is_repaired_by_a_tail_loss_probe_not_a_timeout() {
+    // The last two segments of a transfer are dropped: nothing above them can be SACKed, so
+    // RACK has nothing to go on. With two segments out the probe timeout is PTO = 2·srtt +
+    // TCP_TIMEOUT_MIN (tcp_schedule_loss_probe), re-armed by each ACK: the probe (a copy of
+    // the last segment) leaves about one RTT + 2·srtt after the drop, long before the RTO
+    // (srtt + 200 ms after the last ACK). Its SACK then lets RACK mark the other one lost.
     let n = 200u32;
-    let (drop_at, rtx_at, st, min_rtt) = drop_one(n - 1, 1448 * n as u64, "10Mbit", "40ms");
-    let gap = rtx_at - drop_at;
-    println!("last-segment drop: probe {:.2} ms after the drop (min RTT {:.2} ms), probes {}", gap.as_millis_f64(), min_rtt.as_millis_f64(), st.loss_probes);
-    assert_eq!(st.loss_probes, 1);
-    assert_eq!(st.rto_events, 0);
-    assert!(gap < Time(3 * min_rtt.0) + Time::from_millis(20), "{gap}");
+    let size = 1448 * n as u64;
+    let sc = dumbbell("10Mbit", "pfifo limit 10000", "20s", &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"40ms\"\nsize = {size}\nrwnd = 60000\n"));
+    let mut sim = Simulation::new(&sc);
+    let seen: Rc<RefCell<Vec<(u32, Time)>>> = Rc::default();
+    let log = seen.clone();
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, now| {
+        if p.tcp.seq >= n - 2 {
+            let first = !log.borrow().iter().any(|&(s, _)| s == p.tcp.seq);
+            log.borrow_mut().push((p.tcp.seq, now));
+            return !first;
+        }
+        true
+    }));
+    sim.run_until(Time::from_secs(19));
+    let s = sim.sender(0);
+    let (st, min_rtt, srtt) = (s.stats, s.tp.min_rtt, s.srtt());
+    let out = sim.run();
+    assert_eq!(out.summary.flows[0].bytes_delivered, size);
+    let t = seen.borrow();
+    let at = |seq: u32| t.iter().filter(|&&(s, _)| s == seq).map(|&(_, t)| t).collect::<Vec<_>>();
+    let (last, prev) = (at(n - 1), at(n - 2));
+    let probe_gap = last[1] - last[0];
+    let rack_gap = prev[1] - prev[0];
+    println!(
+        "tail drop of 2: probe {:.2} ms after the drop, the other repaired after {:.2} ms (min RTT {:.2}, srtt {:.2} ms), probes {}, RTOs {}",
+        probe_gap.as_millis_f64(),
+        rack_gap.as_millis_f64(),
+        min_rtt.as_millis_f64(),
+        srtt.as_millis_f64(),
+        st.loss_probes,
+        st.rto_events
+    );
+    assert_eq!((st.loss_probes, st.rto_events, st.retransmits), (1, 0, 2));
+    // The last ACK comes about srtt after the drop, the probe 2·srtt + 2 ms after it.
+    assert!(probe_gap < Time(3 * srtt.0) + Time::from_millis(10), "{probe_gap}");
+    // The RTO would have fired srtt + 200 ms after that last ACK.
+    assert!(probe_gap + Time::from_millis(50) < srtt + srtt + Time::from_millis(200), "well before the RTO");
+    assert!(rack_gap < probe_gap + min_rtt + Time(min_rtt.0 / 4) + Time::from_millis(10), "{rack_gap}");
+
+    // One segment out: Linux adds TCP_RTO_MIN (delayed-ACK allowance) to the PTO, which the
+    // RTO then caps: the probe leaves at the RTO time, but as a probe (no Loss state, no
+    // cwnd collapse).
+    let (drop_at, rtx_at, st, _) = drop_one(n - 1, 1448 * n as u64, "10Mbit", "40ms", 60_000);
+    println!("last-segment drop: probe {:.2} ms after the drop", (rtx_at - drop_at).as_millis_f64());
+    assert_eq!((st.loss_probes, st.rto_events), (1, 0));
 }
 
 #[test]
@@ -235,5 +279,5 @@ fn a_burst_of_tail_drops_is_repaired_without_timeout() {
     assert_eq!(f.rto_events, 0);
     assert_eq!(st.loss_probes, 1);
     assert_eq!(f.retransmits, 5);
-    let _ = MS;
 }
+
