@@ -69,7 +69,13 @@ pub struct TcpHeader {
     /// ACK: ESCE, the SCE echo flag: the segment that triggered this ACK was SCE-marked.
     pub esce: bool,
     pub sack_len: u8,
+    /// SACK blocks; on an ACK whose first block lies below the cumulative ACK (or inside the
+    /// second block) the first one is a D-SACK (RFC 2883) reporting a duplicate segment.
     pub sacks: [SackBlock; MAX_SACK_BLOCKS],
+    /// TCP timestamps option (RFC 7323) in 1 ms ticks (`TCP_TS_HZ`): data carries the send
+    /// time as TSval, ACKs echo the receiver's `ts_recent` as TSecr. Zero means absent.
+    pub ts_val: u32,
+    pub ts_ecr: u32,
 }
 
 /// What a packet carries.

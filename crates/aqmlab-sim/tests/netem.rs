@@ -295,11 +295,11 @@ fn one_tcp_flow_with_per_flow_jitter() {
     let s = common::run(&sc);
     let f = &s.flows[0];
     println!("delay 2ms 1ms 10%: goodput {:.2} Mbit/s, retransmits {}, rtt {} ms, packets {:?}", f.goodput_mbps, f.retransmits, f.rtt_ms, s.packets);
-    // ±1 ms of jitter on 0.24 ms packet spacing reorders most segments. Linux raises
-    // tp->reordering and undoes spurious recoveries (DSACK); this TCP model keeps DupThresh 3
-    // and has no undo, so each reordering episode is a fast recovery and the flow runs far
-    // below the link rate. The test checks that the run completes and conserves packets.
-    assert!(f.bytes_delivered > 1_000_000 && f.fast_recoveries > 0, "{f:?}");
+    // ±1 ms of jitter on 0.24 ms packet spacing reorders most segments. As Linux, the sender
+    // tolerates it: RACK waits min_rtt/4 = 20 ms once reordering has been seen, and
+    // tp->reordering rises (tests/tcp_reordering.rs), so only CoDel's drops cost recoveries
+    // (with DupThresh 3 and no undo the flow got about 1.5 Mbit/s).
+    assert!(f.goodput_mbps > 30.0, "{f:?}");
 }
 
 #[test]

@@ -125,7 +125,7 @@ fn a_burst_of_drops_is_repaired_by_sack_without_timeout() {
 fn a_lost_retransmission_is_detected_without_timeout() {
     let size = 1448 * 3000;
     // Without a receive-window limit so that new data keeps flowing after the retransmission
-    // (with the window full, Linux would need a tail loss probe, which is not modelled).
+    // and RACK sees it delivered (with the window full, a tail loss probe would be needed).
     let sc = dumbbell("100Mbit", "pfifo limit 1000", "20s", &format!("[[flows]]\ncc = \"reno\"\nrtt = \"20ms\"\nsize = {size}\n"));
     let mut sim = Simulation::new(&sc);
     let mut copies = 0;

@@ -18,25 +18,18 @@
 //! - long-term (policer) bandwidth sampling (`bbr_lt_bw_sampling`);
 //! - pacing rate = pacing_gain x bw x 99 % (`bbr_set_pacing_rate`).
 //!
-//! Differences from the kernel are listed in docs/algorithms/bbr.md.
+//! What v1 shares with v3 (`bbr3.rs`) is in [`BbrCore`] (`bbr_common.rs`); this file keeps what
+//! only v1 has. Differences from the kernel are listed in docs/algorithms/bbr.md.
 
+use super::bbr_common::*;
 use super::{CaEvent, CaState, CcConfig, CongestionControl, RateSample, TcpCcState};
 use crate::params::Params;
 use crate::rng::Stream;
 use crate::time::Time;
 use std::sync::Arc;
 
-/// Bandwidth fixed point: packets per µs << 24 (Linux `BW_SCALE`).
-pub(crate) const BW_SCALE: u32 = 24;
-pub(crate) const BW_UNIT: u64 = 1 << BW_SCALE;
-/// Gain fixed point (Linux `BBR_SCALE`): 256 = 1.0.
-pub(crate) const BBR_SCALE: u32 = 8;
-pub(crate) const BBR_UNIT: u32 = 1 << BBR_SCALE;
-
 /// `bbr_high_gain` = 2/ln 2 (2.885) in BBR_UNIT, rounded up.
 pub const HIGH_GAIN: u32 = BBR_UNIT * 2885 / 1000 + 1;
-/// `bbr_drain_gain` = 1 / 2.885.
-pub const DRAIN_GAIN: u32 = BBR_UNIT * 1000 / 2885;
 /// `bbr_cwnd_gain`.
 pub const CWND_GAIN: u32 = BBR_UNIT * 2;
 /// `bbr_pacing_gain[]`: the PROBE_BW cycle.
@@ -45,32 +38,16 @@ pub const PACING_GAIN: [u32; 8] =
 const CYCLE_LEN: u32 = 8;
 /// `bbr_cycle_rand`: the start phase is drawn from 7 of the 8 phases (never the 3/4 one).
 const CYCLE_RAND: u32 = 7;
-/// `bbr_cwnd_min_target`.
-pub(crate) const CWND_MIN_TARGET: u32 = 4;
-/// `bbr_full_bw_thresh` (x1.25) and `bbr_full_bw_cnt` (3 rounds).
-pub(crate) const FULL_BW_THRESH: u32 = BBR_UNIT * 5 / 4;
-pub(crate) const FULL_BW_CNT: u32 = 3;
 /// `TCP_INIT_CWND`.
 const TCP_INIT_CWND: u32 = 10;
-/// `bbr_pacing_margin_percent`.
-pub(crate) const PACING_MARGIN_PERCENT: u64 = 1;
 /// `bbr_min_tso_rate` in bit/s.
 const MIN_TSO_RATE: u64 = 1_200_000;
-/// `GSO_MAX_SIZE - 1 - MAX_TCP_HEADER` (65536 - 1 - 320).
-pub(crate) const GSO_BYTES_CAP: u64 = 65_536 - 1 - 320;
-/// `sk_pacing_shift` default (pacing_rate >> 10 ~ 1 ms of data).
-pub(crate) const PACING_SHIFT: u32 = 10;
 // Long-term bandwidth sampling.
 const LT_INTVL_MIN_RTTS: u32 = 4;
 const LT_LOSS_THRESH: u64 = 50;
 const LT_BW_RATIO: u64 = BBR_UNIT as u64 / 8;
 const LT_BW_DIFF: u64 = 4000 / 8;
 const LT_BW_MAX_RTTS: u32 = 48;
-// ACK aggregation.
-pub(crate) const EXTRA_ACKED_WIN_RTTS: u32 = 5;
-pub(crate) const ACK_EPOCH_ACKED_RESET_THRESH: u32 = 1 << 20;
-pub(crate) const EXTRA_ACKED_MAX_US: u64 = 100_000;
-
 /// Linux `lib/win_minmax.c`: Kathleen Nichols' windowed max with three samples (best,
 /// second best from a later sub-window, third best), time in rounds here.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -118,51 +95,6 @@ impl WinMax {
         }
         self.s[0].1
     }
-}
-
-/// Linux `bbr_rate_bytes_per_sec`: bw (pkts/µs << 24) x mss x gain, less `margin` percent.
-pub(crate) fn rate_bytes_per_sec(bw: u64, mss: u32, gain: u32, margin: u64) -> u64 {
-    let r = (bw as u128 * mss as u128 * gain as u128) >> BBR_SCALE;
-    ((r * (1_000_000 / 100 * (100 - margin)) as u128) >> BW_SCALE) as u64
-}
-
-/// Linux `bbr_bdp`: ceil(bw x min_rtt x gain) in packets; `None` min RTT gives `init`.
-pub(crate) fn bdp(bw: u64, min_rtt_us: u32, gain: u32, init: u32) -> u32 {
-    if min_rtt_us == u32::MAX {
-        return init;
-    }
-    let w = bw as u128 * min_rtt_us as u128;
-    ((w * gain as u128) >> BBR_SCALE).div_ceil(BW_UNIT as u128).min(u32::MAX as u128) as u32
-}
-
-/// Microseconds, truncated as Linux's `tcp_stamp_us_delta`.
-pub(crate) fn us(t: Time) -> u64 {
-    t.0 / 1_000
-}
-
-/// Ordering of Linux `enum tcp_ca_state` (Open < Disorder < CWR < Recovery < Loss).
-pub(crate) fn ca_rank(s: CaState) -> u8 {
-    match s {
-        CaState::Open => 0,
-        CaState::Disorder => 1,
-        CaState::Cwr => 2,
-        CaState::Recovery => 3,
-        CaState::Loss => 4,
-    }
-}
-
-/// Linux `prandom_u32_max(n)` / `get_random_u32_below(n)` from the flow's seeded stream.
-pub(crate) fn rand_below(rng: &mut Stream, n: u32) -> u32 {
-    ((rng.next_u32() as u64 * n as u64) >> 32) as u32
-}
-
-/// `enum bbr_mode`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    Startup,
-    Drain,
-    ProbeBw,
-    ProbeRtt,
 }
 
 /// `bbr` parameters. Linux v1 has no module parameters; these are its constants, exposed
@@ -228,19 +160,9 @@ pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
 pub struct Bbr {
     pub params: BbrParams,
     rng: Stream,
-    pub min_rtt_us: u32,
-    pub min_rtt_stamp: Time,
-    pub probe_rtt_done_stamp: Option<Time>,
     pub bw: WinMax,
     pub rtt_cnt: u32,
-    next_rtt_delivered: u64,
-    cycle_mstamp: Time,
-    pub mode: Mode,
-    prev_ca_state: CaState,
     pub packet_conservation: bool,
-    pub round_start: bool,
-    idle_restart: bool,
-    probe_rtt_round_done: bool,
     lt_is_sampling: bool,
     lt_rtt_cnt: u32,
     pub lt_use_bw: bool,
@@ -248,21 +170,8 @@ pub struct Bbr {
     lt_last_delivered: u64,
     lt_last_stamp_ms: u64,
     lt_last_lost: u64,
-    pub pacing_gain: u32,
-    pub cwnd_gain: u32,
-    pub full_bw_reached: bool,
-    full_bw_cnt: u32,
-    pub cycle_idx: u32,
-    has_seen_rtt: bool,
-    pub prior_cwnd: u32,
-    full_bw: u64,
-    ack_epoch_mstamp: Time,
-    extra_acked: [u32; 2],
-    ack_epoch_acked: u32,
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
-    /// `sk->sk_pacing_rate`, bytes per second.
-    pub pacing_rate: u64,
+    /// What v1 shares with v3.
+    pub c: BbrCore,
 }
 
 impl Bbr {
@@ -270,19 +179,9 @@ impl Bbr {
         Bbr {
             params,
             rng,
-            min_rtt_us: u32::MAX,
-            min_rtt_stamp: Time::ZERO,
-            probe_rtt_done_stamp: None,
             bw: WinMax::default(),
             rtt_cnt: 0,
-            next_rtt_delivered: 0,
-            cycle_mstamp: Time::ZERO,
-            mode: Mode::Startup,
-            prev_ca_state: CaState::Open,
             packet_conservation: false,
-            round_start: false,
-            idle_restart: false,
-            probe_rtt_round_done: false,
             lt_is_sampling: false,
             lt_rtt_cnt: 0,
             lt_use_bw: false,
@@ -290,20 +189,7 @@ impl Bbr {
             lt_last_delivered: 0,
             lt_last_stamp_ms: 0,
             lt_last_lost: 0,
-            pacing_gain: HIGH_GAIN,
-            cwnd_gain: HIGH_GAIN,
-            full_bw_reached: false,
-            full_bw_cnt: 0,
-            cycle_idx: 0,
-            has_seen_rtt: false,
-            prior_cwnd: 0,
-            full_bw: 0,
-            ack_epoch_mstamp: Time::ZERO,
-            extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
-            pacing_rate: 0,
+            c: BbrCore::new(HIGH_GAIN, HIGH_GAIN, 0),
         }
     }
 
@@ -319,66 +205,31 @@ impl Bbr {
             self.max_bw()
         }
     }
-    fn extra_acked(&self) -> u32 {
-        self.extra_acked[0].max(self.extra_acked[1])
-    }
 
-    fn bw_to_pacing_rate(&self, tp: &TcpCcState, bw: u64, gain: u32) -> u64 {
-        rate_bytes_per_sec(bw, tp.mss, gain, PACING_MARGIN_PERCENT)
-    }
 
-    /// `bbr_init_pacing_rate_from_rtt`: high_gain x cwnd / srtt (1 ms before any sample).
-    fn init_pacing_rate_from_rtt(&mut self, tp: &TcpCcState) {
-        let rtt_us = if tp.srtt > Time::ZERO {
-            self.has_seen_rtt = true;
-            us(tp.srtt).max(1)
-        } else {
-            1_000
-        };
-        let bw = tp.cwnd as u64 * BW_UNIT / rtt_us;
-        self.pacing_rate = self.bw_to_pacing_rate(tp, bw, HIGH_GAIN);
-    }
 
-    /// `bbr_set_pacing_rate`: only raise the rate until the pipe is known full.
-    fn set_pacing_rate(&mut self, tp: &TcpCcState, bw: u64, gain: u32) {
-        let rate = self.bw_to_pacing_rate(tp, bw, gain);
-        if !self.has_seen_rtt && tp.srtt > Time::ZERO {
-            self.init_pacing_rate_from_rtt(tp);
-        }
-        if self.full_bw_reached || rate > self.pacing_rate {
-            self.pacing_rate = rate;
-        }
-    }
 
     /// `bbr_tso_segs_goal` (with `bbr_min_tso_segs`), or the fixed `tso_segs` parameter.
     pub fn tso_segs_goal(&self, tp: &TcpCcState) -> u32 {
         if self.params.tso_segs > 0 {
             return self.params.tso_segs;
         }
-        let bytes = (self.pacing_rate >> PACING_SHIFT).min(GSO_BYTES_CAP);
-        let min_segs = if self.pacing_rate < MIN_TSO_RATE >> 3 { 1 } else { 2 };
+        let bytes = (self.c.pacing_rate >> PACING_SHIFT).min(GSO_BYTES_CAP);
+        let min_segs = if self.c.pacing_rate < MIN_TSO_RATE >> 3 { 1 } else { 2 };
         ((bytes / tp.mss as u64) as u32).max(min_segs).min(0x7f)
     }
 
-    /// `bbr_save_cwnd`.
-    fn save_cwnd(&mut self, tp: &TcpCcState) {
-        if ca_rank(self.prev_ca_state) < ca_rank(CaState::Recovery) && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = tp.cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(tp.cwnd);
-        }
-    }
 
     /// `bbr_bdp`.
     pub fn bdp(&self, bw: u64, gain: u32) -> u32 {
-        bdp(bw, self.min_rtt_us, gain, TCP_INIT_CWND)
+        bdp(bw, self.c.min_rtt_us, gain, TCP_INIT_CWND)
     }
 
     /// `bbr_quantization_budget`.
     fn quantization_budget(&self, tp: &TcpCcState, cwnd: u32) -> u32 {
         let mut cwnd = cwnd + 3 * self.tso_segs_goal(tp);
         cwnd = (cwnd + 1) & !1;
-        if self.mode == Mode::ProbeBw && self.cycle_idx == 0 {
+        if self.c.mode == Mode::ProbeBw && self.c.cycle_idx == 0 {
             cwnd += 2;
         }
         cwnd
@@ -390,34 +241,17 @@ impl Bbr {
         self.quantization_budget(tp, i)
     }
 
-    /// `bbr_packets_in_net_at_edt`: what will still be in the network when the next paced
-    /// packet departs.
+    /// `bbr_packets_in_net_at_edt`.
     fn packets_in_net_at_edt(&self, tp: &TcpCcState, inflight_now: u32) -> u32 {
-        let edt = tp.edt.max(tp.now);
-        let interval_us = us(edt - tp.now);
-        let interval_delivered = ((self.bw() as u128 * interval_us as u128) >> BW_SCALE) as u64;
-        let mut at_edt = inflight_now as u64;
-        if self.pacing_gain > BBR_UNIT {
-            at_edt += self.tso_segs_goal(tp) as u64;
-        }
-        at_edt.saturating_sub(interval_delivered) as u32
+        self.c.packets_in_net_at_edt(tp, inflight_now, self.bw(), self.tso_segs_goal(tp))
     }
 
-    /// `bbr_ack_aggregation_cwnd`.
-    fn ack_aggregation_cwnd(&self) -> u32 {
-        if self.params.extra_acked_gain == 0 || !self.full_bw_reached {
-            return 0;
-        }
-        let max_aggr = self.bw() * EXTRA_ACKED_MAX_US / BW_UNIT;
-        let aggr = (self.params.extra_acked_gain as u64 * self.extra_acked() as u64) >> BBR_SCALE;
-        aggr.min(max_aggr) as u32
-    }
 
     /// `bbr_set_cwnd_to_recover_or_restore`: packet conservation in the first round of
     /// Recovery, restore the pre-recovery cwnd when it ends. Returns the cwnd and whether
     /// packet conservation applies.
     fn set_cwnd_to_recover_or_restore(&mut self, tp: &TcpCcState, rs: &RateSample, acked: u32) -> (u32, bool) {
-        let prev = self.prev_ca_state;
+        let prev = self.c.prev_ca_state;
         let state = tp.ca_state;
         let mut cwnd = tp.cwnd;
         if rs.losses > 0 {
@@ -425,13 +259,13 @@ impl Bbr {
         }
         if state == CaState::Recovery && prev != CaState::Recovery {
             self.packet_conservation = true;
-            self.next_rtt_delivered = tp.delivered;
+            self.c.next_rtt_delivered = tp.delivered;
             cwnd = tp.packets_in_flight + acked;
         } else if ca_rank(prev) >= ca_rank(CaState::Recovery) && ca_rank(state) < ca_rank(CaState::Recovery) {
-            cwnd = cwnd.max(self.prior_cwnd);
+            cwnd = cwnd.max(self.c.prior_cwnd);
             self.packet_conservation = false;
         }
-        self.prev_ca_state = state;
+        self.c.prev_ca_state = state;
         if self.packet_conservation {
             return (cwnd.max(tp.packets_in_flight + acked), true);
         }
@@ -439,59 +273,50 @@ impl Bbr {
     }
 
     /// `bbr_set_cwnd`: slow start towards the target, or snap down to it once the pipe is
-    /// full; 4 packets in PROBE_RTT.
+    /// full; 4 packets in PROBE_RTT. v1 keeps packet conservation in Recovery (v3 has none).
     fn set_cwnd(&mut self, tp: &mut TcpCcState, rs: &RateSample, acked: u32, bw: u64, gain: u32) {
         let mut cwnd = tp.cwnd;
         if acked > 0 {
             let (c, conserving) = self.set_cwnd_to_recover_or_restore(tp, rs, acked);
             cwnd = c;
             if !conserving {
-                let mut target = self.bdp(bw, gain);
-                target += self.ack_aggregation_cwnd();
-                target = self.quantization_budget(tp, target);
-                if self.full_bw_reached {
-                    cwnd = (cwnd + acked).min(target);
-                } else if cwnd < target || tp.delivered < TCP_INIT_CWND as u64 {
-                    cwnd += acked;
-                }
-                cwnd = cwnd.max(CWND_MIN_TARGET);
+                let aggr = self.c.ack_aggregation_cwnd(self.bw(), self.params.extra_acked_gain, true);
+                let target = self.quantization_budget(tp, self.bdp(bw, gain) + aggr);
+                cwnd = self.c.grow_cwnd(cwnd, acked, target, tp.delivered < TCP_INIT_CWND as u64);
             }
         }
-        tp.cwnd = cwnd.min(tp.cwnd_clamp);
-        if self.mode == Mode::ProbeRtt {
-            tp.cwnd = tp.cwnd.min(CWND_MIN_TARGET);
-        }
+        self.c.apply_cwnd(tp, cwnd, CWND_MIN_TARGET);
     }
 
     /// `bbr_is_next_cycle_phase`.
     fn is_next_cycle_phase(&self, tp: &TcpCcState, rs: &RateSample) -> bool {
-        let is_full_length = us(tp.delivered_mstamp.saturating_sub(self.cycle_mstamp)) > self.min_rtt_us as u64;
-        if self.pacing_gain == BBR_UNIT {
+        let is_full_length = us(tp.delivered_mstamp.saturating_sub(self.c.cycle_mstamp)) > self.c.min_rtt_us as u64;
+        if self.c.pacing_gain == BBR_UNIT {
             return is_full_length;
         }
         let inflight = self.packets_in_net_at_edt(tp, rs.prior_in_flight);
         let bw = self.max_bw();
-        if self.pacing_gain > BBR_UNIT {
-            return is_full_length && (rs.losses > 0 || inflight >= self.inflight(tp, bw, self.pacing_gain));
+        if self.c.pacing_gain > BBR_UNIT {
+            return is_full_length && (rs.losses > 0 || inflight >= self.inflight(tp, bw, self.c.pacing_gain));
         }
         is_full_length || inflight <= self.inflight(tp, bw, BBR_UNIT)
     }
 
     fn advance_cycle_phase(&mut self, tp: &TcpCcState) {
-        self.cycle_idx = (self.cycle_idx + 1) & (CYCLE_LEN - 1);
-        self.cycle_mstamp = tp.delivered_mstamp;
+        self.c.cycle_idx = (self.c.cycle_idx + 1) & (CYCLE_LEN - 1);
+        self.c.cycle_mstamp = tp.delivered_mstamp;
     }
 
     /// `bbr_reset_probe_bw_mode`: a random start phase other than the draining 3/4 one.
     fn reset_probe_bw_mode(&mut self, tp: &TcpCcState) {
-        self.mode = Mode::ProbeBw;
-        self.cycle_idx = CYCLE_LEN - 1 - rand_below(&mut self.rng, CYCLE_RAND);
+        self.c.mode = Mode::ProbeBw;
+        self.c.cycle_idx = CYCLE_LEN - 1 - rand_below(&mut self.rng, CYCLE_RAND);
         self.advance_cycle_phase(tp);
     }
 
     fn reset_mode(&mut self, tp: &TcpCcState) {
-        if !self.full_bw_reached {
-            self.mode = Mode::Startup;
+        if !self.c.full_bw_reached {
+            self.c.mode = Mode::Startup;
         } else {
             self.reset_probe_bw_mode(tp);
         }
@@ -520,7 +345,7 @@ impl Bbr {
             {
                 self.lt_bw = (bw + self.lt_bw) >> 1;
                 self.lt_use_bw = true;
-                self.pacing_gain = BBR_UNIT;
+                self.c.pacing_gain = BBR_UNIT;
                 self.lt_rtt_cnt = 0;
                 return;
             }
@@ -532,7 +357,7 @@ impl Bbr {
     /// `bbr_lt_bw_sampling`: token-bucket policer detection.
     fn lt_bw_sampling(&mut self, tp: &TcpCcState, rs: &RateSample) {
         if self.lt_use_bw {
-            if self.mode == Mode::ProbeBw && self.round_start {
+            if self.c.mode == Mode::ProbeBw && self.c.round_start {
                 self.lt_rtt_cnt += 1;
                 if self.lt_rtt_cnt >= LT_BW_MAX_RTTS {
                     self.reset_lt_bw_sampling(tp);
@@ -552,7 +377,7 @@ impl Bbr {
             self.reset_lt_bw_sampling(tp);
             return;
         }
-        if self.round_start {
+        if self.c.round_start {
             self.lt_rtt_cnt += 1;
         }
         if self.lt_rtt_cnt < LT_INTVL_MIN_RTTS {
@@ -580,15 +405,15 @@ impl Bbr {
 
     /// `bbr_update_bw`: round counting and the max filter.
     fn update_bw(&mut self, tp: &TcpCcState, rs: &RateSample) {
-        self.round_start = false;
+        self.c.round_start = false;
         let interval_us = us(rs.interval);
         if rs.delivered < 0 || interval_us == 0 {
             return;
         }
-        if rs.prior_delivered >= self.next_rtt_delivered {
-            self.next_rtt_delivered = tp.delivered;
+        if rs.prior_delivered >= self.c.next_rtt_delivered {
+            self.c.next_rtt_delivered = tp.delivered;
             self.rtt_cnt += 1;
-            self.round_start = true;
+            self.c.round_start = true;
             self.packet_conservation = false;
         }
         self.lt_bw_sampling(tp, rs);
@@ -598,116 +423,70 @@ impl Bbr {
         }
     }
 
-    /// `bbr_update_ack_aggregation`.
+    /// `bbr_update_ack_aggregation` (a 5-round window).
     fn update_ack_aggregation(&mut self, tp: &TcpCcState, rs: &RateSample) {
-        if self.params.extra_acked_gain == 0 || rs.acked_sacked == 0 || rs.delivered < 0 || us(rs.interval) == 0 {
-            return;
-        }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1f);
-            if self.extra_acked_win_rtts >= EXTRA_ACKED_WIN_RTTS {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = us(tp.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp));
-        let mut expected = (self.bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u64;
-        if self.ack_epoch_acked as u64 <= expected || self.ack_epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = tp.delivered_mstamp;
-            expected = 0;
-        }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xfffff);
-        let extra = (self.ack_epoch_acked as u64 - expected.min(self.ack_epoch_acked as u64)).min(tp.cwnd as u64) as u32;
-        let slot = &mut self.extra_acked[self.extra_acked_win_idx];
-        if extra > *slot {
-            *slot = extra;
-        }
+        self.c.update_ack_aggregation(tp, rs, self.bw(), self.params.extra_acked_gain, EXTRA_ACKED_WIN_RTTS);
     }
 
     /// `bbr_check_full_bw_reached`: 3 rounds without 25 % growth.
     fn check_full_bw_reached(&mut self, rs: &RateSample) {
-        if self.full_bw_reached || !self.round_start || rs.is_app_limited {
+        if self.c.full_bw_reached || !self.c.round_start || rs.is_app_limited {
             return;
         }
-        let thresh = (self.full_bw * FULL_BW_THRESH as u64) >> BBR_SCALE;
+        let thresh = (self.c.full_bw * FULL_BW_THRESH as u64) >> BBR_SCALE;
         if self.max_bw() >= thresh {
-            self.full_bw = self.max_bw();
-            self.full_bw_cnt = 0;
+            self.c.full_bw = self.max_bw();
+            self.c.full_bw_cnt = 0;
             return;
         }
-        self.full_bw_cnt += 1;
-        self.full_bw_reached = self.full_bw_cnt >= FULL_BW_CNT;
+        self.c.full_bw_cnt += 1;
+        self.c.full_bw_reached = self.c.full_bw_cnt >= FULL_BW_CNT;
     }
 
     /// `bbr_check_drain`.
     fn check_drain(&mut self, tp: &mut TcpCcState) {
-        if self.mode == Mode::Startup && self.full_bw_reached {
-            self.mode = Mode::Drain;
+        if self.c.mode == Mode::Startup && self.c.full_bw_reached {
+            self.c.mode = Mode::Drain;
             tp.ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
         }
-        if self.mode == Mode::Drain
+        if self.c.mode == Mode::Drain
             && self.packets_in_net_at_edt(tp, tp.packets_in_flight) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
         {
             self.reset_probe_bw_mode(tp);
         }
     }
 
-    /// `bbr_check_probe_rtt_done`.
-    fn check_probe_rtt_done(&mut self, tp: &mut TcpCcState) {
-        match self.probe_rtt_done_stamp {
-            Some(done) if tp.now > done => {}
-            _ => return,
-        }
-        self.min_rtt_stamp = tp.now;
-        tp.cwnd = tp.cwnd.max(self.prior_cwnd);
+    /// `bbr_check_probe_rtt_done` done: v1 restamps its one min-RTT filter and resets the mode.
+    fn probe_rtt_done(&mut self, tp: &TcpCcState) {
+        self.c.min_rtt_stamp = tp.now;
         self.reset_mode(tp);
     }
 
     /// `bbr_update_min_rtt`: the 10 s min filter and PROBE_RTT.
     fn update_min_rtt(&mut self, tp: &mut TcpCcState, rs: &RateSample) {
-        let expired = tp.now > self.min_rtt_stamp + self.params.min_rtt_win;
+        let expired = tp.now > self.c.min_rtt_stamp + self.params.min_rtt_win;
         if let Some(rtt) = rs.rtt {
             let rtt_us = us(rtt).min(u32::MAX as u64 - 1) as u32;
             // Linux also requires !rs->is_ack_delayed for an expired refresh; the receiver
             // model does not flag delayed ACKs (see the docs).
-            if rtt_us <= self.min_rtt_us || expired {
-                self.min_rtt_us = rtt_us;
-                self.min_rtt_stamp = tp.now;
+            if rtt_us <= self.c.min_rtt_us || expired {
+                self.c.min_rtt_us = rtt_us;
+                self.c.min_rtt_stamp = tp.now;
             }
         }
-        if self.params.probe_rtt_mode > Time::ZERO && expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
-            self.mode = Mode::ProbeRtt;
-            self.save_cwnd(tp);
-            self.probe_rtt_done_stamp = None;
-        }
-        if self.mode == Mode::ProbeRtt {
-            tp.app_limited = (tp.delivered + tp.packets_in_flight as u64).max(1);
-            if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight <= CWND_MIN_TARGET {
-                self.probe_rtt_done_stamp = Some(tp.now + self.params.probe_rtt_mode);
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = tp.delivered;
-            } else if self.probe_rtt_done_stamp.is_some() {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(tp);
-                }
-            }
-        }
-        if rs.delivered > 0 {
-            self.idle_restart = false;
+        self.c.enter_probe_rtt(tp, expired, self.params.probe_rtt_mode);
+        // v1 holds PROBE_RTT at bbr_cwnd_min_target (4 packets).
+        if self.c.probe_rtt(tp, rs, self.params.probe_rtt_mode, CWND_MIN_TARGET) {
+            self.probe_rtt_done(tp);
         }
     }
 
     /// `bbr_update_gains`.
     fn update_gains(&mut self) {
-        (self.pacing_gain, self.cwnd_gain) = match self.mode {
+        (self.c.pacing_gain, self.c.cwnd_gain) = match self.c.mode {
             Mode::Startup => (HIGH_GAIN, HIGH_GAIN),
             Mode::Drain => (DRAIN_GAIN, HIGH_GAIN),
-            Mode::ProbeBw => (if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN[self.cycle_idx as usize] }, CWND_GAIN),
+            Mode::ProbeBw => (if self.lt_use_bw { BBR_UNIT } else { PACING_GAIN[self.c.cycle_idx as usize] }, CWND_GAIN),
             Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
         };
     }
@@ -716,7 +495,7 @@ impl Bbr {
     fn update_model(&mut self, tp: &mut TcpCcState, rs: &RateSample) {
         self.update_bw(tp, rs);
         self.update_ack_aggregation(tp, rs);
-        if self.mode == Mode::ProbeBw && self.is_next_cycle_phase(tp, rs) {
+        if self.c.mode == Mode::ProbeBw && self.is_next_cycle_phase(tp, rs) {
             self.advance_cycle_phase(tp);
         }
         self.check_full_bw_reached(rs);
@@ -733,40 +512,18 @@ impl CongestionControl for Bbr {
 
     /// `bbr_init`.
     fn init(&mut self, tp: &mut TcpCcState) {
-        self.prior_cwnd = 0;
-        tp.ssthresh = u32::MAX;
+        self.c.init(tp);
         self.rtt_cnt = 0;
-        self.next_rtt_delivered = tp.delivered;
-        self.prev_ca_state = CaState::Open;
         self.packet_conservation = false;
-        self.probe_rtt_done_stamp = None;
-        self.probe_rtt_round_done = false;
-        self.min_rtt_us = if tp.min_rtt == Time::MAX { u32::MAX } else { us(tp.min_rtt) as u32 };
-        self.min_rtt_stamp = tp.now;
         self.bw.reset(self.rtt_cnt, 0);
-        self.has_seen_rtt = false;
-        self.init_pacing_rate_from_rtt(tp);
-        self.round_start = false;
-        self.idle_restart = false;
-        self.full_bw_reached = false;
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.cycle_mstamp = Time::ZERO;
-        self.cycle_idx = 0;
         self.reset_lt_bw_sampling(tp);
-        self.mode = Mode::Startup;
         self.update_gains();
-        self.ack_epoch_mstamp = tp.now;
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
-        self.extra_acked = [0; 2];
-        tp.pacing_rate = self.pacing_rate as f64;
+        tp.pacing_rate = self.c.pacing_rate as f64;
     }
 
     /// `bbr_ssthresh`: remember cwnd for the end of recovery; ssthresh is left alone.
     fn ssthresh(&mut self, tp: &TcpCcState) -> u32 {
-        self.save_cwnd(tp);
+        self.c.save_cwnd(tp);
         tp.ssthresh
     }
 
@@ -776,9 +533,9 @@ impl CongestionControl for Bbr {
     /// `bbr_set_state`: an RTO ends the round and counts as a loss for policer detection.
     fn set_state(&mut self, tp: &mut TcpCcState, new: CaState) {
         if new == CaState::Loss {
-            self.prev_ca_state = CaState::Loss;
-            self.full_bw = 0;
-            self.round_start = true;
+            self.c.prev_ca_state = CaState::Loss;
+            self.c.full_bw = 0;
+            self.c.round_start = true;
             let rs = RateSample { losses: 1, ..RateSample::default() };
             self.lt_bw_sampling(tp, &rs);
         }
@@ -786,15 +543,8 @@ impl CongestionControl for Bbr {
 
     /// `bbr_cwnd_event`: restart from idle.
     fn cwnd_event(&mut self, tp: &mut TcpCcState, ev: CaEvent) {
-        if ev == CaEvent::TxStart && tp.app_limited != 0 {
-            self.idle_restart = true;
-            self.ack_epoch_mstamp = tp.now;
-            self.ack_epoch_acked = 0;
-            if self.mode == Mode::ProbeBw {
-                self.set_pacing_rate(tp, self.bw(), BBR_UNIT);
-            } else if self.mode == Mode::ProbeRtt {
-                self.check_probe_rtt_done(tp);
-            }
+        if self.c.cwnd_event(tp, ev, self.bw()) {
+            self.probe_rtt_done(tp);
         }
     }
 
@@ -802,9 +552,9 @@ impl CongestionControl for Bbr {
     fn cong_control(&mut self, tp: &mut TcpCcState, rs: &RateSample) -> bool {
         self.update_model(tp, rs);
         let bw = self.bw();
-        self.set_pacing_rate(tp, bw, self.pacing_gain);
-        self.set_cwnd(tp, rs, rs.acked_sacked, bw, self.cwnd_gain);
-        tp.pacing_rate = self.pacing_rate as f64;
+        self.c.set_pacing_rate(tp, bw, self.c.pacing_gain);
+        self.set_cwnd(tp, rs, rs.acked_sacked, bw, self.c.cwnd_gain);
+        tp.pacing_rate = self.c.pacing_rate as f64;
         true
     }
 
@@ -814,14 +564,14 @@ impl CongestionControl for Bbr {
 
     /// `bbr_undo_cwnd`: a spurious slow-down resets full-pipe and policer detection.
     fn undo_cwnd(&mut self, tp: &TcpCcState) -> u32 {
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
+        self.c.full_bw = 0;
+        self.c.full_bw_cnt = 0;
         self.reset_lt_bw_sampling(tp);
         tp.cwnd
     }
 
     fn pacing_rate(&self, _tp: &TcpCcState) -> Option<f64> {
-        Some(self.pacing_rate as f64)
+        Some(self.c.pacing_rate as f64)
     }
 
     fn needs_pacing(&self) -> bool {
@@ -957,14 +707,14 @@ pub(crate) mod tests {
         let mut cc = bbr();
         let mut p = Path::new(4316.0, Time::from_millis(40));
         cc.init(&mut p.tp);
-        let mut modes = vec![cc.mode];
+        let mut modes = vec![cc.c.mode];
         let mut full_at = None;
         for r in 0..40 {
             p.round(&mut cc);
-            if modes.last() != Some(&cc.mode) {
-                modes.push(cc.mode);
+            if modes.last() != Some(&cc.c.mode) {
+                modes.push(cc.c.mode);
             }
-            if cc.full_bw_reached && full_at.is_none() {
+            if cc.c.full_bw_reached && full_at.is_none() {
                 full_at = Some(r);
             }
         }
@@ -988,12 +738,12 @@ pub(crate) mod tests {
         let mut cc = bbr();
         let mut p = Path::new(4316.0, Time::from_millis(40));
         cc.init(&mut p.tp);
-        while cc.mode != Mode::ProbeBw {
+        while cc.c.mode != Mode::ProbeBw {
             p.round(&mut cc);
         }
         // Drive one ACK per 10 ms at the plateau with a flight of one BDP and watch the
         // phase changes: each 1.0 phase lasts just over one min_rtt (40 ms).
-        let mut changes: Vec<(u32, Time)> = vec![(cc.cycle_idx, p.tp.now)];
+        let mut changes: Vec<(u32, Time)> = vec![(cc.c.cycle_idx, p.tp.now)];
         for _ in 0..400 {
             p.tp.now += Time::from_millis(10);
             p.tp.delivered += 43;
@@ -1006,14 +756,14 @@ pub(crate) mod tests {
                 acked_sacked: 43,
                 // The 5/4 phase ends with 1.25 BDP (quantised) in flight, the 3/4 phase as
                 // soon as the flight is back to one BDP.
-                prior_in_flight: if cc.cycle_idx == 1 { 150 } else { 260 },
+                prior_in_flight: if cc.c.cycle_idx == 1 { 150 } else { 260 },
                 prior_delivered: p.tp.delivered - 173,
                 ..RateSample::default()
             };
             p.tp.packets_in_flight = 173;
             cc.cong_control(&mut p.tp, &rs);
-            if cc.cycle_idx != changes.last().unwrap().0 {
-                changes.push((cc.cycle_idx, p.tp.now));
+            if cc.c.cycle_idx != changes.last().unwrap().0 {
+                changes.push((cc.c.cycle_idx, p.tp.now));
             }
         }
         let idx: Vec<u32> = changes.iter().map(|c| c.0).collect();
@@ -1032,7 +782,7 @@ pub(crate) mod tests {
             }
         }
         // Pacing gain follows the table.
-        assert_eq!(cc.pacing_gain, PACING_GAIN[cc.cycle_idx as usize]);
+        assert_eq!(cc.c.pacing_gain, PACING_GAIN[cc.c.cycle_idx as usize]);
     }
 
     #[test]
@@ -1042,7 +792,7 @@ pub(crate) mod tests {
             let mut cc = Bbr::new(BbrParams::default(), Stream::new(seed, "cc/0"));
             let tp = test_state(10, u32::MAX);
             cc.reset_probe_bw_mode(&tp);
-            counts[cc.cycle_idx as usize] += 1;
+            counts[cc.c.cycle_idx as usize] += 1;
         }
         assert_eq!(counts[1], 0, "{counts:?}");
         for (i, c) in counts.iter().enumerate() {
@@ -1053,7 +803,7 @@ pub(crate) mod tests {
         let draw = |seed| {
             let mut cc = Bbr::new(BbrParams::default(), Stream::new(seed, "cc/3"));
             let tp = test_state(10, u32::MAX);
-            (0..5).map(|_| { cc.reset_probe_bw_mode(&tp); cc.cycle_idx }).collect::<Vec<_>>()
+            (0..5).map(|_| { cc.reset_probe_bw_mode(&tp); cc.c.cycle_idx }).collect::<Vec<_>>()
         };
         assert_eq!(draw(9), draw(9));
     }
@@ -1065,11 +815,11 @@ pub(crate) mod tests {
         let mut cc = Bbr::new(BbrParams { extra_acked_gain: 0, ..BbrParams::default() }, Stream::new(1, "cc/0"));
         let mut p = Path::new(4316.0, Time::from_millis(40));
         cc.init(&mut p.tp);
-        while cc.mode != Mode::ProbeBw {
+        while cc.c.mode != Mode::ProbeBw {
             p.round(&mut cc);
         }
-        let stamp = cc.min_rtt_stamp;
-        assert_eq!(cc.min_rtt_us, 40_000);
+        let stamp = cc.c.min_rtt_stamp;
+        assert_eq!(cc.c.min_rtt_us, 40_000);
         // Samples above min_rtt (a standing queue) never refresh it...
         let mut entered = None;
         let mut t = p.tp.now;
@@ -1089,7 +839,7 @@ pub(crate) mod tests {
             };
             p.tp.packets_in_flight = 200;
             cc.cong_control(&mut p.tp, &rs);
-            if cc.mode == Mode::ProbeRtt {
+            if cc.c.mode == Mode::ProbeRtt {
                 entered = Some(t);
             }
         }
@@ -1097,10 +847,10 @@ pub(crate) mod tests {
         // filter takes the current sample.
         let e = entered.unwrap();
         assert!(e > stamp + Time::from_secs(10) && e <= stamp + Time::from_secs(10) + Time::from_millis(5), "{e:?} vs {stamp:?}");
-        assert_eq!(cc.min_rtt_us, 45_000);
+        assert_eq!(cc.c.min_rtt_us, 45_000);
         assert_eq!(p.tp.cwnd, 4);
         assert!(p.tp.app_limited > 0, "PROBE_RTT marks the flow app-limited");
-        let saved = cc.prior_cwnd;
+        let saved = cc.c.prior_cwnd;
         assert!(saved > 300, "cwnd saved for the exit: {saved}");
         // Flight drains to 4: the 200 ms timer starts; exit needs 200 ms and a round.
         p.tp.packets_in_flight = 4;
@@ -1121,22 +871,22 @@ pub(crate) mod tests {
             cc.cong_control(&mut p.tp, &rs);
         };
         ack(&mut p, &mut cc, 5);
-        let done = cc.probe_rtt_done_stamp.expect("timer armed");
+        let done = cc.c.probe_rtt_done_stamp.expect("timer armed");
         assert_eq!(done, p.tp.now + Time::from_millis(200));
         // A fresh 40 ms sample resets the filter but not the mode.
-        assert_eq!(cc.min_rtt_us, 40_000);
+        assert_eq!(cc.c.min_rtt_us, 40_000);
         while p.tp.now <= done {
-            assert_eq!(cc.mode, Mode::ProbeRtt);
+            assert_eq!(cc.c.mode, Mode::ProbeRtt);
             assert_eq!(p.tp.cwnd, 4);
             ack(&mut p, &mut cc, 10);
         }
         ack(&mut p, &mut cc, 10);
-        assert_eq!(cc.mode, Mode::ProbeBw, "back to PROBE_BW (the pipe was full)");
+        assert_eq!(cc.c.mode, Mode::ProbeBw, "back to PROBE_BW (the pipe was full)");
         // cwnd = max(cwnd, prior_cwnd), then (same ACK, as in bbr_main) capped by the target.
-        let target = cc.inflight(&p.tp, cc.bw(), CWND_GAIN) + cc.ack_aggregation_cwnd();
+        let target = cc.inflight(&p.tp, cc.bw(), CWND_GAIN) + cc.c.ack_aggregation_cwnd(cc.bw(), cc.params.extra_acked_gain, true);
         assert_eq!(p.tp.cwnd, saved.min(target), "cwnd restored");
         // The exit restarts the 10 s clock, and 40 ms samples (= min_rtt) keep refreshing it.
-        assert_eq!(cc.min_rtt_stamp, p.tp.now);
+        assert_eq!(cc.c.min_rtt_stamp, p.tp.now);
     }
 
     #[test]
@@ -1149,10 +899,10 @@ pub(crate) mod tests {
         tp.now = Time::from_secs(9);
         let rs = RateSample { rtt: Some(Time::from_millis(40)), delivered: -1, ..RateSample::default() };
         cc.cong_control(&mut tp, &rs);
-        assert_eq!(cc.min_rtt_stamp, Time::from_secs(9));
+        assert_eq!(cc.c.min_rtt_stamp, Time::from_secs(9));
         tp.now = Time::from_secs(18);
         cc.cong_control(&mut tp, &rs);
-        assert_ne!(cc.mode, Mode::ProbeRtt);
+        assert_ne!(cc.c.mode, Mode::ProbeRtt);
     }
 
     #[test]
@@ -1160,14 +910,14 @@ pub(crate) mod tests {
         let mut cc = bbr();
         let mut p = Path::new(4316.0, Time::from_millis(40));
         cc.init(&mut p.tp);
-        while cc.mode != Mode::ProbeBw {
+        while cc.c.mode != Mode::ProbeBw {
             p.round(&mut cc);
         }
         let before = p.tp.cwnd;
         // Loss detected: the sender calls ssthresh (saves cwnd) and enters Recovery.
         // bbr_ssthresh leaves snd_ssthresh as it is (the BDP exported by DRAIN).
         assert_eq!(cc.ssthresh(&p.tp), p.tp.ssthresh);
-        assert_eq!(cc.prior_cwnd, before);
+        assert_eq!(cc.c.prior_cwnd, before);
         p.tp.ca_state = CaState::Recovery;
         p.tp.packets_in_flight = 150;
         let rs = RateSample { acked_sacked: 3, losses: 2, delivered: 100, interval: Time::from_millis(40), prior_in_flight: 155, prior_delivered: 0, ..RateSample::default() };
@@ -1195,15 +945,15 @@ pub(crate) mod tests {
         tp.min_rtt = Time::from_millis(40);
         tp.srtt = Time::from_millis(40);
         cc.init(&mut tp);
-        cc.full_bw_reached = true;
-        cc.mode = Mode::ProbeBw;
+        cc.c.full_bw_reached = true;
+        cc.c.mode = Mode::ProbeBw;
         // 1000 pkt/s delivered with 25 % loss, one round per 40 ms, losses on every ACK.
         for i in 1..=40u64 {
             tp.now = Time::from_millis(40 * i);
             tp.delivered += 40;
             tp.lost += 10;
             tp.delivered_mstamp = tp.now;
-            cc.round_start = true;
+            cc.c.round_start = true;
             let rs = RateSample { losses: 10, delivered: 40, interval: Time::from_millis(40), ..RateSample::default() };
             cc.lt_bw_sampling(&tp, &rs);
             if cc.lt_use_bw {
@@ -1214,7 +964,7 @@ pub(crate) mod tests {
         let lt = cc.lt_bw as f64 / BW_UNIT as f64 * 1e6;
         assert!((lt - 1000.0).abs() < 5.0, "{lt}");
         cc.update_gains();
-        assert_eq!(cc.pacing_gain, BBR_UNIT, "no probing while policed");
+        assert_eq!(cc.c.pacing_gain, BBR_UNIT, "no probing while policed");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! BBR v3, modelled on google/bbr branch v3 `net/ipv4/tcp_bbr.c` (`BBR_VERSION 3`, as read at
-//! google/bbr@001a430b3ddb), sharing the fixed point and filters of [`super::bbr`].
+//! google/bbr@001a430b3ddb), sharing with v1 the fixed point and
+//! [`BbrCore`](super::bbr_common::BbrCore), the logic both `tcp_bbr.c` files write the same way.
 //!
 //! Beyond v1 (see `bbr.rs`), v3 bounds its model:
 //! - `bw_hi` (max of the last 1-2 bandwidth-probing cycles) and `inflight_hi`, a long-term
@@ -21,11 +22,7 @@
 //!
 //! Differences from the source are listed in docs/algorithms/bbr.md.
 
-use super::bbr::{
-    bdp, ca_rank, rand_below, us, Mode, ACK_EPOCH_ACKED_RESET_THRESH, BBR_SCALE, BBR_UNIT, BW_SCALE,
-    BW_UNIT, CWND_MIN_TARGET, DRAIN_GAIN, EXTRA_ACKED_MAX_US, EXTRA_ACKED_WIN_RTTS, FULL_BW_CNT, FULL_BW_THRESH,
-    GSO_BYTES_CAP, PACING_MARGIN_PERCENT, PACING_SHIFT,
-};
+use super::bbr_common::*;
 use super::{CaEvent, CaState, CcConfig, CongestionControl, LostSkb, RateSample, TcpCcState};
 use crate::params::Params;
 use crate::rng::Stream;
@@ -187,33 +184,10 @@ const NONE: u32 = u32::MAX;
 pub struct Bbr3 {
     pub params: Bbr3Params,
     rng: Stream,
-    pub min_rtt_us: u32,
-    pub min_rtt_stamp: Time,
-    pub probe_rtt_done_stamp: Option<Time>,
     pub probe_rtt_min_us: u32,
     pub probe_rtt_min_stamp: Time,
-    next_rtt_delivered: u64,
-    cycle_mstamp: Time,
-    pub mode: Mode,
-    prev_ca_state: CaState,
-    pub round_start: bool,
     bw_probe_up_rounds: u32,
-    idle_restart: bool,
-    probe_rtt_round_done: bool,
     init_cwnd: u32,
-    pub pacing_gain: u32,
-    pub cwnd_gain: u32,
-    pub full_bw_reached: bool,
-    full_bw_cnt: u32,
-    pub cycle_idx: u32,
-    has_seen_rtt: bool,
-    pub prior_cwnd: u32,
-    full_bw: u64,
-    ack_epoch_mstamp: Time,
-    extra_acked: [u32; 2],
-    ack_epoch_acked: u32,
-    extra_acked_win_rtts: u32,
-    extra_acked_win_idx: usize,
     full_bw_now: bool,
     startup_ecn_rounds: u32,
     loss_in_cycle: bool,
@@ -248,8 +222,8 @@ pub struct Bbr3 {
     alpha_last_delivered_ce: u64,
     /// `bbr_context.sample_bw` of the ACK being processed.
     sample_bw: u64,
-    /// `sk->sk_pacing_rate`, bytes per second.
-    pub pacing_rate: u64,
+    /// What v3 shares with v1.
+    pub c: BbrCore,
 }
 
 impl Bbr3 {
@@ -257,33 +231,10 @@ impl Bbr3 {
         Bbr3 {
             params,
             rng,
-            min_rtt_us: NONE,
-            min_rtt_stamp: Time::ZERO,
-            probe_rtt_done_stamp: None,
             probe_rtt_min_us: NONE,
             probe_rtt_min_stamp: Time::ZERO,
-            next_rtt_delivered: 0,
-            cycle_mstamp: Time::ZERO,
-            mode: Mode::Startup,
-            prev_ca_state: CaState::Open,
-            round_start: false,
             bw_probe_up_rounds: 0,
-            idle_restart: false,
-            probe_rtt_round_done: false,
             init_cwnd: 10,
-            pacing_gain: STARTUP_PACING_GAIN,
-            cwnd_gain: STARTUP_CWND_GAIN,
-            full_bw_reached: false,
-            full_bw_cnt: 0,
-            cycle_idx: 0,
-            has_seen_rtt: false,
-            prior_cwnd: 0,
-            full_bw: 0,
-            ack_epoch_mstamp: Time::ZERO,
-            extra_acked: [0; 2],
-            ack_epoch_acked: 0,
-            extra_acked_win_rtts: 0,
-            extra_acked_win_idx: 0,
             full_bw_now: false,
             startup_ecn_rounds: 0,
             loss_in_cycle: false,
@@ -315,7 +266,7 @@ impl Bbr3 {
             alpha_last_delivered: 0,
             alpha_last_delivered_ce: 0,
             sample_bw: 0,
-            pacing_rate: 0,
+            c: BbrCore::new(STARTUP_PACING_GAIN, STARTUP_CWND_GAIN, 1),
         }
     }
 
@@ -335,57 +286,24 @@ impl Bbr3 {
     pub fn bw(&self) -> u64 {
         self.max_bw().min(self.bw_lo)
     }
-    fn extra_acked(&self) -> u32 {
-        self.extra_acked[0].max(self.extra_acked[1])
-    }
-    /// v3 `bbr_rate_bytes_per_sec` (at least 1 byte/s).
-    fn rate_bytes_per_sec(&self, tp: &TcpCcState, bw: u64, gain: u32, margin: u64) -> u64 {
-        super::bbr::rate_bytes_per_sec(bw, tp.mss, gain, margin).max(1)
-    }
-    fn init_pacing_rate_from_rtt(&mut self, tp: &TcpCcState) {
-        let rtt_us = if tp.srtt > Time::ZERO {
-            self.has_seen_rtt = true;
-            us(tp.srtt).max(1)
-        } else {
-            1_000
-        };
-        let bw = tp.cwnd as u64 * BW_UNIT / rtt_us;
-        self.pacing_rate = self.rate_bytes_per_sec(tp, bw, STARTUP_PACING_GAIN, PACING_MARGIN_PERCENT);
-    }
-    fn set_pacing_rate(&mut self, tp: &TcpCcState, bw: u64, gain: u32) {
-        let rate = self.rate_bytes_per_sec(tp, bw, gain, PACING_MARGIN_PERCENT);
-        if !self.has_seen_rtt && tp.srtt > Time::ZERO {
-            self.init_pacing_rate_from_rtt(tp);
-        }
-        if self.full_bw_reached || rate > self.pacing_rate {
-            self.pacing_rate = rate;
-        }
-    }
     /// v3 `bbr_tso_segs_goal`: ~1 ms of data plus an allowance that halves per 512 µs of
     /// min RTT, at least `tcp_min_tso_segs`.
     pub fn tso_segs_goal(&self, tp: &TcpCcState) -> u32 {
-        let mut bytes = self.pacing_rate >> PACING_SHIFT;
-        let r = self.min_rtt_us >> TSO_RTT_SHIFT;
+        let mut bytes = self.c.pacing_rate >> PACING_SHIFT;
+        let r = self.c.min_rtt_us >> TSO_RTT_SHIFT;
         if r < 32 {
             bytes += GSO_LEGACY_MAX_SIZE >> r;
         }
         let bytes = bytes.min(GSO_BYTES_CAP);
         ((bytes / tp.mss as u64) as u32).max(MIN_TSO_SEGS)
     }
-    fn save_cwnd(&mut self, tp: &TcpCcState) {
-        if ca_rank(self.prev_ca_state) < ca_rank(CaState::Recovery) && self.mode != Mode::ProbeRtt {
-            self.prior_cwnd = tp.cwnd;
-        } else {
-            self.prior_cwnd = self.prior_cwnd.max(tp.cwnd);
-        }
-    }
     pub fn bdp(&self, bw: u64, gain: u32) -> u32 {
-        bdp(bw, self.min_rtt_us, gain, self.init_cwnd)
+        bdp(bw, self.c.min_rtt_us, gain, self.init_cwnd)
     }
     /// v3 `bbr_quantization_budget`: at least 3 TSO bursts and 4 packets; +2 in PROBE_UP.
     fn quantization_budget(&self, tp: &TcpCcState, cwnd: u32) -> u32 {
         let mut cwnd = cwnd.max(3 * self.tso_segs_goal(tp)).max(CWND_MIN_TARGET);
-        if self.mode == Mode::ProbeBw && self.cycle_idx == UP {
+        if self.c.mode == Mode::ProbeBw && self.c.cycle_idx == UP {
             cwnd += 2;
         }
         cwnd
@@ -394,52 +312,31 @@ impl Bbr3 {
         self.quantization_budget(tp, self.bdp(bw, gain))
     }
     fn packets_in_net_at_edt(&self, tp: &TcpCcState, inflight_now: u32) -> u32 {
-        let edt = tp.edt.max(tp.now);
-        let interval_delivered = ((self.bw() as u128 * us(edt - tp.now) as u128) >> BW_SCALE) as u64;
-        let mut at_edt = inflight_now as u64;
-        if self.pacing_gain > BBR_UNIT {
-            at_edt += self.tso_segs_goal(tp) as u64;
-        }
-        at_edt.saturating_sub(interval_delivered) as u32
-    }
-    /// v3 `bbr_ack_aggregation_cwnd` (also before the pipe is full).
-    fn ack_aggregation_cwnd(&self) -> u32 {
-        if self.params.extra_acked_gain == 0 {
-            return 0;
-        }
-        let max_aggr = self.bw() as u128 * EXTRA_ACKED_MAX_US as u128 / BW_UNIT as u128;
-        let aggr = (self.params.extra_acked_gain as u128 * self.extra_acked() as u128) >> BBR_SCALE;
-        aggr.min(max_aggr) as u32
+        self.c.packets_in_net_at_edt(tp, inflight_now, self.bw(), self.tso_segs_goal(tp))
     }
     /// `bbr_probe_rtt_cwnd`.
     pub fn probe_rtt_cwnd(&self) -> u32 {
         CWND_MIN_TARGET.max(self.bdp(self.bw(), PROBE_RTT_CWND_GAIN))
     }
 
-    /// v3 `bbr_set_cwnd` (no packet conservation: losses act through the bounds).
+    /// v3 `bbr_set_cwnd` (no packet conservation: losses act through the bounds; the
+    /// aggregation allowance also before the pipe is full).
     fn set_cwnd(&mut self, tp: &mut TcpCcState, acked: u32, bw: u64, gain: u32) {
         let mut cwnd = tp.cwnd;
         if acked > 0 {
-            let target = self.quantization_budget(tp, self.bdp(bw, gain) + self.ack_aggregation_cwnd());
-            if self.full_bw_reached {
-                cwnd = (cwnd + acked).min(target);
-            } else if cwnd < target || cwnd < 2 * self.init_cwnd {
-                cwnd += acked;
-            }
-            cwnd = cwnd.max(CWND_MIN_TARGET);
+            let aggr = self.c.ack_aggregation_cwnd(self.bw(), self.params.extra_acked_gain, false);
+            let target = self.quantization_budget(tp, self.bdp(bw, gain) + aggr);
+            cwnd = self.c.grow_cwnd(cwnd, acked, target, cwnd < 2 * self.init_cwnd);
         }
-        tp.cwnd = cwnd.min(tp.cwnd_clamp);
-        if self.mode == Mode::ProbeRtt {
-            tp.cwnd = tp.cwnd.min(self.probe_rtt_cwnd());
-        }
+        self.c.apply_cwnd(tp, cwnd, self.probe_rtt_cwnd());
     }
 
     /// `bbr_update_round_start`.
     fn update_round_start(&mut self, tp: &TcpCcState, rs: &RateSample) {
-        self.round_start = false;
-        if rs.interval > Time::ZERO && rs.prior_delivered >= self.next_rtt_delivered {
-            self.next_rtt_delivered = tp.delivered;
-            self.round_start = true;
+        self.c.round_start = false;
+        if rs.interval > Time::ZERO && rs.prior_delivered >= self.c.next_rtt_delivered {
+            self.c.next_rtt_delivered = tp.delivered;
+            self.c.round_start = true;
         }
     }
 
@@ -454,40 +351,13 @@ impl Bbr3 {
 
     /// `bbr_update_ack_aggregation` (v3: a 1-round window before the pipe is full).
     fn update_ack_aggregation(&mut self, tp: &TcpCcState, rs: &RateSample) {
-        if self.params.extra_acked_gain == 0 || rs.acked_sacked == 0 || rs.delivered < 0 || us(rs.interval) == 0 {
-            return;
-        }
-        if self.round_start {
-            self.extra_acked_win_rtts = (self.extra_acked_win_rtts + 1).min(0x1f);
-            let thresh = if self.full_bw_reached { EXTRA_ACKED_WIN_RTTS } else { 1 };
-            if self.extra_acked_win_rtts >= thresh {
-                self.extra_acked_win_rtts = 0;
-                self.extra_acked_win_idx ^= 1;
-                self.extra_acked[self.extra_acked_win_idx] = 0;
-            }
-        }
-        let epoch_us = us(tp.delivered_mstamp.saturating_sub(self.ack_epoch_mstamp));
-        let mut expected = (self.bw() as u128 * epoch_us as u128 / BW_UNIT as u128) as u64;
-        if self.ack_epoch_acked as u64 <= expected || self.ack_epoch_acked + rs.acked_sacked >= ACK_EPOCH_ACKED_RESET_THRESH {
-            self.ack_epoch_acked = 0;
-            self.ack_epoch_mstamp = tp.delivered_mstamp;
-            expected = 0;
-        }
-        self.ack_epoch_acked = (self.ack_epoch_acked + rs.acked_sacked).min(0xfffff);
-        let extra = (self.ack_epoch_acked as u64 - expected.min(self.ack_epoch_acked as u64)).min(tp.cwnd as u64) as u32;
-        let slot = &mut self.extra_acked[self.extra_acked_win_idx];
-        if extra > *slot {
-            *slot = extra;
-        }
+        let win = if self.c.full_bw_reached { EXTRA_ACKED_WIN_RTTS } else { 1 };
+        self.c.update_ack_aggregation(tp, rs, self.bw(), self.params.extra_acked_gain, win);
     }
 
-    fn check_probe_rtt_done(&mut self, tp: &mut TcpCcState) {
-        match self.probe_rtt_done_stamp {
-            Some(done) if tp.now > done => {}
-            _ => return,
-        }
+    /// `bbr_check_probe_rtt_done` done: v3 restamps its 5 s filter and exits PROBE_RTT.
+    fn probe_rtt_done(&mut self, tp: &TcpCcState) {
         self.probe_rtt_min_stamp = tp.now;
-        tp.cwnd = tp.cwnd.max(self.prior_cwnd);
         self.exit_probe_rtt(tp);
     }
 
@@ -502,45 +372,28 @@ impl Bbr3 {
                 self.probe_rtt_min_stamp = tp.now;
             }
         }
-        let min_rtt_expired = tp.now > self.min_rtt_stamp + self.params.min_rtt_win;
-        if self.probe_rtt_min_us <= self.min_rtt_us || min_rtt_expired {
-            self.min_rtt_us = self.probe_rtt_min_us;
-            self.min_rtt_stamp = self.probe_rtt_min_stamp;
+        let min_rtt_expired = tp.now > self.c.min_rtt_stamp + self.params.min_rtt_win;
+        if self.probe_rtt_min_us <= self.c.min_rtt_us || min_rtt_expired {
+            self.c.min_rtt_us = self.probe_rtt_min_us;
+            self.c.min_rtt_stamp = self.probe_rtt_min_stamp;
         }
-        if self.params.probe_rtt_mode > Time::ZERO && probe_rtt_expired && !self.idle_restart && self.mode != Mode::ProbeRtt {
-            self.mode = Mode::ProbeRtt;
-            self.save_cwnd(tp);
-            self.probe_rtt_done_stamp = None;
+        if self.c.enter_probe_rtt(tp, probe_rtt_expired, self.params.probe_rtt_mode) {
             self.ack_phase = AckPhase::ProbeStopping;
-            self.next_rtt_delivered = tp.delivered;
+            self.c.next_rtt_delivered = tp.delivered;
         }
-        if self.mode == Mode::ProbeRtt {
-            tp.app_limited = (tp.delivered + tp.packets_in_flight as u64).max(1);
-            if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight <= self.probe_rtt_cwnd() {
-                self.probe_rtt_done_stamp = Some(tp.now + self.params.probe_rtt_mode);
-                self.probe_rtt_round_done = false;
-                self.next_rtt_delivered = tp.delivered;
-            } else if self.probe_rtt_done_stamp.is_some() {
-                if self.round_start {
-                    self.probe_rtt_round_done = true;
-                }
-                if self.probe_rtt_round_done {
-                    self.check_probe_rtt_done(tp);
-                }
-            }
-        }
-        if rs.delivered > 0 {
-            self.idle_restart = false;
+        // v3 holds PROBE_RTT at bbr_probe_rtt_cwnd (max(4, BDP / 2)).
+        if self.c.probe_rtt(tp, rs, self.params.probe_rtt_mode, self.probe_rtt_cwnd()) {
+            self.probe_rtt_done(tp);
         }
     }
 
     fn update_gains(&mut self) {
-        (self.pacing_gain, self.cwnd_gain) = match self.mode {
+        (self.c.pacing_gain, self.c.cwnd_gain) = match self.c.mode {
             Mode::Startup => (STARTUP_PACING_GAIN, STARTUP_CWND_GAIN),
             Mode::Drain => (DRAIN_GAIN, STARTUP_CWND_GAIN),
             Mode::ProbeBw => {
-                let up = if self.cycle_idx == UP { BBR_UNIT * BW_PROBE_CWND_GAIN / 4 } else { 0 };
-                (PACING_GAIN[self.cycle_idx as usize], CWND_GAIN + up)
+                let up = if self.c.cycle_idx == UP { BBR_UNIT * BW_PROBE_CWND_GAIN / 4 } else { 0 };
+                (PACING_GAIN[self.c.cycle_idx as usize], CWND_GAIN + up)
             }
             Mode::ProbeRtt => (BBR_UNIT, BBR_UNIT),
         };
@@ -555,8 +408,8 @@ impl Bbr3 {
         self.bw_hi[1] = 0;
     }
     fn reset_full_bw(&mut self) {
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
+        self.c.full_bw = 0;
+        self.c.full_bw_cnt = 0;
         self.full_bw_now = false;
     }
     /// `bbr_target_inflight`: the BDP, unless congestion cut cwnd.
@@ -564,18 +417,18 @@ impl Bbr3 {
         self.inflight(tp, self.bw(), BBR_UNIT).min(tp.cwnd)
     }
     fn is_probing_bandwidth(&self) -> bool {
-        self.mode == Mode::Startup || (self.mode == Mode::ProbeBw && (self.cycle_idx == REFILL || self.cycle_idx == UP))
+        self.c.mode == Mode::Startup || (self.c.mode == Mode::ProbeBw && (self.c.cycle_idx == REFILL || self.c.cycle_idx == UP))
     }
     fn has_elapsed_in_phase(&self, tp: &TcpCcState, interval: Time) -> bool {
-        tp.now > self.cycle_mstamp + interval
+        tp.now > self.c.cycle_mstamp + interval
     }
     fn handle_queue_too_high_in_startup(&mut self, tp: &TcpCcState) {
-        self.full_bw_reached = true;
+        self.c.full_bw_reached = true;
         let bdp = self.inflight(tp, self.max_bw(), BBR_UNIT);
         self.inflight_hi = bdp.max(self.inflight_latest);
     }
     fn check_ecn_too_high_in_startup(&mut self, tp: &TcpCcState, ce_ratio: u32) {
-        if self.full_bw_reached || !self.ecn_eligible || self.params.ecn_thresh == 0 {
+        if self.c.full_bw_reached || !self.ecn_eligible || self.params.ecn_thresh == 0 {
             return;
         }
         if ce_ratio >= self.params.ecn_thresh {
@@ -594,7 +447,7 @@ impl Bbr3 {
         if !self.ecn_eligible
             && self.can_use_ecn(tp)
             && self.params.ecn_factor > 0
-            && (max_rtt_us == 0 || (self.min_rtt_us as u64) <= max_rtt_us)
+            && (max_rtt_us == 0 || (self.c.min_rtt_us as u64) <= max_rtt_us)
         {
             self.ecn_eligible = true;
         }
@@ -630,7 +483,7 @@ impl Bbr3 {
             self.bw_probe_up_acks -= delta * self.bw_probe_up_cnt;
             self.inflight_hi = self.inflight_hi.saturating_add(delta);
         }
-        if self.round_start {
+        if self.c.round_start {
             self.raise_inflight_hi_slope(tp);
         }
     }
@@ -674,9 +527,9 @@ impl Bbr3 {
     /// `bbr_bound_cwnd_for_inflight_model`.
     fn bound_cwnd_for_inflight_model(&self, tp: &mut TcpCcState) {
         let mut cap = NONE;
-        if self.mode == Mode::ProbeBw && self.cycle_idx != CRUISE {
+        if self.c.mode == Mode::ProbeBw && self.c.cycle_idx != CRUISE {
             cap = self.inflight_hi;
-        } else if self.mode == Mode::ProbeRtt || (self.mode == Mode::ProbeBw && self.cycle_idx == CRUISE) {
+        } else if self.c.mode == Mode::ProbeRtt || (self.c.mode == Mode::ProbeBw && self.c.cycle_idx == CRUISE) {
             cap = self.inflight_with_headroom();
         }
         cap = cap.min(self.inflight_lo).max(CWND_MIN_TARGET);
@@ -778,32 +631,32 @@ impl Bbr3 {
         self.bw_probe_up_acks = 0;
         self.stopped_risky_probe = false;
         self.ack_phase = AckPhase::Refilling;
-        self.next_rtt_delivered = tp.delivered;
-        self.cycle_idx = REFILL;
+        self.c.next_rtt_delivered = tp.delivered;
+        self.c.cycle_idx = REFILL;
     }
     fn start_bw_probe_up(&mut self, tp: &TcpCcState) {
         self.ack_phase = AckPhase::ProbeStarting;
-        self.next_rtt_delivered = tp.delivered;
-        self.cycle_mstamp = tp.now;
+        self.c.next_rtt_delivered = tp.delivered;
+        self.c.cycle_mstamp = tp.now;
         self.reset_full_bw();
-        self.full_bw = self.sample_bw;
-        self.cycle_idx = UP;
+        self.c.full_bw = self.sample_bw;
+        self.c.cycle_idx = UP;
         self.raise_inflight_hi_slope(tp);
     }
     fn start_bw_probe_down(&mut self, tp: &TcpCcState) {
         self.reset_congestion_signals();
         self.bw_probe_up_cnt = NONE;
         self.pick_probe_wait();
-        self.cycle_mstamp = tp.now;
+        self.c.cycle_mstamp = tp.now;
         self.ack_phase = AckPhase::ProbeStopping;
-        self.next_rtt_delivered = tp.delivered;
-        self.cycle_idx = DOWN;
+        self.c.next_rtt_delivered = tp.delivered;
+        self.c.cycle_idx = DOWN;
     }
     fn start_bw_probe_cruise(&mut self) {
         if self.inflight_lo != NONE {
             self.inflight_lo = self.inflight_lo.min(self.inflight_hi);
         }
-        self.cycle_idx = CRUISE;
+        self.c.cycle_idx = CRUISE;
     }
     /// `bbr_handle_inflight_too_high`: cut inflight_hi to max(tx_in_flight, 0.7 x target),
     /// once per probe, and stop probing.
@@ -814,22 +667,22 @@ impl Bbr3 {
             let cut = ((self.target_inflight(tp) as u64 * (BBR_UNIT - self.params.beta) as u64) >> BBR_SCALE) as u32;
             self.inflight_hi = tx_in_flight.max(cut);
         }
-        if self.mode == Mode::ProbeBw && self.cycle_idx == UP {
+        if self.c.mode == Mode::ProbeBw && self.c.cycle_idx == UP {
             self.start_bw_probe_down(tp);
         }
     }
     /// `bbr_adapt_upper_bounds`. Returns true when it decided a state transition.
     fn adapt_upper_bounds(&mut self, tp: &TcpCcState, rs: &RateSample) -> bool {
-        if self.ack_phase == AckPhase::ProbeStarting && self.round_start {
+        if self.ack_phase == AckPhase::ProbeStarting && self.c.round_start {
             self.ack_phase = AckPhase::ProbeFeedback;
         }
-        if self.ack_phase == AckPhase::ProbeStopping && self.round_start {
+        if self.ack_phase == AckPhase::ProbeStopping && self.c.round_start {
             self.bw_probe_samples = false;
             self.ack_phase = AckPhase::Init;
-            if self.mode == Mode::ProbeBw && !rs.is_app_limited {
+            if self.c.mode == Mode::ProbeBw && !rs.is_app_limited {
                 self.advance_max_bw_filter();
             }
-            if self.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high {
+            if self.c.mode == Mode::ProbeBw && self.stopped_risky_probe && !self.prev_probe_too_high {
                 self.start_bw_probe_refill(tp, 0);
                 return true;
             }
@@ -845,7 +698,7 @@ impl Bbr3 {
             if rs.tx_in_flight > self.inflight_hi {
                 self.inflight_hi = rs.tx_in_flight;
             }
-            if self.mode == Mode::ProbeBw && self.cycle_idx == UP {
+            if self.c.mode == Mode::ProbeBw && self.c.cycle_idx == UP {
                 self.probe_inflight_hi_upward(tp, rs);
             }
         }
@@ -873,23 +726,23 @@ impl Bbr3 {
     }
     /// `bbr_update_cycle_phase`: the PROBE_BW state machine.
     fn update_cycle_phase(&mut self, tp: &TcpCcState, rs: &RateSample) {
-        if !self.full_bw_reached {
+        if !self.c.full_bw_reached {
             return;
         }
         if self.adapt_upper_bounds(tp, rs) {
             return;
         }
-        if self.mode != Mode::ProbeBw {
+        if self.c.mode != Mode::ProbeBw {
             return;
         }
         let inflight = self.packets_in_net_at_edt(tp, rs.prior_in_flight);
         let bw = self.max_bw();
-        match self.cycle_idx {
+        match self.c.cycle_idx {
             CRUISE => {
                 self.check_time_to_probe_bw(tp);
             }
             REFILL => {
-                if self.round_start {
+                if self.c.round_start {
                     self.bw_probe_samples = true;
                     self.start_bw_probe_up(tp);
                 }
@@ -901,7 +754,7 @@ impl Bbr3 {
                     done = true;
                 } else if tp.cwnd_limited_flag && tp.cwnd >= self.inflight_hi {
                     self.reset_full_bw();
-                    self.full_bw = self.sample_bw;
+                    self.c.full_bw = self.sample_bw;
                 } else if self.full_bw_now {
                     done = true;
                 }
@@ -922,17 +775,17 @@ impl Bbr3 {
     }
     fn exit_probe_rtt(&mut self, tp: &TcpCcState) {
         self.reset_lower_bounds();
-        if self.full_bw_reached {
-            self.mode = Mode::ProbeBw;
+        if self.c.full_bw_reached {
+            self.c.mode = Mode::ProbeBw;
             self.start_bw_probe_down(tp);
             self.start_bw_probe_cruise();
         } else {
-            self.mode = Mode::Startup;
+            self.c.mode = Mode::Startup;
         }
     }
     /// `bbr_check_loss_too_high_in_startup`.
     fn check_loss_too_high_in_startup(&mut self, tp: &TcpCcState, rs: &RateSample) {
-        if self.full_bw_reached {
+        if self.c.full_bw_reached {
             return;
         }
         if rs.losses > 0 && self.loss_events_in_round < 0xf {
@@ -955,29 +808,29 @@ impl Bbr3 {
         if self.full_bw_now || rs.is_app_limited {
             return;
         }
-        let thresh = (self.full_bw * FULL_BW_THRESH as u64) >> BBR_SCALE;
+        let thresh = (self.c.full_bw * FULL_BW_THRESH as u64) >> BBR_SCALE;
         if self.sample_bw >= thresh {
             self.reset_full_bw();
-            self.full_bw = self.sample_bw;
+            self.c.full_bw = self.sample_bw;
             return;
         }
-        if !self.round_start {
+        if !self.c.round_start {
             return;
         }
-        self.full_bw_cnt += 1;
-        self.full_bw_now = self.full_bw_cnt >= FULL_BW_CNT;
-        self.full_bw_reached |= self.full_bw_now;
+        self.c.full_bw_cnt += 1;
+        self.full_bw_now = self.c.full_bw_cnt >= FULL_BW_CNT;
+        self.c.full_bw_reached |= self.full_bw_now;
     }
     fn check_drain(&mut self, tp: &mut TcpCcState) {
-        if self.mode == Mode::Startup && self.full_bw_reached {
-            self.mode = Mode::Drain;
+        if self.c.mode == Mode::Startup && self.c.full_bw_reached {
+            self.c.mode = Mode::Drain;
             tp.ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
             self.reset_congestion_signals();
         }
-        if self.mode == Mode::Drain
+        if self.c.mode == Mode::Drain
             && self.packets_in_net_at_edt(tp, tp.packets_in_flight) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
         {
-            self.mode = Mode::ProbeBw;
+            self.c.mode = Mode::ProbeBw;
             self.start_bw_probe_down(tp);
         }
     }
@@ -1008,32 +861,9 @@ impl CongestionControl for Bbr3 {
     /// v3 `bbr_init`.
     fn init(&mut self, tp: &mut TcpCcState) {
         self.init_cwnd = tp.cwnd.min(0x7f);
-        self.prior_cwnd = 0;
-        tp.ssthresh = u32::MAX;
-        self.next_rtt_delivered = tp.delivered;
-        self.prev_ca_state = CaState::Open;
-        self.probe_rtt_done_stamp = None;
-        self.probe_rtt_round_done = false;
-        let min_rtt = if tp.min_rtt == Time::MAX { NONE } else { us(tp.min_rtt) as u32 };
-        self.probe_rtt_min_us = min_rtt;
+        self.c.init(tp);
+        self.probe_rtt_min_us = self.c.min_rtt_us;
         self.probe_rtt_min_stamp = tp.now;
-        self.min_rtt_us = min_rtt;
-        self.min_rtt_stamp = tp.now;
-        self.has_seen_rtt = false;
-        self.init_pacing_rate_from_rtt(tp);
-        self.round_start = false;
-        self.idle_restart = false;
-        self.full_bw_reached = false;
-        self.full_bw = 0;
-        self.full_bw_cnt = 0;
-        self.cycle_mstamp = Time::ZERO;
-        self.cycle_idx = 0;
-        self.mode = Mode::Startup;
-        self.ack_epoch_mstamp = tp.now;
-        self.ack_epoch_acked = 0;
-        self.extra_acked_win_rtts = 0;
-        self.extra_acked_win_idx = 0;
-        self.extra_acked = [0; 2];
         self.loss_round_delivered = tp.delivered + 1;
         self.loss_round_start = false;
         self.undo_bw_lo = 0;
@@ -1061,12 +891,12 @@ impl CongestionControl for Bbr3 {
         self.alpha_last_delivered = 0;
         self.alpha_last_delivered_ce = 0;
         self.update_gains();
-        tp.pacing_rate = self.pacing_rate as f64;
+        tp.pacing_rate = self.c.pacing_rate as f64;
     }
 
     /// v3 `bbr_ssthresh`: save cwnd and the bounds for undo.
     fn ssthresh(&mut self, tp: &TcpCcState) -> u32 {
-        self.save_cwnd(tp);
+        self.c.save_cwnd(tp);
         self.undo_bw_lo = self.bw_lo;
         self.undo_inflight_lo = self.inflight_lo;
         self.undo_inflight_hi = self.inflight_hi;
@@ -1078,34 +908,27 @@ impl CongestionControl for Bbr3 {
     /// v3 `bbr_set_state`.
     fn set_state(&mut self, tp: &mut TcpCcState, new: CaState) {
         if new == CaState::Loss {
-            self.prev_ca_state = CaState::Loss;
+            self.c.prev_ca_state = CaState::Loss;
             self.reset_full_bw();
             if !self.is_probing_bandwidth() && self.inflight_lo == NONE {
-                self.inflight_lo = tp.cwnd.max(self.prior_cwnd);
+                self.inflight_lo = tp.cwnd.max(self.c.prior_cwnd);
             }
-        } else if self.prev_ca_state == CaState::Loss {
+        } else if self.c.prev_ca_state == CaState::Loss {
             // bbr_exit_loss_recovery
-            tp.cwnd = tp.cwnd.max(self.prior_cwnd);
+            tp.cwnd = tp.cwnd.max(self.c.prior_cwnd);
         }
     }
 
     fn cwnd_event(&mut self, tp: &mut TcpCcState, ev: CaEvent) {
-        if ev == CaEvent::TxStart && tp.app_limited != 0 {
-            self.idle_restart = true;
-            self.ack_epoch_mstamp = tp.now;
-            self.ack_epoch_acked = 0;
-            if self.mode == Mode::ProbeBw {
-                self.set_pacing_rate(tp, self.bw(), BBR_UNIT);
-            } else if self.mode == Mode::ProbeRtt {
-                self.check_probe_rtt_done(tp);
-            }
+        if self.c.cwnd_event(tp, ev, self.bw()) {
+            self.probe_rtt_done(tp);
         }
     }
 
     /// v3 `bbr_main`.
     fn cong_control(&mut self, tp: &mut TcpCcState, rs: &RateSample) -> bool {
         self.update_round_start(tp, rs);
-        if self.round_start {
+        if self.c.round_start {
             self.rounds_since_probe = (self.rounds_since_probe + 1).min(0xff);
             self.update_ecn_alpha(tp);
         }
@@ -1115,14 +938,14 @@ impl CongestionControl for Bbr3 {
         self.update_model(tp, rs);
         self.update_gains();
         let bw = self.bw();
-        self.set_pacing_rate(tp, bw, self.pacing_gain);
-        self.set_cwnd(tp, rs.acked_sacked, bw, self.cwnd_gain);
+        self.c.set_pacing_rate(tp, bw, self.c.pacing_gain);
+        self.set_cwnd(tp, rs.acked_sacked, bw, self.c.cwnd_gain);
         self.bound_cwnd_for_inflight_model(tp);
         self.advance_latest_delivery_signals(rs);
-        self.prev_ca_state = tp.ca_state;
+        self.c.prev_ca_state = tp.ca_state;
         self.loss_in_cycle |= rs.lost > 0;
         self.ecn_in_cycle |= rs.delivered_ce > 0;
-        tp.pacing_rate = self.pacing_rate as f64;
+        tp.pacing_rate = self.c.pacing_rate as f64;
         true
     }
 
@@ -1149,11 +972,11 @@ impl CongestionControl for Bbr3 {
         self.bw_lo = self.bw_lo.max(self.undo_bw_lo);
         self.inflight_lo = self.inflight_lo.max(self.undo_inflight_lo);
         self.inflight_hi = self.inflight_hi.max(self.undo_inflight_hi);
-        self.prior_cwnd
+        self.c.prior_cwnd
     }
 
     fn pacing_rate(&self, _tp: &TcpCcState) -> Option<f64> {
-        Some(self.pacing_rate as f64)
+        Some(self.c.pacing_rate as f64)
     }
 
     fn needs_pacing(&self) -> bool {
@@ -1185,11 +1008,11 @@ mod tests {
         let mut cc = bbr3();
         let mut p = Path::new(4316.0, Time::from_millis(40));
         cc.init(&mut p.tp);
-        let mut modes = vec![cc.mode];
+        let mut modes = vec![cc.c.mode];
         for _ in 0..40 {
             p.round(&mut cc);
-            if modes.last() != Some(&cc.mode) {
-                modes.push(cc.mode);
+            if modes.last() != Some(&cc.c.mode) {
+                modes.push(cc.c.mode);
             }
         }
         assert_eq!(&modes[..3], &[Mode::Startup, Mode::Drain, Mode::ProbeBw], "{modes:?}");
@@ -1201,7 +1024,7 @@ mod tests {
         let (cc, p) = steady();
         let est = cc.max_bw() as f64 / BW_UNIT as f64 * 1e6;
         assert!((est / 4316.0 - 1.0).abs() < 0.02, "{est}");
-        assert_eq!(cc.min_rtt_us, 40_000);
+        assert_eq!(cc.c.min_rtt_us, 40_000);
         assert!(cc.inflight_hi == NONE && cc.inflight_lo == NONE, "no loss: no bounds");
         assert!(p.tp.cwnd <= cc.inflight(&p.tp, cc.max_bw(), CWND_GAIN + 64) + 2);
         // A probe is scheduled 2-3 s ahead.
@@ -1217,11 +1040,11 @@ mod tests {
         cc.init(&mut tp);
         // Steady PROBE_UP with a 173-packet BDP and 200 packets of cwnd.
         cc.bw_hi = [bw_of_pps(4316.3), 0];
-        cc.full_bw_reached = true;
-        cc.mode = Mode::ProbeBw;
-        cc.cycle_idx = UP;
+        cc.c.full_bw_reached = true;
+        cc.c.mode = Mode::ProbeBw;
+        cc.c.cycle_idx = UP;
         cc.bw_probe_samples = true;
-        cc.pacing_rate = 6_000_000;
+        cc.c.pacing_rate = 6_000_000;
         // 3 of 100 in flight lost (3 % > 2 %): too high. 1 of 100 is not (1 % < 5/256).
         assert!(cc.is_inflight_too_high(3, 100, 0, 0));
         assert!(!cc.is_inflight_too_high(1, 100, 0, 0));
@@ -1239,7 +1062,7 @@ mod tests {
         cc.skb_marked_lost(&tp, &LostSkb { tx_in_flight: 100, lost: 10, is_app_limited: false });
         assert_eq!(cc.inflight_hi, (175 * (256 - 76)) >> 8);
         assert_eq!(cc.inflight_hi, 123);
-        assert_eq!(cc.cycle_idx, DOWN, "probing stops");
+        assert_eq!(cc.c.cycle_idx, DOWN, "probing stops");
         // The loss was noted, then PROBE_DOWN reset the round's congestion signals.
         assert!(!cc.bw_probe_samples && !cc.loss_in_round);
         // Only once per probe: a second loss leaves inflight_hi alone.
@@ -1249,9 +1072,9 @@ mod tests {
         let mut c2 = bbr3();
         c2.init(&mut tp);
         c2.bw_hi = cc.bw_hi;
-        c2.full_bw_reached = true;
-        c2.mode = Mode::ProbeBw;
-        c2.cycle_idx = UP;
+        c2.c.full_bw_reached = true;
+        c2.c.mode = Mode::ProbeBw;
+        c2.c.cycle_idx = UP;
         c2.bw_probe_samples = true;
         c2.skb_marked_lost(&tp, &LostSkb { tx_in_flight: 300, lost: 30, is_app_limited: false });
         // budget = ceil(299 x 5 / 256) = 6 < 29: prefix 0 -> 299.
@@ -1261,7 +1084,7 @@ mod tests {
     #[test]
     fn loss_outside_probing_cuts_lower_bounds_by_beta_once_per_round() {
         let (mut cc, mut p) = steady();
-        while cc.cycle_idx != CRUISE && cc.cycle_idx != DOWN {
+        while cc.c.cycle_idx != CRUISE && cc.c.cycle_idx != DOWN {
             p.round(&mut cc);
         }
         let cwnd = p.tp.cwnd;
@@ -1296,8 +1119,8 @@ mod tests {
         tp.ecn = ecn;
         cc.init(&mut tp);
         cc.bw_hi = [bw_of_pps(10_000.0), 0];
-        cc.full_bw_reached = true;
-        cc.mode = Mode::ProbeBw;
+        cc.c.full_bw_reached = true;
+        cc.c.mode = Mode::ProbeBw;
         cc.start_bw_probe_down(&tp);
         cc.start_bw_probe_cruise();
         (cc, tp)
@@ -1333,7 +1156,7 @@ mod tests {
         let (mut cc, mut tp) = ecn_flow(Time::from_millis(4), EcnMode::L4s);
         ecn_round(&mut cc, &mut tp, 0);
         assert!(cc.ecn_eligible);
-        assert_eq!(cc.cycle_idx, CRUISE);
+        assert_eq!(cc.c.cycle_idx, CRUISE);
         let cwnd = tp.cwnd as u64;
         ecn_round(&mut cc, &mut tp, 20);
         // Updated at each round start: 0 % CE, then 20 % (51/256).
@@ -1344,7 +1167,7 @@ mod tests {
         assert_eq!(cc.inflight_lo, ((cwnd * cut) >> 8) as u32, "CE cut inflight_lo");
         // Marks without loss: the next ACK re-probes at once (bbr_ecn_reprobe_gain).
         ecn_round(&mut cc, &mut tp, 20);
-        assert_eq!(cc.cycle_idx, REFILL);
+        assert_eq!(cc.c.cycle_idx, REFILL);
         // 6 ms: ECN ignored entirely.
         let (mut c6, mut t6) = ecn_flow(Time::from_millis(6), EcnMode::L4s);
         ecn_round(&mut c6, &mut t6, 0);
@@ -1353,7 +1176,7 @@ mod tests {
         }
         assert!(!c6.ecn_eligible);
         assert_eq!(c6.inflight_lo, NONE);
-        assert_eq!(c6.cycle_idx, CRUISE);
+        assert_eq!(c6.c.cycle_idx, CRUISE);
         assert_eq!(c6.ecn_alpha, BBR_UNIT, "alpha not updated");
         // Exactly 5 ms is eligible (`<=` in the source).
         let (mut c5, mut t5) = ecn_flow(Time::from_millis(5), EcnMode::L4s);
@@ -1409,7 +1232,7 @@ mod tests {
             };
             p.tp.packets_in_flight = 173;
             cc.cong_control(&mut p.tp, &rs);
-            if cc.mode == Mode::ProbeRtt {
+            if cc.c.mode == Mode::ProbeRtt {
                 entered = Some(p.tp.now);
                 break;
             }

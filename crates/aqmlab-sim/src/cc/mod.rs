@@ -10,6 +10,7 @@ mod reno;
 pub mod cubic;
 pub mod bbr;
 pub mod bbr3;
+mod bbr_common;
 pub mod sce;
 pub mod dctcp;
 pub mod prague;

@@ -25,6 +25,7 @@
 
 use super::cobalt::{self, Cobalt, Verdict};
 use super::shaper::{self, Compensation, CompensationParser, Framing, Shaper, TimePerByte};
+use super::slab::{Ends, Slab};
 use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::rng::Stream;
@@ -107,13 +108,12 @@ enum ListId {
 }
 
 const NO_FLOW: u16 = u16::MAX;
-const NO_SLOT: u32 = u32::MAX;
 
 /// One queue (`struct cake_flow` plus its backlog and the intrusive list links).
 #[derive(Clone, Copy, Debug)]
 struct Flow {
-    head: u32,
-    tail: u32,
+    /// The queued packets, a list in the shared slab.
+    q: Ends,
     backlog: u32,
     deficit: i32,
     dropped: u32,
@@ -129,8 +129,7 @@ struct Flow {
 impl Default for Flow {
     fn default() -> Flow {
         Flow {
-            head: NO_SLOT,
-            tail: NO_SLOT,
+            q: Ends::default(),
             backlog: 0,
             deficit: 0,
             dropped: 0,
@@ -382,7 +381,6 @@ struct Slot {
     pkt: Packet,
     /// Length as the shaper counts it (`cobalt_skb_cb.adjusted_len`).
     adj_len: u32,
-    next: u32,
 }
 
 /// murmur3's 32-bit finaliser: a bijective mix.
@@ -399,8 +397,7 @@ fn mix32(mut h: u32) -> u32 {
 pub struct Cake {
     cfg: CakeConfig,
     tins: Vec<Tin>,
-    slab: Vec<Slot>,
-    free: u32,
+    slab: Slab<Slot>,
     qlen: usize,
     backlog: u64,
     /// Memory in use and its limit (`buffer_used`, `buffer_limit`), counted in wire bytes.
@@ -433,8 +430,7 @@ impl Cake {
         Cake {
             shaper: Shaper::new(bytes_per_sec),
             tins,
-            slab: Vec::with_capacity(1024),
-            free: NO_SLOT,
+            slab: Slab::with_capacity(1024),
             qlen: 0,
             backlog: 0,
             buffer_used: 0,
@@ -473,24 +469,10 @@ impl Cake {
     }
 
     fn push(&mut self, t: usize, f: usize, pkt: Packet, adj_len: u32) {
-        let slot = Slot { pkt, adj_len, next: NO_SLOT };
-        let i = if self.free != NO_SLOT {
-            let i = self.free;
-            self.free = self.slab[i as usize].next;
-            self.slab[i as usize] = slot;
-            i
-        } else {
-            self.slab.push(slot);
-            (self.slab.len() - 1) as u32
-        };
         let len = pkt.wire_len;
         let tin = &mut self.tins[t];
         let flow = &mut tin.flows[f];
-        match flow.tail {
-            NO_SLOT => flow.head = i,
-            tail => self.slab[tail as usize].next = i,
-        }
-        flow.tail = i;
+        self.slab.push_back(&mut flow.q, Slot { pkt, adj_len });
         flow.backlog += len;
         tin.backlog += len as u64;
         self.backlog += len as u64;
@@ -502,17 +484,7 @@ impl Cake {
     fn pop(&mut self, t: usize, f: usize) -> Option<(Packet, u32)> {
         let tin = &mut self.tins[t];
         let flow = &mut tin.flows[f];
-        if flow.head == NO_SLOT {
-            return None;
-        }
-        let i = flow.head;
-        let slot = self.slab[i as usize];
-        flow.head = slot.next;
-        if flow.head == NO_SLOT {
-            flow.tail = NO_SLOT;
-        }
-        self.slab[i as usize].next = self.free;
-        self.free = i;
+        let slot = self.slab.pop_front(&mut flow.q)?;
         let len = slot.pkt.wire_len;
         flow.backlog -= len;
         tin.backlog -= len as u64;
@@ -670,7 +642,7 @@ impl Qdisc for Cake {
         let mut arrival_dropped = false;
         while self.buffer_used > self.buffer_limit {
             // The arriving packet is its queue's tail: it went if its queue was emptied.
-            arrival_dropped |= self.drop_fattest(now) == (t, f) && self.tins[t].flows[f].head == NO_SLOT;
+            arrival_dropped |= self.drop_fattest(now) == (t, f) && self.tins[t].flows[f].q.is_empty();
         }
         if arrival_dropped {
             // Pruned at once: not counted as accepted (its drop is in `drops`).
@@ -713,7 +685,7 @@ impl Qdisc for Cake {
                 // Out of deficit: a sparse queue with packets becomes bulk (an empty one
                 // keeps counting as sparse), then it gets a quantum and goes to the back.
                 if tin.flows[f].set == FlowSet::Sparse {
-                    if tin.flows[f].head != NO_SLOT {
+                    if !tin.flows[f].q.is_empty() {
                         tin.sparse -= 1;
                         tin.bulk += 1;
                         tin.host_bulk_inc(f, mode);
@@ -736,7 +708,7 @@ impl Qdisc for Cake {
                 let flow = &mut tin.flows[f];
                 let verdict = flow.cvars.should_drop(&tin.cparams, now, &mut pkt, 0, &mut self.rng);
                 // The last packet of a queue is never dropped.
-                if !verdict.is_drop() || flow.head == NO_SLOT {
+                if !verdict.is_drop() || flow.q.is_empty() {
                     break (pkt, adj, verdict);
                 }
                 flow.dropped += 1;
@@ -914,6 +886,7 @@ pub fn parse_cake(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
 mod tests {
     use super::*;
     use crate::packet::{Direction, Ecn, Kind};
+    use crate::qdisc::shaper::testutil::drain;
     use crate::qdisc::QdiscSpec;
 
     const MTU: u32 = 1514;
@@ -999,53 +972,6 @@ mod tests {
         let d3 = cake(CakeConfig { bandwidth: Some(Rate(50_000_000)), ..CakeConfig::default() });
         let shifts: Vec<Time> = d3.tins.iter().map(|t| t.rate.duration(1000)).collect();
         assert_eq!(shifts, vec![Time(160_000), Time(16 * 160_000), Time(4 * 160_000)]);
-    }
-
-    /// Drains the discipline as a link would, retrying when the shaper says; returns
-    /// (departure time, packet) pairs.
-    fn drain(c: &mut Cake, mut now: Time) -> Vec<(Time, Packet)> {
-        let mut out = vec![];
-        while !c.is_empty() {
-            match c.dequeue(now) {
-                Some(p) => out.push((now, p)),
-                None => {
-                    let t = c.ready_at().expect("shaper holds packets");
-                    assert!(t > now);
-                    now = t;
-                }
-            }
-        }
-        out
-    }
-
-    #[test]
-    fn shaper_releases_back_to_back_packets_at_exactly_the_rate() {
-        let mut c = besteffort(Some("50Mbit"));
-        for i in 0..20 {
-            c.enqueue(pkt(7, 1514, i, Time::ZERO), Time::ZERO);
-        }
-        let out = drain(&mut c, Time::ZERO);
-        for (k, (t, p)) in out.iter().enumerate() {
-            assert_eq!(*t, Time(k as u64 * 242_240), "1514 B at 50 Mbit/s every 242.24 us");
-            assert_eq!(p.tcp.seq, k as u32);
-        }
-        // With overhead 18 (replacing the 14-byte MAC header) each frame counts 1518 bytes.
-        let mut c = cake(CakeConfig { bandwidth: Some(Rate(50_000_000)), tin_mode: TinMode::BestEffort, overhead: 18, overhead_flag: true, ..CakeConfig::default() });
-        let t0 = Time::from_secs(1);
-        for i in 0..5 {
-            c.enqueue(pkt(7, 1514, i, t0), t0);
-        }
-        let times: Vec<Time> = drain(&mut c, t0).into_iter().map(|(t, _)| t).collect();
-        assert_eq!(times, (0..5).map(|k| t0 + Time(k * 1518 * 160)).collect::<Vec<_>>());
-        // An idle shaper does not bank credit: after a pause the next packet waits its turn.
-        let mut c = besteffort(Some("50Mbit"));
-        c.enqueue(pkt(7, 1514, 0, Time::ZERO), Time::ZERO);
-        c.dequeue(Time::ZERO).unwrap();
-        let later = Time::from_millis(10);
-        c.enqueue(pkt(7, 1514, 1, later), later);
-        c.enqueue(pkt(7, 1514, 2, later), later);
-        let times: Vec<Time> = drain(&mut c, later).into_iter().map(|(t, _)| t).collect();
-        assert_eq!(times, vec![later, later + Time(242_240)]);
     }
 
     #[test]

@@ -511,33 +511,6 @@ mod tests {
         assert!(got.contains(&(1, 29, 1)));
     }
 
-    #[test]
-    fn shaper_releases_packets_at_exactly_the_rate() {
-        let mut q = build("cnq_codel_af bandwidth 50Mbit");
-        let t0 = Time::from_secs(1);
-        for i in 0..10 {
-            q.enqueue(pkt(7, 1514, i, t0), t0);
-        }
-        let mut now = t0;
-        let mut times = vec![];
-        while !q.is_empty() {
-            match q.dequeue(now) {
-                Some(_) => times.push(now),
-                None => now = q.ready_at().expect("held by the shaper"),
-            }
-        }
-        let want: Vec<Time> = (0..10).map(|k| t0 + Time(k * 242_240)).collect();
-        assert_eq!(times, want, "1514 B at 50 Mbit/s every 242.24 us");
-        // overhead 18 (replacing the 14-byte MAC header): 1518 bytes each.
-        let mut q = build("twin_codel_af bandwidth 50Mbit overhead 18");
-        for i in 0..3 {
-            q.enqueue(pkt(7, 1514, i, t0), t0);
-        }
-        q.dequeue(t0).unwrap();
-        assert!(q.dequeue(t0).is_none());
-        assert_eq!(q.ready_at(), Some(t0 + Time(1518 * 160)));
-    }
-
     /// twin_codel_af: DSCP 4 selects the low-latency class; the classes are served in
     /// proportion to their flow counts (after serving a class its deficit grows by the other
     /// class's active flows).

@@ -400,15 +400,7 @@ impl Qdisc for Codel {
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
         self.cd.dequeue(&mut self.flow, MtuGuard::Qdisc, now)
     }
-    fn len(&self) -> usize {
-        self.cd.totals.qlen
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.cd.totals.backlog
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.cd.stats
-    }
+    super::flow_table::codel_totals!(cd);
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         let v = &self.flow.vars;
         out.push(("ldelay", v.ldelay.as_millis_f64()));
@@ -519,6 +511,22 @@ pub(crate) mod testutil {
     pub fn enq(q: &mut dyn Qdisc, mut p: Packet, now: Time) -> Enqueued {
         p.enqueued_at = now;
         q.enqueue(p, now)
+    }
+
+    /// The first `n` flow ids (counting from 0) whose packets `classify` puts in distinct
+    /// buckets.
+    pub fn distinct_flows(classify: impl Fn(&Packet) -> u32, n: usize) -> Vec<u32> {
+        let mut seen = Vec::new();
+        (0..)
+            .filter(|&f| {
+                let b = classify(&pkt(f, 100, 0, Ecn::NotEct));
+                !seen.contains(&b) && {
+                    seen.push(b);
+                    true
+                }
+            })
+            .take(n)
+            .collect()
     }
 }
 

@@ -4,8 +4,9 @@
 //!
 //! See docs/algorithms/fq_codel.md for what differs from Linux.
 
-use super::codel::{CodelCounters, CodelFlow, CodelParams, CodelShared, MtuGuard};
-use super::{flow_bucket, BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard};
+use super::flow_table::{codel_totals, FlowEntry, FlowTable};
+use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::time::Time;
 use std::collections::VecDeque;
@@ -23,6 +24,12 @@ struct Flow {
     listed: bool,
 }
 
+impl FlowEntry for Flow {
+    fn queue(&mut self) -> &mut CodelFlow {
+        &mut self.q
+    }
+}
+
 /// Which list a flow was taken from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum List {
@@ -37,11 +44,9 @@ pub struct FqCodel {
     quantum: u32,
     memory_limit: u64,
     drop_batch: u32,
-    perturbation: u32,
-    flows: Vec<Flow>,
+    t: FlowTable<Flow>,
     new_flows: VecDeque<u32>,
     old_flows: VecDeque<u32>,
-    cd: CodelShared,
     new_flow_count: u64,
     drop_overlimit: u64,
     drop_overmemory: u64,
@@ -82,11 +87,9 @@ impl FqCodel {
             quantum: c.quantum.unwrap_or(mtu),
             memory_limit: c.memory_limit,
             drop_batch: c.drop_batch,
-            perturbation,
-            flows: vec![Flow::default(); c.flows as usize],
+            t: FlowTable::new(c.flows, c.codel.with_mtu(mtu), perturbation),
             new_flows: VecDeque::with_capacity(c.flows as usize),
             old_flows: VecDeque::with_capacity(c.flows as usize),
-            cd: CodelShared::new(c.codel.with_mtu(mtu)),
             new_flow_count: 0,
             drop_overlimit: 0,
             drop_overmemory: 0,
@@ -95,11 +98,11 @@ impl FqCodel {
 
     /// The flow queue a packet hashes to (`fq_codel_hash`).
     pub fn classify(&self, pkt: &Packet) -> u32 {
-        flow_bucket(pkt.hash_key, self.perturbation, self.flows.len() as u32)
+        self.t.classify(pkt)
     }
 
     pub fn counters(&self) -> &CodelCounters {
-        &self.cd.ctr
+        self.t.counters()
     }
     /// Flows that became active (`new_flow_count`).
     pub fn new_flow_count(&self) -> u64 {
@@ -112,7 +115,7 @@ impl FqCodel {
     }
     /// CoDel count of a flow queue.
     pub fn flow_count(&self, idx: u32) -> u32 {
-        self.flows[idx as usize].q.vars.count()
+        self.t.flows[idx as usize].q.vars.count()
     }
 
     fn unlink_head(&mut self, list: List) {
@@ -128,17 +131,17 @@ impl FqCodel {
     fn drop_from_fattest(&mut self, max_packets: u32) -> u32 {
         let mut idx = 0;
         let mut max = 0;
-        for (i, f) in self.flows.iter().enumerate() {
+        for (i, f) in self.t.flows.iter().enumerate() {
             if f.q.backlog > max {
                 max = f.q.backlog;
                 idx = i;
             }
         }
         let threshold = max >> 1;
-        let flow = &mut self.flows[idx];
+        let flow = &mut self.t.flows[idx];
         let (mut n, mut len) = (0u32, 0u64);
         loop {
-            let p = flow.q.pop(&mut self.cd.totals).expect("fattest flow has packets");
+            let p = flow.q.pop(&mut self.t.cd.totals).expect("fattest flow has packets");
             len += p.wire_len as u64;
             n += 1;
             if n >= max_packets || len >= threshold {
@@ -146,8 +149,8 @@ impl FqCodel {
             }
         }
         flow.q.vars.add_count(n);
-        self.cd.stats.drops += n as u64;
-        self.cd.stats.overlimits += n as u64;
+        self.t.cd.stats.drops += n as u64;
+        self.t.cd.stats.overlimits += n as u64;
         idx as u32
     }
 }
@@ -159,9 +162,7 @@ impl Qdisc for FqCodel {
 
     /// `fq_codel_enqueue` (RFC 8290 §4.1).
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
-        let idx = self.classify(&pkt);
-        let flow = &mut self.flows[idx as usize];
-        self.cd.enqueue(&mut flow.q, pkt);
+        let (idx, flow) = self.t.enqueue(pkt);
         if !flow.listed {
             flow.listed = true;
             flow.deficit = self.quantum as i64;
@@ -169,20 +170,20 @@ impl Qdisc for FqCodel {
             self.new_flow_count += 1;
         }
         // Memory is accounted as wire bytes (Linux: skb->truesize), so it equals the backlog.
-        let memory_limited = self.cd.totals.backlog > self.memory_limit;
-        if self.cd.totals.qlen <= self.limit as usize && !memory_limited {
+        let memory_limited = self.t.cd.totals.backlog > self.memory_limit;
+        if self.t.cd.totals.qlen <= self.limit as usize && !memory_limited {
             return Enqueued::Queued;
         }
-        let before = self.cd.totals.qlen;
+        let before = self.t.cd.totals.qlen;
         let fat = self.drop_from_fattest(self.drop_batch);
-        let dropped = (before - self.cd.totals.qlen) as u64;
+        let dropped = (before - self.t.cd.totals.qlen) as u64;
         self.drop_overlimit += dropped;
         if memory_limited {
             self.drop_overmemory += dropped;
         }
         // The arriving packet is at its flow's tail: it was dropped only if the batch emptied
         // that flow.
-        if fat == idx && self.flows[idx as usize].q.queue.is_empty() {
+        if fat == idx && self.t.flows[idx as usize].q.queue.is_empty() {
             Enqueued::Dropped
         } else {
             Enqueued::Queued
@@ -199,36 +200,28 @@ impl Qdisc for FqCodel {
                 (None, Some(&i)) => (List::Old, i),
                 (None, None) => return None,
             };
-            let flow = &mut self.flows[idx as usize];
+            let flow = &mut self.t.flows[idx as usize];
             if flow.deficit <= 0 {
                 flow.deficit += self.quantum as i64;
                 self.unlink_head(list);
                 self.old_flows.push_back(idx);
                 continue;
             }
-            let Some(pkt) = self.cd.dequeue(&mut flow.q, MtuGuard::Qdisc, now) else {
+            let Some(pkt) = self.t.dequeue(idx, MtuGuard::Qdisc, now) else {
                 self.unlink_head(list);
                 if list == List::New && !self.old_flows.is_empty() {
                     self.old_flows.push_back(idx);
                 } else {
-                    self.flows[idx as usize].listed = false;
+                    self.t.flows[idx as usize].listed = false;
                 }
                 continue;
             };
-            flow.deficit -= pkt.wire_len as i64;
+            self.t.flows[idx as usize].deficit -= pkt.wire_len as i64;
             return Some(pkt);
         }
     }
 
-    fn len(&self) -> usize {
-        self.cd.totals.qlen
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.cd.totals.backlog
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.cd.stats
-    }
+    codel_totals!(t.cd);
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("new_flows_len", self.new_flows.len() as f64));
         out.push(("old_flows_len", self.old_flows.len() as f64));
@@ -270,7 +263,7 @@ pub fn parse_fq_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::codel::testutil::{enq, pkt};
+    use super::super::codel::testutil::{self, enq, pkt};
     use super::super::codel::Codel;
     use super::*;
     use crate::packet::Ecn;
@@ -284,19 +277,7 @@ mod tests {
 
     /// Flow ids whose packets land in distinct buckets of `q`.
     fn distinct_flows(q: &FqCodel, n: usize) -> Vec<u32> {
-        let mut seen = Vec::new();
-        let mut ids = Vec::new();
-        for f in 0.. {
-            let b = q.classify(&pkt(f, 100, 0, Ecn::NotEct));
-            if !seen.contains(&b) {
-                seen.push(b);
-                ids.push(f);
-                if ids.len() == n {
-                    break;
-                }
-            }
-        }
-        ids
+        testutil::distinct_flows(|p| q.classify(p), n)
     }
 
     #[test]

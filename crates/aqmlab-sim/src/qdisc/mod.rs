@@ -11,6 +11,7 @@ pub mod codel;
 mod cnq;
 mod dualpi2;
 mod fifo;
+mod flow_table;
 pub mod fq_codel;
 mod hred;
 mod lfq;
@@ -20,6 +21,7 @@ mod red;
 mod sce;
 pub mod shaper;
 pub mod sfq_codel;
+mod slab;
 mod spec;
 
 pub use dualpi2::DualPi2;

@@ -14,8 +14,9 @@
 //! Each bin runs the shared Linux CoDel ([`super::codel`]) with the ns-2 addition that a packet
 //! which empties its own bin is never above target. See docs/algorithms/sfq_codel.md.
 
-use super::codel::{CodelCounters, CodelFlow, CodelParams, CodelShared, MtuGuard};
-use super::{flow_bucket, BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard};
+use super::flow_table::{codel_totals, FlowEntry, FlowTable};
+use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::Packet;
 use crate::time::Time;
 use std::collections::VecDeque;
@@ -32,18 +33,23 @@ struct Bin {
     new: bool,
 }
 
+impl FlowEntry for Bin {
+    fn queue(&mut self) -> &mut CodelFlow {
+        &mut self.q
+    }
+}
+
 /// The sfq_codel discipline.
 #[derive(Debug)]
 pub struct SfqCodel {
     limit: u32,
     quantum: u32,
-    perturbation: u32,
-    bins: Vec<Bin>,
+    /// The bins (`t.flows`).
+    t: FlowTable<Bin>,
     /// Active bins in service order; the front is served next (ns-2 `binsched_`).
     ring: VecDeque<u32>,
     /// Bin of the last overflow drop (ns-2 `maxbinid_`).
     maxbin: u32,
-    cd: CodelShared,
 }
 
 /// sfq_codel's configuration.
@@ -69,38 +75,34 @@ impl SfqCodel {
         SfqCodel {
             limit: c.limit,
             quantum: c.quantum,
-            perturbation,
-            bins: vec![Bin::default(); c.flows as usize],
+            t: FlowTable::new(c.flows, c.codel.with_mtu(mtu), perturbation),
             ring: VecDeque::with_capacity(c.flows as usize),
             maxbin: 0,
-            cd: CodelShared::new(c.codel.with_mtu(mtu)),
         }
     }
 
     /// The bin a packet hashes to.
     pub fn classify(&self, pkt: &Packet) -> u32 {
-        flow_bucket(pkt.hash_key, self.perturbation, self.bins.len() as u32)
+        self.t.classify(pkt)
     }
 
     pub fn counters(&self) -> &CodelCounters {
-        &self.cd.ctr
+        self.t.counters()
     }
 
     /// ns-2 `enque` on a full buffer: tail-drop from the bin with the most packets. Ties go to
     /// the highest-numbered such bin other than the previous victim.
     fn drop_from_longest(&mut self) {
+        let bins = &mut self.t.flows;
         let mut m = self.maxbin as usize;
-        for j in 0..self.bins.len() {
-            if j != self.maxbin as usize
-                && self.bins[j].on_sched
-                && self.bins[j].q.queue.len() >= self.bins[m].q.queue.len()
-            {
+        for j in 0..bins.len() {
+            if j != self.maxbin as usize && bins[j].on_sched && bins[j].q.queue.len() >= bins[m].q.queue.len() {
                 m = j;
             }
         }
         self.maxbin = m as u32;
-        if self.bins[m].q.pop_tail(&mut self.cd.totals).is_some() {
-            self.cd.stats.overlimit_drop();
+        if bins[m].q.pop_tail(&mut self.t.cd.totals).is_some() {
+            self.t.cd.stats.overlimit_drop();
         }
     }
 
@@ -116,12 +118,10 @@ impl Qdisc for SfqCodel {
     }
 
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
-        if self.cd.totals.qlen >= self.limit as usize {
+        if self.t.cd.totals.qlen >= self.limit as usize {
             self.drop_from_longest();
         }
-        let i = self.classify(&pkt);
-        let bin = &mut self.bins[i as usize];
-        self.cd.enqueue(&mut bin.q, pkt);
+        let (i, bin) = self.t.enqueue(pkt);
         if !bin.on_sched {
             bin.on_sched = true;
             bin.new = true;
@@ -129,7 +129,7 @@ impl Qdisc for SfqCodel {
                 bin.deficit = self.quantum as i64;
             }
             // Served next, after the newly active bins that are still waiting.
-            let pos = self.ring.iter().take_while(|&&b| self.bins[b as usize].new).count();
+            let pos = self.ring.iter().take_while(|&&b| self.t.flows[b as usize].new).count();
             self.ring.insert(pos, i);
         }
         Enqueued::Queued
@@ -138,31 +138,31 @@ impl Qdisc for SfqCodel {
     fn dequeue(&mut self, now: Time) -> Option<Packet> {
         loop {
             let &b = self.ring.front()?;
-            let bin = &mut self.bins[b as usize];
+            let bin = &mut self.t.flows[b as usize];
             if !bin.q.queue.is_empty() {
                 if self.quantum > 0 && bin.deficit <= 0 {
                     // Top up and pass the turn to the next non-empty bin (empty ones are
                     // skipped, not removed, as in ns-2).
                     bin.deficit += self.quantum as i64;
                     self.advance();
-                    while self.bins[self.ring[0] as usize].q.queue.is_empty() {
+                    while self.t.flows[self.ring[0] as usize].q.queue.is_empty() {
                         self.advance();
                     }
                     continue;
                 }
                 bin.new = false;
             }
-            let Some(pkt) = self.cd.dequeue(&mut bin.q, MtuGuard::QdiscOrQueueEmpty, now) else {
+            let Some(pkt) = self.t.dequeue(b, MtuGuard::QdiscOrQueueEmpty, now) else {
                 // The bin was empty when it reached the head of the ring (ns-2 readybin), or
                 // CoDel's drops emptied it: it leaves the ring (and is new on its next
                 // arrival). CoDel found no packet and left the dropping state, as ns-2
                 // `removebin` does.
                 self.ring.pop_front();
-                bin.on_sched = false;
+                self.t.flows[b as usize].on_sched = false;
                 continue;
             };
             if self.quantum > 0 {
-                bin.deficit -= pkt.wire_len as i64;
+                self.t.flows[b as usize].deficit -= pkt.wire_len as i64;
             } else {
                 // One packet per turn: the next bin is served next.
                 self.advance();
@@ -171,15 +171,7 @@ impl Qdisc for SfqCodel {
         }
     }
 
-    fn len(&self) -> usize {
-        self.cd.totals.qlen
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.cd.totals.backlog
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.cd.stats
-    }
+    codel_totals!(t.cd);
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("active_bins", self.ring.len() as f64));
     }
@@ -213,7 +205,7 @@ pub fn parse_sfq_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::codel::testutil::{enq, pkt};
+    use super::super::codel::testutil::{self, enq, pkt};
     use super::*;
     use crate::packet::Ecn;
     use crate::qdisc::QdiscSpec;
@@ -225,17 +217,7 @@ mod tests {
     }
 
     fn distinct_flows(q: &SfqCodel, n: usize) -> Vec<u32> {
-        let mut seen = Vec::new();
-        (0..)
-            .filter(|&f| {
-                let b = q.classify(&pkt(f, 100, 0, Ecn::NotEct));
-                !seen.contains(&b) && {
-                    seen.push(b);
-                    true
-                }
-            })
-            .take(n)
-            .collect()
+        testutil::distinct_flows(|p| q.classify(p), n)
     }
 
     fn serve(q: &mut SfqCodel, n: usize, t: Time) -> Vec<u32> {

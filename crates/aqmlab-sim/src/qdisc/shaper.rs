@@ -254,6 +254,31 @@ pub fn parse_memlimit(key: &str, p: &mut Params) -> Result<u64, String> {
     Ok(m)
 }
 
+/// A driver for the unit tests of shaping disciplines.
+#[cfg(test)]
+pub(crate) mod testutil {
+    use crate::packet::Packet;
+    use crate::qdisc::Qdisc;
+    use crate::time::Time;
+
+    /// Drains a discipline as the link does, from `now`, waking when `ready_at` says;
+    /// returns (departure time, packet) pairs.
+    pub fn drain(q: &mut dyn Qdisc, mut now: Time) -> Vec<(Time, Packet)> {
+        let mut out = vec![];
+        while !q.is_empty() {
+            match q.dequeue(now) {
+                Some(p) => out.push((now, p)),
+                None => {
+                    let t = q.ready_at().expect("held by the shaper");
+                    assert!(t > now, "{}: ready_at not in the future", q.kind());
+                    now = t;
+                }
+            }
+        }
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -308,5 +333,51 @@ mod tests {
         assert_eq!(a.adjusted_len(1514), 1749);
         assert_eq!(parse("overhead 18 raw"), Compensation::default());
         assert_eq!(parse("docsis").adjusted_len(40), 64);
+    }
+
+    /// Every shaping discipline at 50 Mbit/s: back-to-back 1514-byte packets leave exactly
+    /// every 242.24 us (160 ns per byte), in order; `overhead 18` (replacing the 14-byte MAC
+    /// header) makes each count 1518 bytes; an idle shaper banks no credit.
+    #[test]
+    fn shaping_disciplines_release_packets_at_exactly_the_rate() {
+        use crate::packet::{Direction, Ecn, Kind, Packet};
+        use crate::qdisc::{BuildCtx, Qdisc, QdiscSpec};
+        use crate::qdisc::shaper::testutil;
+        use crate::rng::Stream;
+        use crate::time::Rate;
+
+        let build = |s: &str| {
+            let mut ctx = BuildCtx { link_rate: Rate(1_000_000_000), mtu: 1514, rng: Stream::new(1, "shaper-test") };
+            QdiscSpec::parse(s).unwrap().build(&mut ctx)
+        };
+        let pkt = |seq: u32, at: Time| {
+            let mut p = Packet::new(7, Direction::Forward, Kind::Data, 1514);
+            p.tcp.seq = seq;
+            p.enqueued_at = at;
+            p.ecn = Ecn::Ect0;
+            p
+        };
+        // Enqueues `n` packets at `t0`, drains them in order and returns the departure times.
+        let run = |q: &mut dyn Qdisc, n: u32, t0: Time| {
+            for i in 0..n {
+                q.enqueue(pkt(i, t0), t0);
+            }
+            let out = testutil::drain(q, t0);
+            assert!(out.iter().map(|(_, p)| p.tcp.seq).eq(0..n), "{}", q.kind());
+            out.into_iter().map(|(t, _)| t).collect::<Vec<_>>()
+        };
+        let every = |t0: Time, n: u64, gap: u64| (0..n).map(|k| t0 + Time(k * gap)).collect::<Vec<_>>();
+        for kind in ["cake besteffort", "cnq_codel_af", "twin_codel_af", "lfq_cobalt"] {
+            let t0 = Time::from_secs(1);
+            let mut q = build(&format!("{kind} bandwidth 50Mbit"));
+            assert_eq!(run(&mut *q, 10, t0), every(t0, 10, 242_240), "{kind}: 1514 B every 242.24 us");
+            let mut q = build(&format!("{kind} bandwidth 50Mbit overhead 18"));
+            assert_eq!(run(&mut *q, 5, t0), every(t0, 5, 1518 * 160), "{kind}: 1518 B");
+            // After a pause the next packet leaves at once, the one after it a packet time later.
+            let mut q = build(&format!("{kind} bandwidth 50Mbit"));
+            assert_eq!(run(&mut *q, 1, Time::ZERO), vec![Time::ZERO], "{kind}");
+            let later = Time::from_millis(10);
+            assert_eq!(run(&mut *q, 2, later), every(later, 2, 242_240), "{kind}: idle credit");
+        }
     }
 }

@@ -1,6 +1,7 @@
-//! TCP modelled on Linux: the sender ([`sender`]: SACK scoreboard, RFC 6675 loss detection
-//! with RACK-style lost-retransmission detection, PRR, RTO, pacing, delivery-rate samples)
-//! and the receiver ([`receiver`]: delayed and quick ACKs, SACK blocks, ECN echo).
+//! TCP modelled on Linux: the sender ([`sender`]: SACK scoreboard, RACK-TLP loss detection
+//! with an adaptive reordering window, undo of spurious recoveries, PRR, RTO, pacing,
+//! delivery-rate samples) and the receiver ([`receiver`]: delayed and quick ACKs, SACK and
+//! D-SACK blocks, timestamps, ECN echo).
 //!
 //! Sequence numbers count segments. Every segment but the last of a finite transfer carries
 //! one MSS of payload, as Linux sends with TSO/GSO off (the studies disabled offloads).

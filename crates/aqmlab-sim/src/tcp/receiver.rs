@@ -5,6 +5,11 @@
 //! - immediately while in quick-ACK mode (the first 16 ACKs, `TCP_MAX_QUICKACKS`), for
 //!   out-of-order or duplicate data, and while or when a hole is filled (RFC 5681 §4.2);
 //! - SACK blocks (RFC 2018), the block with the most recent segment first, at most 3;
+//! - a D-SACK block first (RFC 2883, Linux `tcp_dsack_set`) on the ACK after a duplicate
+//!   segment, below the cumulative ACK or inside an out-of-order block;
+//! - TCP timestamps (RFC 7323 §4.3, Linux `tcp_replace_ts_recent`): `ts_recent` takes the
+//!   TSval of a segment that starts at or below the last ACKed point (`rcv_wup`) and is not
+//!   older than `ts_recent`; every ACK echoes it as TSecr;
 //! - RFC 3168 ECN echo: ECE on every ACK from a CE arrival until a segment with CWR.
 
 use super::{EndpointCtx, TcpConfig};
@@ -48,6 +53,14 @@ pub struct TcpReceiver {
     /// Payload bytes delivered in order to the application.
     pub delivered_bytes: u64,
     pub acks_sent: u64,
+    /// `rcv_nxt` when the last ACK was sent (Linux `rcv_wup`).
+    rcv_wup: u32,
+    /// TSval to echo (Linux `rx_opt.ts_recent`).
+    ts_recent: u32,
+    /// D-SACK block to report on the next ACK (Linux `duplicate_sack[0]`).
+    dsack: Option<SackBlock>,
+    /// Duplicate segments received (each reported by a D-SACK).
+    pub duplicates: u64,
 }
 
 impl TcpReceiver {
@@ -71,6 +84,10 @@ impl TcpReceiver {
             last_mark_state: (false, false),
             delivered_bytes: 0,
             acks_sent: 0,
+            rcv_wup: 0,
+            ts_recent: 0,
+            dsack: None,
+            duplicates: 0,
         }
     }
 
@@ -91,6 +108,11 @@ impl TcpReceiver {
     fn on_data(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
         let seq = pkt.tcp.seq;
         let is_duplicate = seq < self.rcv_nxt;
+        // tcp_replace_ts_recent: the segment passed tcp_sequence (end >= rcv_wup) and starts at
+        // or below rcv_wup; PAWS keeps ts_recent from going back.
+        if seq <= self.rcv_wup && seq + 1 >= self.rcv_wup && pkt.tcp.ts_val.wrapping_sub(self.ts_recent) as i32 >= 0 {
+            self.ts_recent = pkt.tcp.ts_val;
+        }
         // Linux tcp_ecn_accept_cwr: CWR clears the latch and is ACKed at once.
         let mut ack_now = false;
         if pkt.tcp.cwr {
@@ -146,11 +168,19 @@ impl TcpReceiver {
             // A hole was (partly) filled, or holes remain: ACK at once (RFC 5681 §4.2).
             had_holes
         } else if seq > self.rcv_nxt {
+            if self.ooo.iter().any(|b| b.start <= seq && seq < b.end) {
+                // tcp_data_queue_ofo: already queued out of order, D-SACK it.
+                self.duplicates += 1;
+                self.dsack = Some(SackBlock { start: seq, end: seq + 1 });
+            }
             self.insert_ooo(seq, pkt.tcp.payload);
             true
         } else {
-            // Duplicate: Linux sends an immediate (D-SACK) ACK and enters quick-ACK mode.
+            // Duplicate: Linux tcp_send_dupack sends an immediate D-SACK ACK and enters
+            // quick-ACK mode.
             self.quick = self.quick.max(self.max_quickacks);
+            self.duplicates += 1;
+            self.dsack = Some(SackBlock { start: seq, end: seq + 1 });
             true
         };
         if ack_now || self.unacked >= 2 || self.quick > 0 {
@@ -188,7 +218,21 @@ impl TcpReceiver {
     }
 
     fn send_ack(&mut self, ctx: &mut EndpointCtx) {
-        let n = self.ooo.len().min(MAX_SACK_BLOCKS);
+        // tcp_build_sack / tcp_established_options: the D-SACK block first, then the
+        // out-of-order blocks, at most MAX_SACK_BLOCKS in all.
+        let mut blocks = [SackBlock::default(); MAX_SACK_BLOCKS];
+        let mut n = 0;
+        if let Some(d) = self.dsack.take() {
+            blocks[0] = d;
+            n = 1;
+        }
+        for b in &self.ooo {
+            if n == MAX_SACK_BLOCKS {
+                break;
+            }
+            blocks[n] = SackBlock { start: b.start, end: b.end };
+            n += 1;
+        }
         let mut ack = Packet::new(self.flow, Direction::Reverse, Kind::Ack, self.header_bytes + if n > 0 { 4 + 8 * n as u32 } else { 0 });
         ack.tcp.seq = self.rcv_nxt;
         ack.tcp.ece = self.ece_latched;
@@ -196,9 +240,9 @@ impl TcpReceiver {
         ack.tcp.sce_count = self.sce_received;
         ack.tcp.esce = self.last_mark_state.1;
         ack.tcp.sack_len = n as u8;
-        for (dst, src) in ack.tcp.sacks.iter_mut().zip(&self.ooo) {
-            *dst = SackBlock { start: src.start, end: src.end };
-        }
+        ack.tcp.sacks = blocks;
+        ack.tcp.ts_ecr = self.ts_recent;
+        self.rcv_wup = self.rcv_nxt;
         ctx.out.push(ack);
         self.acks_sent += 1;
         self.unacked = 0;

@@ -4,10 +4,17 @@
 //! - Scoreboard of every segment in flight with SACKed / lost / retransmitted flags; SACK
 //!   blocks already processed are skipped with a cache of the previous ACK's blocks (as
 //!   Linux's `recv_sack_cache`).
-//! - Loss detection: RFC 6675 `IsLost` with DupThresh 3 (a segment is lost once 3 segments
-//!   above it are SACKed; Linux `tcp_mark_head_lost`), plus detection of lost
-//!   retransmissions the way RACK (RFC 8985 §6.2) does it: a retransmission is lost when a
-//!   segment sent after it is delivered and a reordering window has passed.
+//! - Loss detection: RACK-TLP (RFC 8985) as Linux `net/ipv4/tcp_recovery.c` with
+//!   `tcp_recovery` = 1: every segment (original or retransmission) sent before the most
+//!   recently sent delivered one is lost once RACK.rtt + reo_wnd has passed since it was
+//!   sent; reo_wnd = min_rtt/4 × D-SACK-driven steps (at most srtt), zero while no
+//!   reordering has been seen and the flow is in Recovery or has `tp->reordering` segments
+//!   SACKed (the DupThresh rule that remains). `tp->reordering` adapts to observed
+//!   reordering (`tcp_check_sack_reordering`, up to `tcp_max_reordering` 300). Tail loss
+//!   probes (`tcp_schedule_loss_probe`, `tcp_send_loss_probe`).
+//! - Undo of spurious recoveries (`tcp_try_undo_recovery`, `_dsack`, `_partial`, `_loss`)
+//!   from D-SACKs (RFC 2883) and TCP timestamps (Eifel detection, RFC 3522), restoring cwnd
+//!   through the congestion control's `undo_cwnd`. F-RTO (RFC 5682) is not modelled.
 //! - Fast recovery with Proportional Rate Reduction (RFC 6937, Linux `tcp_cwnd_reduction`),
 //!   which also drives the RFC 3168 CWR reduction on ECN echo.
 //! - RTO: Linux `tcp_rtt_estimator` (RFC 6298 with Linux's per-window variance and
@@ -26,8 +33,16 @@ use crate::scenario::EcnMode;
 use crate::time::Time;
 use std::collections::VecDeque;
 
-/// RFC 6675 DupThresh (Linux `tcp_reordering` default).
-const DUP_THRESH: u32 = 3;
+/// Initial reordering degree, the DupThresh of RFC 6675 (sysctl `tcp_reordering`).
+const TCP_REORDERING: u32 = 3;
+/// Upper bound of `tp->reordering` (sysctl `tcp_max_reordering`).
+const TCP_MAX_REORDERING: u32 = 300;
+/// Recoveries a D-SACK-widened RACK window persists for (`TCP_RACK_RECOVERY_THRESH`).
+const TCP_RACK_RECOVERY_THRESH: u32 = 16;
+/// Linux `TCP_TIMEOUT_MIN`: 2 jiffies, taken at HZ = 1000.
+const TCP_TIMEOUT_MIN: Time = Time(2_000_000);
+/// End of the send-ordered list.
+const NIL: u32 = u32::MAX;
 
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
@@ -36,6 +51,49 @@ const RETRANS: u8 = 4;
 /// The segment has been retransmitted at least once (Linux `TCPCB_EVER_RETRANS`).
 const EVER_RETRANS: u8 = 8;
 const APP_LIMITED: u8 = 16;
+/// The segment is on the send-ordered list RACK walks (Linux `tsorted_sent_queue`).
+const TSORTED: u8 = 32;
+
+/// Linux `tcp_skb_sent_after`: t1/seq1 was sent after t2/seq2.
+fn sent_after(t1: Time, t2: Time, seq1: u32, seq2: u32) -> bool {
+    t1 > t2 || (t1 == t2 && seq1 > seq2)
+}
+
+/// Linux `usecs_to_jiffies` at HZ = 1000: round up to whole milliseconds.
+fn jiffies_up(t: Time) -> Time {
+    Time(t.0.div_ceil(1_000_000) * 1_000_000)
+}
+
+/// Whether the first SACK block is a D-SACK (Linux `tcp_check_dsack`, RFC 2883 §4): below
+/// the cumulative ACK, or inside the second block.
+fn is_dsack(blocks: &[SackBlock], ack: u32) -> bool {
+    let b0 = blocks[0];
+    b0.start < ack || (blocks.len() > 1 && b0.end <= blocks[1].end && b0.start >= blocks[1].start)
+}
+
+/// What one ACK did (Linux `FLAG_*` of `tcp_ack`).
+#[derive(Clone, Copy, Debug, Default)]
+struct AckFlags {
+    prior_una: u32,
+    una_advanced: bool,
+    data_sacked: bool,
+    dsack: bool,
+    dsack_tlp: bool,
+    ece: bool,
+    set_xmit_timer: bool,
+    lost_retrans: bool,
+}
+
+/// What `transmit` sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TxKind {
+    New,
+    /// A retransmission of a segment marked lost (`tcp_retransmit_skb`).
+    Retrans,
+    /// A loss probe re-sending the last segment (`__tcp_retransmit_skb`: not counted in
+    /// `retrans_out`, not marked lost).
+    Probe,
+}
 
 /// Per-segment scoreboard entry (Linux keeps these in `tcp_skb_cb`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -53,6 +111,9 @@ struct Seg {
     tx_in_flight: u32,
     tx_lost: u64,
     flags: u8,
+    /// Neighbours on the send-ordered list (segment numbers, `NIL` at the ends).
+    ts_prev: u32,
+    ts_next: u32,
 }
 
 /// Connection phase.
@@ -71,6 +132,12 @@ pub struct SenderStats {
     pub rto_events: u64,
     pub fast_recoveries: u64,
     pub cwr_reductions: u64,
+    /// Duplicate segments reported by (non-dubious) D-SACKs: spurious retransmissions.
+    pub dsack_segments: u64,
+    /// Reductions undone (`tcp_undo_cwnd_reduction`).
+    pub undos: u64,
+    /// Tail loss probes sent.
+    pub loss_probes: u64,
     /// Data packets that reached the receiver CE-marked, as fed back.
     pub ce_echoed: u64,
     /// Time the transfer's last byte was acknowledged (finite transfers).
@@ -99,16 +166,39 @@ pub struct TcpSender {
     lost_total: u64,
     /// Lowest segment that may be lost and not yet retransmitted.
     retransmit_hint: u32,
-    /// Segments below this have been judged by `IsLost` (lost or SACKed).
-    loss_frontier: u32,
-    /// SACKed segments in `[snd_una, loss_frontier)`.
-    sacked_below_frontier: u32,
-    /// Retransmitted segments in retransmission order, for lost-retransmit detection.
-    retrans_queue: VecDeque<u32>,
-    /// Send time of the most recently sent segment known delivered (RACK.xmit_ts).
-    rack_xmit_time: Time,
-    /// RTT of that delivery (RACK.rtt).
+    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`).
+    ts_head: u32,
+    ts_tail: u32,
+    /// End of the highest SACKed segment (Linux `tcp_highest_sack_seq`).
+    highest_sack: u32,
+    // RACK (`tp->rack`): send time and number of the most recently sent delivered segment,
+    // RTT of the latest delivery, and the reordering-window state.
+    rack_mstamp: Time,
+    rack_end_seq: u32,
     rack_rtt: Time,
+    rack_advanced: bool,
+    reo_wnd_steps: u32,
+    reo_wnd_persist: u32,
+    rack_dsack_seen: bool,
+    rack_last_delivered: u64,
+    /// Reordering degree in segments (`tp->reordering`) and times reordering was seen
+    /// (`tp->reord_seen`).
+    reordering: u32,
+    reord_seen: u32,
+    // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
+    undo_marker: Option<u32>,
+    undo_retrans: i32,
+    prior_ssthresh: u32,
+    retrans_stamp: Option<u32>,
+    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
+    dsack_dups: u64,
+    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
+    rcv_tsecr: u32,
+    // Tail loss probe: the RTO timer currently runs as the probe timer
+    // (`ICSK_TIME_LOSS_PROBE`), `tlp_high_seq`, `tlp_retrans`.
+    tlp_pending: bool,
+    tlp_high_seq: Option<u32>,
+    tlp_retrans: bool,
     sack_cache: [SackBlock; MAX_SACK_BLOCKS],
     /// Recovery point (`high_seq`): snd_nxt when a reduction or loss episode began.
     high_seq: u32,
@@ -206,11 +296,28 @@ impl TcpSender {
             retrans_out: 0,
             lost_total: 0,
             retransmit_hint: 0,
-            loss_frontier: 0,
-            sacked_below_frontier: 0,
-            retrans_queue: VecDeque::with_capacity(64),
-            rack_xmit_time: Time::ZERO,
+            ts_head: NIL,
+            ts_tail: NIL,
+            highest_sack: 0,
+            rack_mstamp: Time::ZERO,
+            rack_end_seq: 0,
             rack_rtt: Time::ZERO,
+            rack_advanced: false,
+            reo_wnd_steps: 1,
+            reo_wnd_persist: 0,
+            rack_dsack_seen: false,
+            rack_last_delivered: 0,
+            reordering: TCP_REORDERING,
+            reord_seen: 0,
+            undo_marker: None,
+            undo_retrans: 0,
+            prior_ssthresh: 0,
+            retrans_stamp: None,
+            dsack_dups: 0,
+            rcv_tsecr: 0,
+            tlp_pending: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
             sack_cache: [SackBlock::default(); MAX_SACK_BLOCKS],
             high_seq: 0,
             prior_cwnd: 0,
@@ -269,6 +376,22 @@ impl TcpSender {
     }
     pub fn ca_state(&self) -> CaState {
         self.tp.ca_state
+    }
+    /// The reordering degree in segments (`tp->reordering`).
+    pub fn reordering(&self) -> u32 {
+        self.reordering
+    }
+    /// How often reordering was seen (`tp->reord_seen`).
+    pub fn reord_seen(&self) -> u32 {
+        self.reord_seen
+    }
+    /// The current RACK reordering window (`tcp_rack_reo_wnd`).
+    pub fn reo_wnd(&self) -> Time {
+        self.rack_reo_wnd()
+    }
+    /// Linux `tcp_packets_in_flight` inputs: (sacked_out, lost_out, retrans_out).
+    pub fn scoreboard_counts(&self) -> (u32, u32, u32) {
+        (self.sacked_out, self.lost_out, self.retrans_out)
     }
     /// `tcpi_delivery_rate` in bits per second (0 before the first valid sample).
     pub fn delivery_rate_bps(&self) -> f64 {
@@ -396,7 +519,13 @@ impl TcpSender {
         match t {
             FlowTimer::Retransmit => {
                 if self.rto_timer.fire(ctx.now, ctx.event(t), ctx.events) {
-                    self.on_rto(ctx);
+                    if self.tlp_pending && self.phase == Phase::Established {
+                        self.tp.now = ctx.now;
+                        self.send_loss_probe(ctx);
+                    } else {
+                        self.tlp_pending = false;
+                        self.on_rto(ctx);
+                    }
                 }
             }
             FlowTimer::Pacing => {
@@ -405,10 +534,8 @@ impl TcpSender {
                 }
             }
             FlowTimer::Reorder => {
-                if self.reorder_timer.fire(ctx.now, ctx.event(t), ctx.events) && self.phase == Phase::Established {
-                    self.tp.now = ctx.now;
-                    self.mark_lost_retransmits(ctx);
-                    self.try_send(ctx);
+                if self.reorder_timer.fire(ctx.now, ctx.event(t), ctx.events) && self.phase == Phase::Established && self.packets_out() > 0 {
+                    self.rack_reo_timeout(ctx);
                 }
             }
             _ => {}
@@ -420,13 +547,17 @@ impl TcpSender {
     fn on_ack(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
         let now = ctx.now;
         let ack = pkt.tcp.seq;
-        if ack > self.snd_nxt || ack < self.snd_una {
-            return; // Old or impossible ACK; Linux discards it.
+        if ack > self.snd_nxt {
+            return; // Acknowledges data never sent; Linux discards it.
         }
         self.tp.now = now;
+        self.rcv_tsecr = pkt.tcp.ts_ecr;
+        let old_ack = ack < self.snd_una;
         let prior_in_flight = self.in_flight();
         let prior_una = self.snd_una;
+        let prior_fack = self.fack();
         let lost_before = self.lost_total;
+        let mut fl = AckFlags { prior_una, ..AckFlags::default() };
         let mut rs = RateSample { prior_in_flight, ..RateSample::default() };
         let mut prior: Option<(u64, u64, Time)> = None;
         let mut delivered_now = 0u32;
@@ -436,9 +567,48 @@ impl TcpSender {
         let mut sackt: Option<(Time, Time)> = None;
         let widen = |r: Option<(Time, Time)>, t: Time| Some(r.map_or((t, t), |(a, b)| (a.min(t), b.max(t))));
 
-        // SACK blocks (Linux tcp_sacktag_write_queue), skipping what the cache says is done.
+        // SACK blocks (Linux tcp_sacktag_write_queue), the lowest reordered segment in `reord`.
+        let n = pkt.tcp.sack_len as usize;
         let blocks = pkt.tcp.sacks;
-        for b in &blocks[..pkt.tcp.sack_len as usize] {
+        let mut reord = self.snd_nxt;
+        let mut first = 0;
+        if n > 0 && is_dsack(&blocks[..n], ack) {
+            // tcp_check_dsack: the first block reports a duplicate (RFC 2883).
+            first = 1;
+            let d = blocks[0];
+            let dup_segs = self.dsack_seen(d, &mut fl);
+            if dup_segs > 0 {
+                fl.dsack = true;
+                // "A spurious retransmission is delivered" (sack_delivered).
+                delivered_now += dup_segs;
+                self.tp.delivered += dup_segs as u64;
+                // D-SACK for data already cumulatively ACKed: dumb counting.
+                if let Some(m) = self.undo_marker {
+                    if self.undo_retrans > 0 && d.end <= prior_una && d.end > m {
+                        self.undo_retrans = (self.undo_retrans - dup_segs as i32).max(0);
+                    }
+                }
+                // tcp_sacktag_one with dup_sack for segments still in the window.
+                for s in d.start.max(self.snd_una)..d.end.min(self.snd_nxt) {
+                    let f = self.seg(s).flags;
+                    if f & EVER_RETRANS != 0 {
+                        if let Some(m) = self.undo_marker {
+                            if self.undo_retrans > 0 && s + 1 > m {
+                                self.undo_retrans -= 1;
+                            }
+                        }
+                        if f & SACKED != 0 && s < reord {
+                            reord = s;
+                        }
+                    }
+                }
+            }
+        }
+        let mut regular = [SackBlock::default(); MAX_SACK_BLOCKS];
+        let nreg = n.saturating_sub(first);
+        regular[..nreg].copy_from_slice(&blocks[first..n]);
+        regular[..nreg].sort_by_key(|b| b.start);
+        for b in &regular[..nreg] {
             let start = b.start.max(self.snd_una);
             let end = b.end.min(self.snd_nxt);
             let mut s = start;
@@ -450,37 +620,60 @@ impl TcpSender {
                 }
                 let seg = *self.seg(s);
                 if seg.flags & SACKED == 0 {
-                    self.mark_sacked(s, now);
-                    delivered_now += 1;
-                    self.rate_skb_delivered(&seg, &mut rs, &mut prior);
+                    self.rack_advance(seg.flags, s, seg.tx_time, now);
                     if seg.flags & EVER_RETRANS == 0 {
+                        // A never-retransmitted segment SACKed below the highest SACKed one
+                        // filled a hole: reordering.
+                        if s < self.fack() && s < reord {
+                            reord = s;
+                        }
                         sackt = widen(sackt, seg.tx_time);
                     }
+                    self.mark_sacked(s);
+                    fl.data_sacked = true;
+                    delivered_now += 1;
+                    self.rate_skb_delivered(&seg, &mut rs, &mut prior);
                 }
                 s += 1;
             }
         }
-        self.sack_cache = [SackBlock::default(); MAX_SACK_BLOCKS];
-        self.sack_cache[..pkt.tcp.sack_len as usize].copy_from_slice(&blocks[..pkt.tcp.sack_len as usize]);
+        if n > 0 {
+            self.sack_cache = [SackBlock::default(); MAX_SACK_BLOCKS];
+            self.sack_cache[..nreg].copy_from_slice(&regular[..nreg]);
+            if self.tp.ca_state != CaState::Loss || self.undo_marker.is_some() {
+                self.check_sack_reordering(reord, false);
+            }
+        }
+        if old_ack {
+            // Linux tcp_ack: an old ACK's SACK information is still used.
+            if n > 0 {
+                self.sync_tp(now);
+                self.fastretrans_alert(&mut fl, ctx);
+                self.try_send(ctx);
+            }
+            return;
+        }
 
         // Cumulative ACK (Linux tcp_clean_rtx_queue).
         let mut retrans_acked = false;
+        let mut reord = self.snd_nxt;
         while self.snd_una < ack {
+            self.ts_unlink(self.snd_una);
             let seg = self.sb.pop_front().expect("scoreboard covers snd_una..snd_nxt");
             if seg.flags & SACKED != 0 {
                 self.sacked_out -= 1;
-                if self.snd_una < self.loss_frontier {
-                    self.sacked_below_frontier -= 1;
-                }
             } else {
                 delivered_now += 1;
                 self.tp.delivered += 1;
                 self.rate_skb_delivered(&seg, &mut rs, &mut prior);
-                self.note_rack(&seg, now);
+                if !self.spurious_retrans(&seg) {
+                    self.rack_advance(seg.flags, self.snd_una, seg.tx_time, now);
+                }
                 if seg.flags & EVER_RETRANS != 0 {
                     retrans_acked = true;
                 } else {
                     ackt = widen(ackt, seg.tx_time);
+                    reord = reord.min(self.snd_una);
                 }
             }
             if seg.flags & LOST != 0 {
@@ -492,9 +685,16 @@ impl TcpSender {
             self.snd_una += 1;
         }
         let pkts_acked = self.snd_una - prior_una;
-        self.loss_frontier = self.loss_frontier.max(self.snd_una);
         self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
         let una_advanced = pkts_acked > 0;
+        fl.una_advanced = una_advanced;
+        if una_advanced && reord < prior_fack {
+            // Non-retransmitted hole got filled: that's reordering.
+            self.check_sack_reordering(reord, false);
+        }
+        if prior.is_some() {
+            self.rack_update_reo_wnd(rs.prior_delivered);
+        }
 
         // ECN feedback.
         let ce_delta = pkt.tcp.ce_count.wrapping_sub(self.ce_count_seen);
@@ -511,6 +711,7 @@ impl TcpSender {
             EcnMode::Rfc3168 | EcnMode::Sce => pkt.tcp.ece,
             EcnMode::L4s => ce_delta > 0,
         };
+        fl.ece = ece;
 
         // RTT (Linux tcp_clean_rtx_queue + tcp_ack_update_rtt): the estimator takes the oldest
         // newly ACKed segment, unless the ACK covers retransmitted data (Karn), else the oldest
@@ -528,20 +729,26 @@ impl TcpSender {
         if let Some(r) = ca_rtt {
             self.tp.min_rtt = self.tp.min_rtt.min(r);
         }
-        // Re-arm the RTO on forward progress, or when a SACK reports data sent before the
-        // head's latest retransmission (Linux FLAG_SET_XMIT_TIMER).
+        // Re-arm the RTO (or schedule a loss probe) on forward progress, or when a SACK reports
+        // data sent before the head's latest retransmission (Linux FLAG_SET_XMIT_TIMER).
         let head_sent_after_sacked = sack_rtt.is_some_and(|r| self.sb.front().is_some_and(|h| r > now - h.tx_time));
-        if una_advanced || head_sent_after_sacked {
-            if self.packets_out() > 0 {
-                self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
-            } else {
-                self.rto_timer.cancel();
-            }
-        }
+        fl.set_xmit_timer = una_advanced || head_sent_after_sacked;
 
-        // Loss detection.
-        self.mark_lost_by_sack();
-        self.mark_lost_retransmits(ctx);
+        self.sync_tp(now);
+        let sample = AckSample { acked: pkts_acked, acked_ce: ce_delta, acked_sce: sce_delta, rtt: ca_rtt, prior_in_flight, ece: pkt.tcp.ece && self.cfg.ecn.is_on() };
+        self.cc.pkts_acked(&mut self.tp, &sample);
+
+        // Tail loss probe outcome (Linux tcp_process_tlp_ack), then loss detection and the
+        // state machine (tcp_fastretrans_alert) when the ACK is "dubious".
+        if let Some(h) = self.tlp_high_seq {
+            self.process_tlp_ack(ack, h, &fl);
+        }
+        if !una_advanced || fl.data_sacked || fl.dsack || ece || self.tp.ca_state != CaState::Open {
+            self.fastretrans_alert(&mut fl, ctx);
+        }
+        if fl.set_xmit_timer {
+            self.set_xmit_timer(ctx);
+        }
         let newly_lost = (self.lost_total - lost_before) as u32;
 
         // Rate sample (Linux tcp_rate_gen).
@@ -558,13 +765,6 @@ impl TcpSender {
         rs.is_ece = ece;
         self.finish_rate_sample(&mut rs, prior, now);
 
-        self.sync_tp(now);
-        let sample = AckSample { acked: pkts_acked, acked_ce: ce_delta, acked_sce: sce_delta, rtt: ca_rtt, prior_in_flight, ece: pkt.tcp.ece && self.cfg.ecn.is_on() };
-        self.cc.pkts_acked(&mut self.tp, &sample);
-
-        // State machine (Linux tcp_fastretrans_alert).
-        self.update_state(ece);
-
         // cwnd (Linux tcp_cong_control). A `cong_control` algorithm sees the raw
         // `tp->is_cwnd_limited` flag and may mark the flow application-limited.
         self.sync_tp(now);
@@ -573,12 +773,10 @@ impl TcpSender {
         self.tp.cwnd_limited_flag = self.cwnd_limited;
         if self.cc.cong_control(&mut self.tp, &rs) {
             self.app_limited_until = self.tp.app_limited;
-        } else {
-            if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
-                self.cwnd_reduction(delivered_now, newly_lost, una_advanced);
-            } else if una_advanced {
-                self.cc.cong_avoid(&mut self.tp, delivered_now);
-            }
+        } else if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.cwnd_reduction(delivered_now, newly_lost, una_advanced);
+        } else if self.may_raise_cwnd(&fl) {
+            self.cc.cong_avoid(&mut self.tp, delivered_now);
         }
         self.update_pacing_rate();
 
@@ -586,58 +784,105 @@ impl TcpSender {
             if self.snd_una >= n && self.stats.completed_at.is_none() {
                 self.stats.completed_at = Some(now);
                 self.rto_timer.cancel();
+                self.tlp_pending = false;
             }
         }
         self.try_send(ctx);
     }
 
-    fn mark_sacked(&mut self, seq: u32, now: Time) {
-        let seg = *self.seg(seq);
-        if seg.flags & LOST != 0 {
+    /// Linux `tcp_may_raise_cwnd`: with a reordering degree above the default, grow cwnd on any
+    /// forward progress (ACKed or SACKed), otherwise only on in-order delivery (RFC 5681).
+    fn may_raise_cwnd(&self, fl: &AckFlags) -> bool {
+        if self.reordering > TCP_REORDERING {
+            fl.una_advanced || fl.data_sacked
+        } else {
+            fl.una_advanced
+        }
+    }
+
+    /// Linux `tcp_sacktag_one` for a newly SACKed segment: a retransmission not marked lost
+    /// is still believed in flight (RETRANS kept until the cumulative ACK).
+    fn mark_sacked(&mut self, seq: u32) {
+        let mut flags = self.seg(seq).flags;
+        if flags & RETRANS != 0 {
+            if flags & LOST != 0 {
+                flags &= !(LOST | RETRANS);
+                self.lost_out -= 1;
+                self.retrans_out -= 1;
+            }
+        } else if flags & LOST != 0 {
+            flags &= !LOST;
             self.lost_out -= 1;
         }
-        if seg.flags & RETRANS != 0 {
-            self.retrans_out -= 1;
-        }
-        self.seg_mut(seq).flags = (seg.flags | SACKED) & !(LOST | RETRANS);
+        self.seg_mut(seq).flags = flags | SACKED;
+        self.ts_unlink(seq);
         self.sacked_out += 1;
         self.tp.delivered += 1;
-        if seq < self.loss_frontier {
-            self.sacked_below_frontier += 1;
-        }
-        self.note_rack(&seg, now);
+        self.highest_sack = self.highest_sack.max(seq + 1);
     }
 
-    /// RACK (RFC 8985 §6.1): remember the latest send time among delivered segments.
-    fn note_rack(&mut self, seg: &Seg, now: Time) {
-        if seg.tx_time >= self.rack_xmit_time {
-            self.rack_xmit_time = seg.tx_time;
-            self.rack_rtt = now - seg.tx_time;
-        }
+    /// Linux `tcp_highest_sack_seq`: the end of the highest SACKed segment, or snd_una.
+    fn fack(&self) -> u32 {
+        self.highest_sack.max(self.snd_una)
     }
 
-    /// RFC 6675 §4 `IsLost` with DupThresh segments: walk the frontier forward while at least
-    /// DupThresh SACKed segments lie above it, marking un-SACKed segments lost.
-    fn mark_lost_by_sack(&mut self) {
-        while self.loss_frontier < self.snd_nxt && self.sacked_out - self.sacked_below_frontier >= DUP_THRESH {
-            let seq = self.loss_frontier;
-            let flags = self.seg(seq).flags;
-            if flags & SACKED != 0 {
-                self.sacked_below_frontier += 1;
-            } else if flags & (LOST | RETRANS) == 0 {
-                self.mark_lost(seq);
+    /// Linux `tcp_check_sack_reordering`: a hole at `low_seq` below the highest SACKed
+    /// segment was filled by the original transmission; raise `tp->reordering` to that
+    /// distance (at most `tcp_max_reordering`) and remember that reordering was seen.
+    fn check_sack_reordering(&mut self, low_seq: u32, _ts: bool) {
+        let fack = self.fack();
+        if low_seq >= fack {
+            return;
+        }
+        let metric = fack - low_seq;
+        if metric > self.reordering {
+            self.reordering = metric.min(TCP_MAX_REORDERING);
+        }
+        self.reord_seen += 1;
+    }
+
+    /// Linux `tcp_dsack_seen`: the number of duplicate segments a D-SACK block reports, 0 for
+    /// a dubious one (more duplicates than retransmissions); arms the RACK window growth
+    /// when reordering has been seen and the D-SACK is not for a loss probe.
+    fn dsack_seen(&mut self, d: SackBlock, fl: &mut AckFlags) -> u32 {
+        if d.start >= d.end {
+            return 0;
+        }
+        let dup_segs = d.end - d.start;
+        if dup_segs == 1 && self.tlp_high_seq == Some(d.end) {
+            fl.dsack_tlp = true;
+        }
+        self.dsack_dups += dup_segs as u64;
+        if self.dsack_dups > self.stats.retransmits {
+            return 0;
+        }
+        if self.reord_seen > 0 && !fl.dsack_tlp {
+            self.rack_dsack_seen = true;
+        }
+        self.stats.dsack_segments += dup_segs as u64;
+        dup_segs
+    }
+
+    /// Linux `tcp_mark_skb_lost`: mark a segment lost, or a lost retransmission lost again.
+    fn mark_skb_lost(&mut self, seq: u32) {
+        let flags = self.seg(seq).flags;
+        if flags & SACKED != 0 {
+            return;
+        }
+        if flags & LOST != 0 {
+            if flags & RETRANS == 0 {
+                return;
             }
-            self.loss_frontier += 1;
+            // A retransmission lost again: due for another retransmission.
+            self.seg_mut(seq).flags &= !RETRANS;
+            self.retrans_out -= 1;
+        } else {
+            self.seg_mut(seq).flags |= LOST;
+            self.lost_out += 1;
         }
-    }
-
-    fn mark_lost(&mut self, seq: u32) {
-        let seg = self.seg_mut(seq);
-        seg.flags |= LOST;
-        let seg = *seg;
-        self.lost_out += 1;
         self.lost_total += 1;
         self.retransmit_hint = self.retransmit_hint.min(seq);
+        let seg = *self.seg(seq);
         self.notify_lost(&seg);
     }
 
@@ -652,76 +897,496 @@ impl TcpSender {
         self.cc.skb_marked_lost(&self.tp, &skb);
     }
 
-    /// RFC 8985 §6.2 applied to retransmissions: a retransmission sent before a segment now
-    /// known delivered is lost once RACK.rtt plus a reordering window (min_rtt/4) has passed
-    /// since it was sent; until then the reordering timer waits for that moment.
-    fn mark_lost_retransmits(&mut self, ctx: &mut EndpointCtx) {
-        // Linux tcp_rack_reo_wnd: no reordering window in Recovery/Loss (none seen).
-        let reo_wnd = if matches!(self.tp.ca_state, CaState::Recovery | CaState::Loss) { Time::ZERO } else { Time(self.tp.min_rtt.0 / 4) };
-        while let Some(&seq) = self.retrans_queue.front() {
-            if seq < self.snd_una || self.seg(seq).flags & RETRANS == 0 {
-                self.retrans_queue.pop_front();
-                continue;
-            }
-            let seg = *self.seg(seq);
-            if seg.tx_time >= self.rack_xmit_time {
-                break;
-            }
-            let deadline = seg.tx_time + self.rack_rtt + reo_wnd;
-            if ctx.now < deadline {
-                self.reorder_timer.arm(deadline, ctx.event(FlowTimer::Reorder), ctx.events);
-                break;
-            }
-            // Still marked LOST (and counted in lost_out): due for another retransmission.
-            self.lost_total += 1;
-            self.retrans_queue.pop_front();
-            self.seg_mut(seq).flags &= !RETRANS;
-            self.retrans_out -= 1;
-            self.retransmit_hint = self.retransmit_hint.min(seq);
-            let seg = *self.seg(seq);
-            self.notify_lost(&seg);
+    // ---------------------------------------------------------------- RACK (RFC 8985)
+
+    /// Linux `tcp_rack_advance` (RFC 8985 §6.2 step 2): every delivered segment updates
+    /// RACK.rtt, the most recently sent one RACK.xmit_ts / end_seq. A retransmission
+    /// delivered in less than min_rtt is ambiguous (the original may have arrived) and is
+    /// ignored.
+    fn rack_advance(&mut self, flags: u8, seq: u32, xmit: Time, now: Time) {
+        let rtt = now - xmit;
+        if flags & EVER_RETRANS != 0 && rtt < self.tp.min_rtt {
+            return;
+        }
+        self.rack_advanced = true;
+        self.rack_rtt = rtt;
+        if sent_after(xmit, self.rack_mstamp, seq, self.rack_end_seq) {
+            self.rack_mstamp = xmit;
+            self.rack_end_seq = seq;
         }
     }
 
-    fn update_state(&mut self, ece: bool) {
-        // End of an episode once the recovery point is acknowledged (Linux
-        // tcp_fastretrans_alert, "D. Check state exit conditions"). CWR is held until
-        // something *above* high_seq is ACKed, so that the CWR flag has reached the receiver.
-        let ended = match self.tp.ca_state {
-            CaState::Recovery | CaState::Loss => self.snd_una >= self.high_seq,
-            CaState::Cwr => self.snd_una > self.high_seq,
-            _ => false,
-        };
-        if ended {
-            // Linux tcp_end_cwnd_reduction returns at once for a `cong_control` algorithm.
-            if self.tp.ca_state != CaState::Loss && !self.cc.has_cong_control() {
-                // Linux tcp_end_cwnd_reduction: settle at ssthresh.
-                self.tp.cwnd = self.tp.ssthresh.max(1).min(self.tp.cwnd_clamp);
-                self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
+    /// Linux `tcp_rack_reo_wnd` (RFC 8985 §6.2 step 4): no window while reordering has never
+    /// been seen and the flow is in Recovery/Loss or has DupThresh (`tp->reordering`)
+    /// segments SACKed; otherwise min_rtt/4 times the D-SACK-driven steps, at most srtt.
+    fn rack_reo_wnd(&self) -> Time {
+        if self.reord_seen == 0 {
+            if matches!(self.tp.ca_state, CaState::Recovery | CaState::Loss) {
+                return Time::ZERO;
             }
-            self.set_state(CaState::Open);
+            if self.sacked_out >= self.reordering {
+                return Time::ZERO;
+            }
         }
-        if self.lost_out > 0 && matches!(self.tp.ca_state, CaState::Open | CaState::Disorder | CaState::Cwr) {
-            // Linux tcp_enter_recovery: a reduction already under way (CWR) continues with
-            // its ssthresh and recovery point.
-            if self.tp.ca_state != CaState::Cwr {
-                self.init_cwnd_reduction();
+        if self.tp.min_rtt == Time::MAX {
+            return self.srtt;
+        }
+        Time((self.tp.min_rtt.0 / 4).saturating_mul(self.reo_wnd_steps as u64)).min(self.srtt)
+    }
+
+    /// Linux `tcp_rack_detect_loss` (RFC 8985 §6.2 step 5): walk the segments in send order;
+    /// every one sent before the most recently sent delivered segment and outstanding longer
+    /// than RACK.rtt + reo_wnd is lost. Returns the longest remaining wait of the others.
+    fn rack_detect_loss(&mut self, now: Time) -> Time {
+        let reo_wnd = self.rack_reo_wnd();
+        let mut timeout = Time::ZERO;
+        let mut seq = self.ts_head;
+        while seq != NIL {
+            let seg = *self.seg(seq);
+            let next = seg.ts_next;
+            // Skip ones marked lost but not yet retransmitted.
+            if seg.flags & (LOST | RETRANS) == LOST {
+                seq = next;
+                continue;
             }
-            self.stats.fast_recoveries += 1;
-            self.set_state(CaState::Recovery);
+            if !sent_after(self.rack_mstamp, seg.tx_time, self.rack_end_seq, seq) {
+                break;
+            }
+            let deadline = seg.tx_time + self.rack_rtt + reo_wnd;
+            if deadline <= now {
+                self.mark_skb_lost(seq);
+                self.ts_unlink(seq);
+            } else {
+                timeout = timeout.max(deadline - now);
+            }
+            seq = next;
+        }
+        timeout
+    }
+
+    /// Linux `tcp_rack_mark_lost`: detect losses when RACK advanced; arm the reordering timer
+    /// (`ICSK_TIME_REO_TIMEOUT`, jiffies-rounded + `TCP_TIMEOUT_MIN`) for the others.
+    fn rack_mark_lost(&mut self, ctx: &mut EndpointCtx) -> bool {
+        if !self.rack_advanced {
+            return false;
+        }
+        self.rack_advanced = false;
+        let timeout = self.rack_detect_loss(ctx.now);
+        if timeout > Time::ZERO {
+            let at = ctx.now + jiffies_up(timeout) + TCP_TIMEOUT_MIN;
+            self.reorder_timer.arm(at, ctx.event(FlowTimer::Reorder), ctx.events);
+            return true;
+        }
+        false
+    }
+
+    /// Linux `tcp_rack_reo_timeout`: the reordering window has passed; mark the expired
+    /// segments lost, enter Recovery if not in it yet, and retransmit.
+    fn rack_reo_timeout(&mut self, ctx: &mut EndpointCtx) {
+        self.sync_tp(ctx.now);
+        let prior_inflight = self.in_flight();
+        self.rack_detect_loss(ctx.now);
+        if prior_inflight != self.in_flight() {
+            if self.tp.ca_state != CaState::Recovery {
+                self.enter_recovery(false);
+                if !self.cc.has_cong_control() {
+                    self.cwnd_reduction(1, 0, false);
+                }
+            }
+            self.try_send(ctx);
+        }
+    }
+
+    /// Linux `tcp_rack_update_reo_wnd`: a D-SACK seen (after reordering) grows the window by
+    /// one min_rtt/4 step, at most once per round trip; the steps persist for 16 recoveries
+    /// (`TCP_RACK_RECOVERY_THRESH`) and then fall back to one.
+    fn rack_update_reo_wnd(&mut self, prior_delivered: u64) {
+        if prior_delivered == 0 {
             return;
         }
+        // Disregard a D-SACK if a round trip has not passed since the last adjustment.
+        if prior_delivered < self.rack_last_delivered {
+            self.rack_dsack_seen = false;
+        }
+        if self.rack_dsack_seen {
+            self.reo_wnd_steps = (self.reo_wnd_steps + 1).min(0xFF);
+            self.rack_dsack_seen = false;
+            self.rack_last_delivered = self.tp.delivered;
+            self.reo_wnd_persist = TCP_RACK_RECOVERY_THRESH;
+        } else if self.reo_wnd_persist == 0 {
+            self.reo_wnd_steps = 1;
+        }
+    }
+
+    /// Linux `tcp_identify_packet_loss` with RACK (`tcp_recovery` = 1); returns whether a
+    /// retransmission was found lost (FLAG_LOST_RETRANS).
+    fn identify_packet_loss(&mut self, fl: &mut AckFlags, ctx: &mut EndpointCtx) -> bool {
+        if self.packets_out() == 0 {
+            return false;
+        }
+        let prior_retrans = self.retrans_out;
+        if self.rack_mark_lost(ctx) {
+            fl.set_xmit_timer = false;
+        }
+        let lost_retrans = prior_retrans > self.retrans_out;
+        fl.lost_retrans |= lost_retrans;
+        lost_retrans
+    }
+
+    // ---------------------------------------------------------------- state machine
+
+    /// Linux `tcp_fastretrans_alert` with SACK and RACK: end of episodes and undo (D), then
+    /// per state loss detection and entry into Recovery (E). RFC 6675's DupThresh marking
+    /// (`tcp_update_scoreboard`) is not used with RACK; DupThresh only zeroes the RACK
+    /// reordering window (`tcp_rack_reo_wnd`).
+    fn fastretrans_alert(&mut self, fl: &mut AckFlags, ctx: &mut EndpointCtx) {
+        // D. Check state exit conditions.
+        if self.tp.ca_state == CaState::Open {
+            self.retrans_stamp = None;
+        } else if self.snd_una >= self.high_seq {
+            match self.tp.ca_state {
+                // CWR is held until something *above* high_seq is ACKed, so that the CWR
+                // flag has reached the receiver.
+                CaState::Cwr if self.snd_una != self.high_seq => {
+                    self.end_cwnd_reduction();
+                    self.set_state(CaState::Open);
+                }
+                CaState::Recovery => {
+                    self.try_undo_recovery();
+                    self.end_cwnd_reduction();
+                }
+                _ => {}
+            }
+        }
+        // E. Process state.
+        match self.tp.ca_state {
+            CaState::Recovery => {
+                if fl.una_advanced && self.try_undo_partial(fl.prior_una) {
+                    return;
+                }
+                if self.try_undo_dsack() {
+                    self.try_keep_open();
+                }
+                self.identify_packet_loss(fl, ctx);
+                if self.tp.ca_state != CaState::Recovery {
+                    if self.lost_out == 0 {
+                        return;
+                    }
+                    // Undo reverted the recovery; evident loss starts a new one.
+                    self.enter_recovery(fl.ece);
+                }
+            }
+            CaState::Loss => {
+                self.process_loss(fl);
+                let lost_retrans = self.identify_packet_loss(fl, ctx);
+                // Change state if cwnd is undone or retransmissions are lost.
+                if self.tp.ca_state == CaState::Open || lost_retrans {
+                    self.alert_open_disorder_cwr(fl, ctx);
+                }
+            }
+            _ => self.alert_open_disorder_cwr(fl, ctx),
+        }
+    }
+
+    /// The `default:` branch of `tcp_fastretrans_alert` (Open, Disorder, CWR).
+    fn alert_open_disorder_cwr(&mut self, fl: &mut AckFlags, ctx: &mut EndpointCtx) {
+        if matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
+            self.try_undo_dsack();
+        }
+        self.identify_packet_loss(fl, ctx);
+        // tcp_time_to_recover with RACK: "the loss is proven".
+        if self.lost_out == 0 {
+            self.try_to_open(fl.ece);
+            return;
+        }
+        self.enter_recovery(fl.ece);
+    }
+
+    /// Linux `tcp_try_to_open`: enter CWR on an ECN echo (at most once per window), else Open
+    /// or Disorder.
+    fn try_to_open(&mut self, ece: bool) {
+        if !self.any_retrans_done() {
+            self.retrans_stamp = None;
+        }
         if ece && matches!(self.tp.ca_state, CaState::Open | CaState::Disorder) {
-            // Linux tcp_try_to_open -> tcp_enter_cwr: at most one ECN reduction per window.
+            // tcp_enter_cwr.
+            self.prior_ssthresh = 0;
+            self.undo_marker = None;
             self.init_cwnd_reduction();
             self.stats.cwr_reductions += 1;
             self.set_state(CaState::Cwr);
+        }
+        if self.tp.ca_state != CaState::Cwr {
+            self.try_keep_open();
+        }
+    }
+
+    /// Linux `tcp_try_keep_open`: Disorder while SACKed/lost segments or retransmissions
+    /// remain, else Open.
+    fn try_keep_open(&mut self) {
+        let state = if self.sacked_out + self.lost_out > 0 || self.any_retrans_done() { CaState::Disorder } else { CaState::Open };
+        if self.tp.ca_state != state {
+            self.set_state(state);
+            self.high_seq = self.snd_nxt;
+        }
+    }
+
+    /// Linux `tcp_any_retrans_done`.
+    fn any_retrans_done(&self) -> bool {
+        self.retrans_out > 0 || self.sb.front().is_some_and(|s| s.flags & EVER_RETRANS != 0)
+    }
+
+    /// Linux `tcp_enter_recovery`: a reduction already under way (CWR) continues with its
+    /// ssthresh and recovery point; otherwise remember ssthresh for undo and start PRR.
+    fn enter_recovery(&mut self, ece: bool) {
+        self.stats.fast_recoveries += 1;
+        self.prior_ssthresh = 0;
+        self.init_undo();
+        if !matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
+            if !ece {
+                self.prior_ssthresh = self.current_ssthresh();
+            }
+            self.init_cwnd_reduction();
+        }
+        self.set_state(CaState::Recovery);
+    }
+
+    /// Linux `tcp_current_ssthresh`.
+    fn current_ssthresh(&self) -> u32 {
+        if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.tp.ssthresh
+        } else {
+            self.tp.ssthresh.max((self.tp.cwnd >> 1) + (self.tp.cwnd >> 2))
+        }
+    }
+
+    /// Linux `tcp_init_undo`.
+    fn init_undo(&mut self) {
+        self.undo_marker = Some(self.snd_una);
+        // Retransmissions still in flight may cause D-SACKs later.
+        self.undo_retrans = if self.retrans_out > 0 { self.retrans_out as i32 } else { -1 };
+    }
+
+    /// Linux `tcp_end_cwnd_reduction`: cwnd = ssthresh after CWR or an un-undone Recovery.
+    fn end_cwnd_reduction(&mut self) {
+        if self.cc.has_cong_control() {
             return;
         }
-        match self.tp.ca_state {
-            CaState::Open if self.sacked_out > 0 => self.set_state(CaState::Disorder),
-            CaState::Disorder if self.sacked_out == 0 => self.set_state(CaState::Open),
-            _ => {}
+        if self.tp.ssthresh < u32::MAX && (self.tp.ca_state == CaState::Cwr || self.undo_marker.is_some()) {
+            self.tp.cwnd = self.tp.ssthresh.max(1).min(self.tp.cwnd_clamp);
+        }
+        self.cc.cwnd_event(&mut self.tp, CaEvent::CompleteCwr);
+    }
+
+    /// TCP timestamps in 1 ms ticks, offset by one so that zero means "no timestamp".
+    fn ts_of(t: Time) -> u32 {
+        (t.0 / 1_000_000) as u32 + 1
+    }
+
+    /// Linux `tcp_tsopt_ecr_before`: the ACK echoes a timestamp older than `when`.
+    fn tsecr_before(&self, when: u32) -> bool {
+        self.rcv_tsecr != 0 && (self.rcv_tsecr.wrapping_sub(when) as i32) < 0
+    }
+
+    /// Linux `tcp_packet_delayed` (Eifel detection, RFC 3522): the ACK was triggered by an
+    /// original transmission sent before the episode's first retransmission.
+    fn packet_delayed(&self) -> bool {
+        self.retrans_stamp.is_some_and(|w| self.tsecr_before(w))
+    }
+
+    /// Linux `tcp_skb_spurious_retrans`: a retransmitted segment whose ACK echoes an earlier
+    /// transmission (it does not advance RACK).
+    fn spurious_retrans(&self, seg: &Seg) -> bool {
+        seg.flags & EVER_RETRANS != 0 && self.tsecr_before(Self::ts_of(seg.tx_time))
+    }
+
+    /// Linux `tcp_may_undo`: no retransmission of the episode was needed (each D-SACKed) or
+    /// the timestamps show the original arrived.
+    fn may_undo(&self) -> bool {
+        self.undo_marker.is_some() && (self.undo_retrans == 0 || self.packet_delayed())
+    }
+
+    /// Linux `tcp_undo_cwnd_reduction`: restore cwnd (the CC's `undo_cwnd`) and ssthresh.
+    fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
+        if unmark_loss {
+            for s in self.sb.iter_mut() {
+                s.flags &= !LOST;
+            }
+            self.lost_out = 0;
+            self.retransmit_hint = self.snd_una;
+        }
+        if self.prior_ssthresh != 0 {
+            self.sync_tp(self.tp.now);
+            self.tp.cwnd = self.cc.undo_cwnd(&self.tp).min(self.tp.cwnd_clamp);
+            if self.prior_ssthresh > self.tp.ssthresh {
+                self.tp.ssthresh = self.prior_ssthresh;
+                // tcp_ecn_withdraw_cwr.
+                self.queue_cwr = false;
+            }
+        }
+        self.undo_marker = None;
+        // Force RACK to re-examine losses.
+        self.rack_advanced = true;
+        self.stats.undos += 1;
+    }
+
+    /// Linux `tcp_try_undo_recovery`: at the end of Recovery/Loss, undo if every
+    /// retransmission proved unnecessary; then Open.
+    fn try_undo_recovery(&mut self) {
+        if self.may_undo() {
+            self.undo_cwnd_reduction(false);
+        } else if self.reo_wnd_persist > 0 {
+            self.reo_wnd_persist -= 1;
+        }
+        self.set_state(CaState::Open);
+    }
+
+    /// Linux `tcp_try_undo_dsack`: D-SACKs have covered every retransmission.
+    fn try_undo_dsack(&mut self) -> bool {
+        if self.undo_marker.is_some() && self.undo_retrans == 0 {
+            self.reo_wnd_persist = (self.reo_wnd_persist + 1).min(TCP_RACK_RECOVERY_THRESH);
+            self.undo_cwnd_reduction(false);
+            return true;
+        }
+        false
+    }
+
+    /// Linux `tcp_try_undo_partial`: the hole was filled by the delayed original (timestamps):
+    /// reordering, and undo once no retransmission is in flight. Returns true to stop
+    /// further loss marking on this ACK.
+    fn try_undo_partial(&mut self, prior_una: u32) -> bool {
+        if self.undo_marker.is_some() && self.packet_delayed() {
+            self.check_sack_reordering(prior_una, true);
+            if self.retrans_out > 0 {
+                return true;
+            }
+            if !self.any_retrans_done() {
+                self.retrans_stamp = None;
+            }
+            self.undo_cwnd_reduction(true);
+            self.try_keep_open();
+        }
+        false
+    }
+
+    /// Linux `tcp_try_undo_loss` (without F-RTO).
+    fn try_undo_loss(&mut self) -> bool {
+        if self.may_undo() {
+            self.undo_cwnd_reduction(true);
+            self.set_state(CaState::Open);
+            return true;
+        }
+        false
+    }
+
+    /// Linux `tcp_process_loss` without F-RTO (RFC 5682 is not modelled): undo on forward
+    /// progress when the timestamps show a spurious timeout; end of Loss at high_seq.
+    fn process_loss(&mut self, fl: &AckFlags) {
+        let recovered = self.snd_una >= self.high_seq;
+        if fl.una_advanced && self.try_undo_loss() {
+            return;
+        }
+        if recovered {
+            self.try_undo_recovery();
+        }
+    }
+
+    // ---------------------------------------------------------------- tail loss probe
+
+    /// Linux `tcp_set_xmit_timer`: a loss probe if one may be scheduled, else the RTO.
+    fn set_xmit_timer(&mut self, ctx: &mut EndpointCtx) {
+        if !self.schedule_loss_probe(true, ctx) {
+            self.rearm_rto(ctx);
+        }
+    }
+
+    /// Linux `tcp_rearm_rto`: the RTO from now, or (after a probe or reordering timer) from
+    /// the head's transmission.
+    fn rearm_rto(&mut self, ctx: &mut EndpointCtx) {
+        if self.packets_out() == 0 {
+            self.rto_timer.cancel();
+            self.tlp_pending = false;
+            return;
+        }
+        let mut rto = self.rto;
+        if self.tlp_pending {
+            let head = self.sb.front().map_or(ctx.now, |h| h.tx_time);
+            rto = (head + self.rto).saturating_sub(ctx.now).max(Time(1));
+        }
+        self.tlp_pending = false;
+        self.rto_timer.arm(ctx.now + rto, ctx.event(FlowTimer::Retransmit), ctx.events);
+    }
+
+    /// Linux `tcp_schedule_loss_probe` (RFC 8985 §7.2, `tcp_early_retrans` = 3): in Open or
+    /// CWR with data outstanding, PTO = 2·srtt plus `TCP_RTO_MIN` when one segment is out
+    /// (delayed-ACK allowance) or `TCP_TIMEOUT_MIN` otherwise, but no later than the RTO.
+    fn schedule_loss_probe(&mut self, advancing_rto: bool, ctx: &mut EndpointCtx) -> bool {
+        if self.packets_out() == 0 || !matches!(self.tp.ca_state, CaState::Open | CaState::Cwr) {
+            return false;
+        }
+        let mut timeout = if self.srtt > Time::ZERO {
+            let extra = if self.packets_out() == 1 { self.cfg.rto_min } else { TCP_TIMEOUT_MIN };
+            jiffies_up(Time(2 * self.srtt.0)) + extra
+        } else {
+            self.cfg.rto_initial
+        };
+        let rto_delta = if advancing_rto {
+            self.rto
+        } else {
+            let head = self.sb.front().map_or(ctx.now, |h| h.tx_time);
+            (head + self.rto).saturating_sub(ctx.now)
+        };
+        if rto_delta > Time::ZERO {
+            timeout = timeout.min(jiffies_up(rto_delta));
+        }
+        self.tlp_pending = true;
+        self.rto_timer.arm(ctx.now + timeout, ctx.event(FlowTimer::Retransmit), ctx.events);
+        true
+    }
+
+    /// Linux `tcp_send_loss_probe`: one probe per tail-loss episode, new data if the
+    /// application has some (ignoring cwnd), else a retransmission of the last segment.
+    fn send_loss_probe(&mut self, ctx: &mut EndpointCtx) {
+        if self.tlp_high_seq.is_none() && self.packets_out() > 0 {
+            self.tlp_retrans = false;
+            let mut sent = false;
+            if self.has_new_data() && self.cfg.rwnd_packets.map_or(true, |w| self.packets_out() < w) {
+                let seq = self.snd_nxt;
+                self.transmit(seq, TxKind::New, false, ctx);
+                sent = true;
+            } else {
+                let last = self.snd_nxt - 1;
+                if self.seg(last).flags & SACKED == 0 {
+                    self.transmit(last, TxKind::Probe, false, ctx);
+                    self.tlp_retrans = true;
+                    sent = true;
+                }
+            }
+            if sent {
+                self.tlp_high_seq = Some(self.snd_nxt);
+                self.stats.loss_probes += 1;
+                // Restart the RTO from now.
+                self.tlp_pending = false;
+            }
+        }
+        self.rearm_rto(ctx);
+    }
+
+    /// Linux `tcp_process_tlp_ack`: a probe that repaired a loss (the ACK goes beyond it)
+    /// costs one cwnd reduction; a D-SACK or a pure duplicate ACK shows no loss.
+    fn process_tlp_ack(&mut self, ack: u32, tlp_high_seq: u32, fl: &AckFlags) {
+        if ack < tlp_high_seq {
+            return;
+        }
+        if !self.tlp_retrans || fl.dsack_tlp {
+            self.tlp_high_seq = None;
+        } else if ack > tlp_high_seq {
+            self.init_cwnd_reduction();
+            self.set_state(CaState::Cwr);
+            self.end_cwnd_reduction();
+            self.try_keep_open();
+        } else if !(fl.una_advanced || fl.data_sacked) {
+            self.tlp_high_seq = None;
         }
     }
 
@@ -729,6 +1394,7 @@ impl TcpSender {
     fn init_cwnd_reduction(&mut self) {
         self.sync_tp(self.tp.now);
         self.high_seq = self.snd_nxt;
+        self.tlp_high_seq = None;
         self.tp.cwnd_cnt = 0;
         self.prior_cwnd = self.tp.cwnd;
         self.prr_delivered = 0;
@@ -836,30 +1502,32 @@ impl TcpSender {
         }
         self.sync_tp(ctx.now);
         let state = self.tp.ca_state;
+        // tcp_enter_loss: a new episode saves what undo needs and reduces ssthresh.
         if matches!(state, CaState::Open | CaState::Disorder) || self.snd_una >= self.high_seq || (state == CaState::Loss && self.backoff == 1) {
+            self.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.tp.cwnd;
             self.tp.ssthresh = self.cc.ssthresh(&self.tp);
             self.cc.cwnd_event(&mut self.tp, CaEvent::Loss);
+            self.init_undo();
         }
-        // Every segment not SACKed is lost; retransmissions in flight are forgotten.
-        for i in 0..self.sb.len() {
-            let seg = &mut self.sb[i];
-            if seg.flags & SACKED == 0 {
-                let newly = seg.flags & LOST == 0;
-                seg.flags = (seg.flags | LOST) & !RETRANS;
-                if newly {
-                    self.lost_out += 1;
-                    self.lost_total += 1;
-                    let seg = self.sb[i];
-                    self.notify_lost(&seg);
-                }
+        // A timeout in Disorder after many SACKs: the reordering degree was over-estimated.
+        if matches!(state, CaState::Open | CaState::Disorder) && self.sacked_out >= TCP_REORDERING {
+            self.reordering = self.reordering.min(TCP_REORDERING);
+        }
+        // tcp_timeout_mark_lost: every segment not SACKed is lost, except (with RACK) those
+        // sent within the last RACK.rtt, the head always included.
+        for seq in self.snd_una..self.snd_nxt {
+            let seg = *self.seg(seq);
+            if seg.flags & SACKED != 0 {
+                continue;
             }
+            if seq != self.snd_una && seg.tx_time + self.rack_rtt > ctx.now {
+                continue;
+            }
+            self.mark_skb_lost(seq);
         }
-        self.retrans_out = 0;
-        self.retrans_queue.clear();
         self.retransmit_hint = self.snd_una;
-        self.loss_frontier = self.snd_nxt;
-        self.sacked_below_frontier = self.sacked_out;
+        self.tlp_high_seq = None;
         self.high_seq = self.snd_nxt;
         self.set_state(CaState::Loss);
         self.tp.cwnd = self.in_flight() + 1;
@@ -915,6 +1583,7 @@ impl TcpSender {
         let paced = self.tp.paced && self.tp.pacing_rate > 0.0;
         let mut cwnd_limited = false;
         let mut sent = 0;
+        let mut sent_new = 0;
         loop {
             if paced && self.wstamp > now {
                 self.pacing_timer.arm(self.wstamp, ctx.event(FlowTimer::Pacing), ctx.events);
@@ -923,10 +1592,11 @@ impl TcpSender {
             if self.in_flight() >= self.tp.cwnd {
                 break;
             }
-            let (seq, is_retrans) = if let Some(s) = self.next_retransmit() {
-                (s, true)
+            let (seq, kind) = if let Some(s) = self.next_retransmit() {
+                (s, TxKind::Retrans)
             } else if self.has_new_data() && self.cfg.rwnd_packets.map_or(true, |w| self.packets_out() < w) {
-                (self.snd_nxt, false)
+                sent_new += 1;
+                (self.snd_nxt, TxKind::New)
             } else {
                 // Nothing to send while cwnd has room: application-limited (tcp_rate_check_app_limited).
                 if !self.has_new_data() {
@@ -934,8 +1604,12 @@ impl TcpSender {
                 }
                 break;
             };
-            self.transmit(seq, is_retrans, paced, ctx);
+            self.transmit(seq, kind, paced, ctx);
             sent += 1;
+        }
+        // tcp_write_xmit: new data sent schedules a loss probe (one per tail-loss episode).
+        if sent_new > 0 {
+            self.schedule_loss_probe(false, ctx);
         }
         cwnd_limited |= self.in_flight() >= self.tp.cwnd;
         // Linux tcp_cwnd_validate, called when something was sent or cwnd is the limit.
@@ -948,7 +1622,7 @@ impl TcpSender {
         }
     }
 
-    fn transmit(&mut self, seq: u32, is_retrans: bool, paced: bool, ctx: &mut EndpointCtx) {
+    fn transmit(&mut self, seq: u32, kind: TxKind, paced: bool, ctx: &mut EndpointCtx) {
         let now = ctx.now;
         self.tp.now = now;
         if self.packets_out() == 0 {
@@ -975,14 +1649,21 @@ impl TcpSender {
             tx_in_flight: self.in_flight() + 1,
             tx_lost: self.lost_total,
             flags: if self.app_limited_until != 0 { APP_LIMITED } else { 0 },
+            ts_prev: NIL,
+            ts_next: NIL,
         };
         let payload = self.payload_of(seq);
         let mut pkt = Packet::new(self.flow, Direction::Forward, Kind::Data, payload + self.cfg.header_bytes);
         pkt.tcp.seq = seq;
         pkt.tcp.payload = payload;
-        if is_retrans {
+        pkt.tcp.ts_val = Self::ts_of(now);
+        if kind != TxKind::New {
             let seg = self.seg_mut(seq);
-            seg.flags = (seg.flags & SACKED) | LOST | RETRANS | EVER_RETRANS | snap.flags;
+            seg.flags = if kind == TxKind::Retrans {
+                (seg.flags & (SACKED | TSORTED)) | LOST | RETRANS | EVER_RETRANS | snap.flags
+            } else {
+                (seg.flags & (SACKED | LOST | RETRANS | TSORTED)) | EVER_RETRANS | snap.flags
+            };
             seg.tx_time = snap.tx_time;
             seg.delivered = snap.delivered;
             seg.delivered_ce = snap.delivered_ce;
@@ -990,16 +1671,26 @@ impl TcpSender {
             seg.first_tx = snap.first_tx;
             seg.tx_in_flight = snap.tx_in_flight;
             seg.tx_lost = snap.tx_lost;
-            self.retrans_out += 1;
-            self.retrans_queue.push_back(seq);
+            self.ts_push_back(seq);
             self.stats.retransmits += 1;
-            // tcp_xmit_retransmit_queue re-arms the RTO when the head is retransmitted.
-            if seq == self.snd_una {
-                self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
+            if kind == TxKind::Retrans {
+                self.retrans_out += 1;
+                // The first retransmission of an episode (Linux tcp_retransmit_skb).
+                if self.retrans_stamp.is_none() {
+                    self.retrans_stamp = Some(pkt.tcp.ts_val);
+                }
+                // Retransmissions of the episode that D-SACKs may prove unnecessary.
+                self.undo_retrans = self.undo_retrans.max(0) + 1;
+                // tcp_xmit_retransmit_queue re-arms the RTO when the head is retransmitted.
+                if seq == self.snd_una {
+                    self.tlp_pending = false;
+                    self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
+                }
             }
         } else {
             self.sb.push_back(snap);
             self.snd_nxt += 1;
+            self.ts_push_back(seq);
             // RFC 3168 §6.1.2: ECT only on new data, never on retransmissions (Linux tcp_ecn_send).
             if matches!(self.cfg.ecn, EcnMode::Rfc3168 | EcnMode::Sce) {
                 pkt.ecn = Ecn::Ect0;
@@ -1032,6 +1723,48 @@ impl TcpSender {
             }
         }
         ctx.out.push(pkt);
+    }
+
+    // ---------------------------------------------------------------- send-ordered list
+
+    /// Removes a segment from the send-ordered list (Linux `list_del_init` of
+    /// `tcp_tsorted_anchor`), if it is on it.
+    fn ts_unlink(&mut self, seq: u32) {
+        let seg = *self.seg(seq);
+        if seg.flags & TSORTED == 0 {
+            return;
+        }
+        if seg.ts_prev != NIL {
+            self.seg_mut(seg.ts_prev).ts_next = seg.ts_next;
+        } else {
+            self.ts_head = seg.ts_next;
+        }
+        if seg.ts_next != NIL {
+            self.seg_mut(seg.ts_next).ts_prev = seg.ts_prev;
+        } else {
+            self.ts_tail = seg.ts_prev;
+        }
+        let s = self.seg_mut(seq);
+        s.flags &= !TSORTED;
+        s.ts_prev = NIL;
+        s.ts_next = NIL;
+    }
+
+    /// Moves a segment just (re)transmitted to the tail of the send-ordered list (Linux
+    /// `tcp_update_skb_after_send`: `list_move_tail`).
+    fn ts_push_back(&mut self, seq: u32) {
+        self.ts_unlink(seq);
+        let tail = self.ts_tail;
+        if tail != NIL {
+            self.seg_mut(tail).ts_next = seq;
+        } else {
+            self.ts_head = seq;
+        }
+        self.ts_tail = seq;
+        let s = self.seg_mut(seq);
+        s.ts_prev = tail;
+        s.ts_next = NIL;
+        s.flags |= TSORTED;
     }
 
     // ---------------------------------------------------------------- delivery rate
