@@ -329,6 +329,31 @@ def compare_s6(ref: list[dict[str, str]], records: list[Record], suite: Suite) -
     return lines
 
 
+@comparison(
+    "jarvinen-kojo-q95",
+    title="Järvinen & Kojo Table II: 95th percentile queueing delay",
+    suite="jarvinen-kojo",
+    reference="jarvinen-kojo_table2_q95.csv",
+    filters={"path": ["11ms"], "aqm": ["codel", "pie_update60ms", "pie_thresh5pkts", "hred_wq0.02", "hred_wq0.04", "sfq_codel"]},
+    origin="Järvinen & Kojo, Table II (median over 100 replications, seconds)",
+)
+def compare_jk(ref: list[dict[str, str]], records: list[Record], suite: Suite) -> list[str]:
+    loads = [c for c in ref[0] if c != "aqm"] if ref else []
+    label = {c: c.removeprefix("flows_").removesuffix("_s").replace("p", "+") for c in loads}
+    published = {(r["aqm"], label[c]): float(r[c]) for r in ref for c in loads if r.get(c)}
+    simulated: dict[tuple[str, str], float] = {}
+    seeds = 0
+    for g in group_by_cell(records):
+        vals = [v for v in (r.value("bottleneck.sojourn_ms.p95") for r in g) if isinstance(v, (int, float))]
+        if vals:
+            p = g[0].cell.params
+            simulated[(p["aqm"], p["load"])] = statistics.median(vals) / 1000.0
+            seeds = max(seeds, len(vals))
+    rows = [r["aqm"] for r in ref]
+    lines = [f"- simulated: median over {seeds} replication(s) per entry of each run's 95th percentile (s)"]
+    return lines + pivot_lines(published, simulated, rows, [label[c] for c in loads], row_title="AQM")
+
+
 # --------------------------------------------------------------------------------------
 # Running
 # --------------------------------------------------------------------------------------

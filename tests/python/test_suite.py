@@ -377,3 +377,26 @@ def test_pivot_lines_compare_values_and_rank_order():
     assert "- columns with the same rank order: 1 of 2" in text
     assert "| codel | 0.090 / 0.100 | 0.126 / 0.300 |" in text
     assert "| 2+2 | codel, pie | pie, codel | **no** |" in text
+
+
+def test_fct_harm_rows_are_derived_from_the_solo_run(tmp_path):
+    """l4s-tests/fct at one RTT with short durations: each loaded cell's harm row pairs it with
+    the solo cell of the same RTT (report.with_baseline) and matches analysis.fct_harm."""
+    from aqmlab.analysis import fct_harm
+
+    out = tmp_path / "fct"
+    code, _, stderr = cli("suite", "run", "l4s-tests/fct", "--filter", "rtt=20", "--out", out, "--no-plots", "--jobs", "2",
+                          "--set", "duration=12s", "--set", "workloads[0].start=2s", "--set", "workloads[0].stop=8s",
+                          "--set", "workloads[0].mean_interarrival=100ms")
+    assert code == 0, stderr
+    text = (out / "REPORT.md").read_text()
+    section = text.split("## FCT harm per RTT and competitor")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| 20 |")]
+    assert [r.split(" | ")[1] for r in rows] == ["cubic", "prague"]
+    summ = {c: json.loads((out / f"runs/20_{c}/seed-1/summary.json").read_text())["workloads"][0] for c in ("none", "cubic", "prague")}
+    for row, c in zip(rows, ("cubic", "prague")):
+        cells = [x.strip() for x in row.strip("|").split("|")]
+        assert float(cells[2]) == pytest.approx(summ["none"]["fct_geomean_s"], abs=6e-4)
+        assert float(cells[3]) == pytest.approx(summ[c]["fct_geomean_s"], abs=6e-4)
+        assert float(cells[8]) == pytest.approx(fct_harm(summ["none"]["fct_geomean_s"], summ[c]["fct_geomean_s"]), abs=6e-4)
+    assert "| RTT (ms) | competitor | solo geomean (s) | loaded geomean (s) |" in section
