@@ -10,6 +10,7 @@ pub mod link;
 pub mod metrics;
 pub mod packet;
 pub mod params;
+pub mod path;
 pub mod qdisc;
 pub mod rng;
 pub mod scenario;

@@ -7,6 +7,7 @@
 use crate::event::{Event, EventQueue};
 use crate::metrics::LogHistogram;
 use crate::packet::{Ecn, Packet};
+use crate::path::tunnel::TunnelElement;
 use crate::qdisc::{Enqueued, Qdisc};
 use crate::time::{Rate, Time};
 use std::collections::VecDeque;
@@ -191,6 +192,8 @@ pub enum Element {
     /// Rewrites the ECN field of every packet passing (the studies' iptables `bleach_ecn`
     /// and `dscp_to_ect1` helpers on the middlebox, ahead of the AQM); no delay.
     EcnRewrite(Ecn),
+    /// A tunnel entry or exit (encapsulation, decapsulation, anti-replay); no delay.
+    Tunnel(TunnelElement),
 }
 
 impl Element {
@@ -203,13 +206,14 @@ impl Element {
                 pkt.ecn = *to;
                 ctx.out.push(pkt);
             }
+            Element::Tunnel(t) => t.receive(pkt, ctx),
         }
     }
     pub fn wake(&mut self, ctx: &mut ElementCtx) {
         match self {
             Element::Delay(d) => d.wake(ctx),
             Element::Link(l) => l.wake(ctx),
-            Element::EcnRewrite(_) => {}
+            Element::EcnRewrite(_) | Element::Tunnel(_) => {}
         }
     }
     /// Packets currently inside the element (for the conservation check).
@@ -217,7 +221,7 @@ impl Element {
         match self {
             Element::Delay(d) => d.line.len(),
             Element::Link(l) => l.held(),
-            Element::EcnRewrite(_) => 0,
+            Element::EcnRewrite(_) | Element::Tunnel(_) => 0,
         }
     }
     /// Packets this element has dropped.
@@ -225,6 +229,7 @@ impl Element {
         match self {
             Element::Delay(_) | Element::EcnRewrite(_) => 0,
             Element::Link(l) => l.qdisc.stats().drops,
+            Element::Tunnel(t) => t.drops(),
         }
     }
 }

@@ -3,6 +3,7 @@
 //! Every key is checked: unknown keys, missing keys and malformed or out-of-range values
 //! are reported as one line naming the key path and the file line (see [`ScenarioError`]).
 
+use crate::path::tunnel::{self, TunnelSpec};
 use crate::qdisc::QdiscSpec;
 use crate::time::{Rate, Time};
 use crate::units::{parse_bytes, parse_rate, parse_time};
@@ -37,6 +38,9 @@ pub struct Scenario {
     /// Real-time media flows over UDP (SCReAM).
     #[serde(default)]
     pub media: Vec<MediaSpec>,
+    /// Tunnels flows, probes and media can be carried in (`tunnel = "<name>"`).
+    #[serde(default)]
+    pub tunnels: Vec<TunnelSpec>,
 }
 
 fn default_seed() -> u64 {
@@ -175,6 +179,9 @@ pub struct FlowSpec {
     /// queueing at the bottleneck).
     #[serde(default)]
     pub direction: Way,
+    /// Carry this traffic in the `[[tunnels]]` entry of this name.
+    #[serde(default)]
+    pub tunnel: Option<String>,
 }
 
 /// Which way a flow's data travels through the dumbbell.
@@ -236,6 +243,9 @@ pub struct ProbeSpec {
     pub start: Time,
     #[serde(default, deserialize_with = "de_opt_time")]
     pub stop: Option<Time>,
+    /// Carry this traffic in the `[[tunnels]]` entry of this name.
+    #[serde(default)]
+    pub tunnel: Option<String>,
 }
 
 fn default_probe_interval() -> Time {
@@ -299,6 +309,9 @@ pub struct MediaSpec {
     pub packet_size: u32,
     #[serde(default = "default_media_qdelay_target", deserialize_with = "de_time")]
     pub queue_delay_target: Time,
+    /// Carry this traffic in the `[[tunnels]]` entry of this name.
+    #[serde(default)]
+    pub tunnel: Option<String>,
 }
 
 fn default_media_min() -> Rate {
@@ -459,7 +472,7 @@ impl Scenario {
     }
 
     /// Range checks that serde cannot express.
-    fn validate(&self) -> Result<(), (String, String)> {
+    fn validate<'a>(&'a self) -> Result<(), (String, String)> {
         let err = |k: &str, m: String| Err((k.to_string(), m));
         if self.duration == Time::ZERO {
             return err("duration", "must be greater than zero".into());
@@ -562,6 +575,13 @@ impl Scenario {
                 }
             }
         }
+        let named = |list: &'static str, names: Vec<Option<&'a str>>| {
+            names.into_iter().enumerate().filter_map(move |(i, t)| Some((format!("{list}[{i}].tunnel"), t?)))
+        };
+        let refs = named("flows", self.flows.iter().map(|f| f.tunnel.as_deref()).collect())
+            .chain(named("probes", self.probes.iter().map(|p| p.tunnel.as_deref()).collect()))
+            .chain(named("media", self.media.iter().map(|m| m.tunnel.as_deref()).collect()));
+        tunnel::validate(&self.tunnels, refs)?;
         Ok(())
     }
 }

@@ -14,6 +14,7 @@ use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
 use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder};
 use crate::packet::{Direction, Packet};
+use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::qdisc;
 use crate::rng::Stream;
 use crate::scenario::{default_return_qdisc, Scenario, Way, LINK_MTU};
@@ -123,6 +124,21 @@ struct PathSides {
     after: [Vec<u32>; 2],
 }
 
+impl PathSides {
+    /// The sides of an endpoint pair carried in the tunnel called `name`, if any: the tunnel's
+    /// entry first (so per-flow rewriting acts on the outer header), its exit last.
+    fn tunnelled(tunnels: &Tunnels, name: Option<&str>) -> PathSides {
+        let mut sides = PathSides::default();
+        if let Some(i) = name.map(|n| tunnels.index(n)) {
+            for way in [UP, DOWN] {
+                sides.before[way].push(tunnels.entries(i)[way]);
+                sides.after[way].push(tunnels.exits(i)[way]);
+            }
+        }
+        sides
+    }
+}
+
 impl SharedPath {
     /// Builds an endpoint pair's routes: in each travel direction its base delay (half the
     /// RTT each way), its own elements, the shared hops, its far-end elements. The data
@@ -167,6 +183,7 @@ pub struct Simulation {
     probes: Vec<ProbeFlow>,
     /// Media flows; their endpoint ids follow the probes' (`flows.len() + probes.len() + i`).
     media: Vec<MediaFlow>,
+    tunnels: Tunnels,
     out: Vec<Packet>,
     bottleneck: usize,
     recorder: SeriesRecorder,
@@ -280,6 +297,8 @@ pub struct Summary {
     pub probes: Vec<ProbeSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub media: Vec<MediaSummary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tunnels: Vec<TunnelSummary>,
     pub packets: Conservation,
 }
 
@@ -363,6 +382,11 @@ impl Simulation {
             shared.hops[UP].push((elements.len() - 1) as u32);
         }
 
+        let tunnels = Tunnels::build(&sc.tunnels, |t| {
+            elements.push(Element::Tunnel(t));
+            (elements.len() - 1) as u32
+        });
+
         let mut flows = Vec::new();
         let mut routes = Vec::new();
         for spec in &sc.flows {
@@ -385,7 +409,7 @@ impl Simulation {
                 let cc = spec.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")));
                 let data_down = spec.direction == Way::Down;
                 let data_way = if data_down { DOWN } else { UP };
-                let mut sides = PathSides::default();
+                let mut sides = PathSides::tunnelled(&tunnels, spec.tunnel.as_deref());
                 if let Some(cp) = spec.ecn_rewrite {
                     elements.push(Element::EcnRewrite(cp.ecn()));
                     sides.before[data_way].push((elements.len() - 1) as u32);
@@ -416,7 +440,7 @@ impl Simulation {
         for (i, spec) in sc.probes.iter().enumerate() {
             let id = (flows.len() + i) as u32;
             let name = spec.name.clone().unwrap_or_else(|| format!("probe-{i}"));
-            routes.push(shared.route(&mut elements, spec.rtt, PathSides::default(), false));
+            routes.push(shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), false));
             let cfg = ProbeConfig { interval: spec.interval, wire_len: spec.size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             probes.push(ProbeFlow {
                 rtt: recorder.register(&name, "rtt", "ms"),
@@ -435,7 +459,7 @@ impl Simulation {
                 crate::scenario::MediaKind::Scream => "scream",
             };
             let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
-            routes.push(shared.route(&mut elements, spec.rtt, PathSides::default(), false));
+            routes.push(shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), false));
             let cfg = ScreamConfig {
                 ecn: spec.ecn.ecn(),
                 dscp: spec.dscp,
@@ -516,6 +540,7 @@ impl Simulation {
             flows,
             probes,
             media,
+            tunnels,
             out: Vec::with_capacity(256),
             bottleneck,
             name: sc.name.clone(),
@@ -658,7 +683,7 @@ impl Simulation {
     fn bottleneck_link(&self) -> &Link {
         match &self.elements[self.bottleneck] {
             Element::Link(l) => l,
-            Element::Delay(_) | Element::EcnRewrite(_) => unreachable!("element 0 is the bottleneck link"),
+            _ => unreachable!("element 0 is the bottleneck link"),
         }
     }
 
@@ -706,7 +731,7 @@ impl Simulation {
         }
         let l = match &mut self.elements[self.bottleneck] {
             Element::Link(l) => l,
-            Element::Delay(_) | Element::EcnRewrite(_) => unreachable!("element 0 is the bottleneck link"),
+            _ => unreachable!("element 0 is the bottleneck link"),
         };
         let b = &self.bn_series;
         let (mut sum, mut n, mut max) = (Time::ZERO, 0u64, Time::ZERO);
@@ -844,6 +869,10 @@ impl Simulation {
             jain_steady,
             probes: self.probes.iter().map(|p| ProbeSummary::of(&p.name, p.rtt_base, &p.probe.stats)).collect(),
             media,
+            tunnels: self.tunnels.summary(|i| match &self.elements[i as usize] {
+                Element::Tunnel(t) => t,
+                _ => unreachable!("tunnel element indices point at tunnel elements"),
+            }),
             packets,
         };
         RunOutput { summary, series: self.recorder.finish() }

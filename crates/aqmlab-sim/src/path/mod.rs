@@ -1,0 +1,3 @@
+//! Path elements other than links and delay lines.
+
+pub mod tunnel;
