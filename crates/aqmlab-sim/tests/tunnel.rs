@@ -96,21 +96,20 @@ tunnel = "ipsec"
     let w32 = run(&scenario(&text(32)));
     let q = |s: &Summary, name: &str| s.bottleneck.queues.iter().find(|q| q.name == name).unwrap().sojourn_ms.clone();
     let (c, l) = (q(&off, "C"), q(&off, "L"));
-    // The rule: packets arriving over the largest C − L sojourn difference, at the link rate,
-    // with the full-size outer packet (1514-byte frame + 60 bytes of ESP).
-    let diff_ms = c.max.unwrap() - l.p50.unwrap().min(l.max.unwrap());
-    let rule = (20e6 * diff_ms / 1e3 / (8.0 * 1574.0)).ceil() as u32;
-    let sized = rule.next_power_of_two();
-    let big = run(&scenario(&text(sized)));
+    // The rule as the l4s-tests README states it: the link rate times the largest C − L
+    // sojourn difference, in 1500-byte packets.
+    let diff_ms = c.max.unwrap() - l.p50.unwrap();
+    let rule = (20e6 / 8.0 * diff_ms / 1e3 / 1500.0).ceil() as u32;
+    let big = run(&scenario(&text(rule)));
     let t = |s: &Summary| s.tunnels[0].clone();
     println!(
-        "C sojourn max {:.2} ms p99 {:.2} ms, L p50 {:.3} ms; rule {rule} → window {sized}; max reorder (window 0) {}",
+        "C sojourn max {:.2} ms p99 {:.2} ms, L p50 {:.3} ms; rule: window {rule}; max reorder (window 0) {}",
         c.max.unwrap(),
         c.p99.unwrap(),
         l.p50.unwrap(),
         t(&off).max_reorder
     );
-    for (w, s) in [(0, &off), (32, &w32), (sized, &big)] {
+    for (w, s) in [(0, &off), (32, &w32), (rule, &big)] {
         println!(
             "window {w}: replay drops {}, cubic {:.2} Mbit/s ({} rtx), prague {:.2} Mbit/s ({} rtx)",
             t(s).replay_drops,
@@ -126,8 +125,9 @@ tunnel = "ipsec"
     assert!(w32.flows[0].retransmits as f64 >= 0.8 * drops as f64, "cubic rtx {} for {drops} drops", w32.flows[0].retransmits);
     assert!((w32.flows[1].retransmits as f64) < 0.05 * drops as f64, "prague rtx {}", w32.flows[1].retransmits);
     assert!(w32.flows[0].goodput_mbps < 0.8 * off.flows[0].goodput_mbps, "cubic {} vs {} without replay protection", w32.flows[0].goodput_mbps, off.flows[0].goodput_mbps);
-    // The rule's window is enough: nothing dropped, and the run is the unprotected one.
-    assert!(t(&off).max_reorder < sized as u64, "reordering {} beyond the rule's window {sized}", t(&off).max_reorder);
+    // The rule's window is enough (here: the largest reordering, measured at the exit, is just
+    // below it): nothing dropped, and the run is the unprotected one.
+    assert!(t(&off).max_reorder < rule as u64, "reordering {} beyond the rule's window {rule}", t(&off).max_reorder);
     assert_eq!(t(&big).replay_drops, 0);
     assert_eq!(big.flows[0].bytes_delivered, off.flows[0].bytes_delivered);
 }
@@ -200,12 +200,13 @@ fn a_probe_in_the_tunnel_loses_its_sparse_flow_priority() {
             "duration = \"15s\"\n[bottleneck]\nrate = \"20Mbit\"\nqdisc = \"fq_codel\"\n[[tunnels]]\nname = \"t\"\nkind = \"wireguard\"\n\
              [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ntunnel = \"t\"\n[[probes]]\nrtt = \"20ms\"\nstart = \"2s\"\n{tunnel}\n"
         )));
-        s.probes[0].rtt_ms.p50.unwrap()
+        (s.probes[0].rtt_ms.p50.unwrap(), s.bottleneck.sojourn_ms.p50.unwrap())
     };
-    let (inside, outside) = (probe_rtt("tunnel = \"t\""), probe_rtt(""));
-    println!("probe RTT p50: in the tunnel {inside:.2} ms, outside {outside:.2} ms");
+    let ((inside, queue), (outside, _)) = (probe_rtt("tunnel = \"t\""), probe_rtt(""));
+    println!("probe RTT p50: in the tunnel {inside:.2} ms, outside {outside:.2} ms; bottleneck sojourn p50 {queue:.2} ms");
     assert!(outside < 21.0, "outside {outside}");
-    assert!(inside > outside + 2.0, "inside {inside}, outside {outside}");
+    // Inside, the probe waits about as long as the bulk flow's packets do.
+    assert!(queue > 1.0 && inside > outside + 0.7 * queue, "inside {inside}, outside {outside}, queue {queue}");
 }
 
 #[test]
