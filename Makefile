@@ -1,6 +1,7 @@
 # aqmlab: build, demo and test. Needs only Rust (cargo), Python >= 3.11 with venv + pip, make.
 #
-#   make demo   set up .venv, build the engine into it, run the two-CUBIC demo -> out/demo/
+#   make demo   set up .venv, build the engine into it, run the two-CUBIC demo and the
+#               l4s-tests S6 suite plus a slice of S1 -> out/demo/ (REPORT.md per suite)
 #   make test   cargo tests (release) + pytest
 #   make bench  engine benchmark
 #
@@ -19,12 +20,12 @@ DEMO_OUT := out/demo
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(wildcard crates/*/Cargo.toml) \
 	$(shell find crates -name '*.rs' -not -path '*/target/*' 2>/dev/null)
 
-.PHONY: all setup demo test test-rust test-python bench clean distclean help
+.PHONY: all setup demo validate test test-rust test-python bench clean distclean help
 
 all: demo
 
 help:
-	@sed -n '3,8p' Makefile
+	@sed -n '3,9p' Makefile
 
 # 1. The virtualenv with the runtime + test dependencies (read from pyproject.toml) and maturin.
 $(DEPS_STAMP): pyproject.toml
@@ -45,7 +46,9 @@ setup: $(EXT_STAMP)
 
 demo: $(EXT_STAMP)
 	$(VENV)/bin/aqmlab run $(DEMO_SCENARIO) --out $(DEMO_OUT)
-	@echo "plot: $(DEMO_OUT)/throughput_rtt.png"
+	$(VENV)/bin/aqmlab suite run l4s-tests/s6 --out $(DEMO_OUT)/s6
+	$(VENV)/bin/aqmlab suite run l4s-tests/s1 --filter rate=50Mbit --filter rtt=20/20 --out $(DEMO_OUT)/s1
+	@echo "plot: $(DEMO_OUT)/throughput_rtt.png; reports: $(DEMO_OUT)/s6/REPORT.md, $(DEMO_OUT)/s1/REPORT.md"
 
 test: test-rust test-python
 
@@ -54,6 +57,10 @@ test-rust:
 
 test-python: $(EXT_STAMP)
 	$(VPY) -m pytest tests/python
+
+# Runs the suites that have published numbers (reusing finished runs) -> out/validate/VALIDATION.md
+validate: $(EXT_STAMP)
+	$(VENV)/bin/aqmlab validate --out out/validate
 
 bench:
 	cargo run --release -p aqmlab-sim --bin aqmlab-bench

@@ -1,4 +1,5 @@
-"""Command line: ``aqmlab run SCENARIO.toml --out DIR [--seed N] [--set key=value ...]``.
+"""Command line: ``aqmlab run SCENARIO.toml --out DIR [--seed N] [--set key=value ...]``,
+``aqmlab suite list|show|run|report`` and ``aqmlab validate``.
 
 Exit codes: 0 success; 2 bad input (one line on stderr, nothing written); 1 anything else
 (a short message; the traceback only with ``--debug``).
@@ -6,7 +7,10 @@ Exit codes: 0 success; 2 bad input (one line on stderr, nothing written); 1 anyt
 
 from __future__ import annotations
 
+import os
+import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any, Optional
 
@@ -140,6 +144,240 @@ def run_cmd(
         msg = str(e).replace("\n", " ").strip() or type(e).__name__
         sys.stderr.write(f"aqmlab: error: {type(e).__name__}: {msg} (run with --debug for a traceback)\n")
         raise typer.Exit(EXIT_FAILURE)
+
+
+suite_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    help="Suites: named matrices of scenarios (the studies' experiments). See docs/suites.md.",
+)
+app.add_typer(suite_app, name="suite")
+
+
+def _guard(debug: bool, fn) -> None:
+    """Runs ``fn``; bad input (SuiteError, ScenarioError) -> exit 2 with one line."""
+    from ._sim import ScenarioError
+    from .suite import ExecutorUnavailable, SuiteError
+
+    try:
+        fn()
+    except typer.Exit:
+        raise
+    except (SuiteError, ScenarioError, ExecutorUnavailable) as e:
+        _bad_input(f"aqmlab: {e}")
+    except KeyboardInterrupt:
+        sys.stderr.write("aqmlab: interrupted (finished runs are kept; run again to resume)\n")
+        raise typer.Exit(130)
+    except Exception as e:  # noqa: BLE001
+        if debug:
+            raise
+        msg = str(e).replace("\n", " ").strip() or type(e).__name__
+        sys.stderr.write(f"aqmlab: error: {type(e).__name__}: {msg} (run with --debug for a traceback)\n")
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _suite_command(name: str, filters: list[str], seeds: Optional[int], set_: list[str]) -> str:
+    """The command line that reproduces a report (options that do not change results left out)."""
+    parts = ["aqmlab", "suite", "run", name]
+    for f in filters:
+        parts += ["--filter", f]
+    if seeds is not None:
+        parts += ["--seeds", str(seeds)]
+    for s in set_:
+        parts += ["--set", s]
+    return shlex.join(parts)
+
+
+@suite_app.command("list")
+def suite_list() -> None:
+    """List the built-in suites: name, number of runs, title."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from .suite import builtin_suites, load_suite
+
+    table = Table(title="Suites (aqmlab suite run NAME)", title_justify="left")
+    table.add_column("name")
+    table.add_column("runs", justify="right")
+    table.add_column("axes")
+    table.add_column("title")
+    for name in builtin_suites():
+        s = load_suite(name)
+        n = len(s.cells()) * s.seeds
+        table.add_row(name, str(n), " x ".join(f"{a.name}({len(a.values)})" for a in s.axes), s.title)
+    Console(highlight=False, width=max(100, Console().width)).print(table)
+
+
+@suite_app.command("show")
+def suite_show(
+    name: str = typer.Argument(..., metavar="NAME", help="Suite name (see 'aqmlab suite list') or a suite .toml file."),
+    filter_: list[str] = typer.Option([], "--filter", metavar="AXIS=VALUE[,VALUE]", help="Keep only cells with these axis values."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run."),
+    scenario: bool = typer.Option(False, "--scenario", help="Also print the first run's scenario TOML."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
+) -> None:
+    """Show a suite's axes and the cells a filter selects."""
+
+    def go() -> None:
+        from .suite import load_suite, parse_filters, parse_overrides, plan_runs
+
+        s = load_suite(name)
+        runs = plan_runs(s, Path("."), filters=parse_filters(filter_), seeds=1, overrides=parse_overrides(set_))
+        print(f"{s.name}: {s.title}")
+        for a in s.axes:
+            print(f"  {a.name}: {', '.join(a.labels())}")
+        print(f"{len(runs)} cells (x {s.seeds} seed{'s' if s.seeds != 1 else ''} by default):")
+        for r in runs:
+            print(f"  {r.cell.id}")
+        if scenario and runs:
+            print(f"\n# {runs[0].rel_dir}/scenario.toml\n{runs[0].text}", end="")
+
+    _guard(debug, go)
+
+
+@suite_app.command("run")
+def suite_run(
+    name: str = typer.Argument(..., metavar="NAME", help="Suite name (see 'aqmlab suite list') or a suite .toml file."),
+    filter_: list[str] = typer.Option(
+        [], "--filter", metavar="AXIS=VALUE[,VALUE]", help="Keep only cells with these axis values (repeatable)."
+    ),
+    jobs: int = typer.Option(_default_jobs(), "--jobs", "-j", min=1, help="Runs in parallel (worker processes)."),
+    seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="Seeds per cell: the scenario's seed + 0..K-1."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="Output directory (default: out/NAME)."),
+    set_: list[str] = typer.Option(
+        [], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run, e.g. duration=5s (repeatable)."
+    ),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
+    executor: str = typer.Option("local", "--executor", help="local (a process pool) or dask."),
+    dask: Optional[str] = typer.Option(None, "--dask", metavar="ADDRESS", help="Run on this Dask scheduler (implies --executor dask)."),
+    force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary line."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
+) -> None:
+    """Run a suite's matrix (skipping finished runs) and write REPORT.md and results.csv."""
+
+    def go() -> None:
+        from .suite import SuiteError, load_suite, parse_filters, parse_overrides, run_suite
+
+        if executor not in ("local", "dask"):
+            raise SuiteError(f"--executor {executor}: expected local or dask")
+        s = load_suite(name)
+        filters = parse_filters(filter_)
+        overrides = parse_overrides(set_)
+        out_dir = out if out is not None else Path("out") / s.name
+        if out_dir.exists() and not out_dir.is_dir():
+            raise SuiteError(f"--out {out_dir}: exists and is not a directory")
+        t0 = time.perf_counter()
+        res = run_suite(
+            s,
+            out_dir,
+            filters=filters,
+            seeds=seeds,
+            overrides=overrides,
+            jobs=jobs,
+            plots=plots,
+            executor=executor,
+            dask_address=dask,
+            force=force,
+            progress=not quiet,
+            command=_suite_command(name, filter_, seeds, set_),
+        )
+        if not quiet:
+            print(
+                f"{s.name}: {len(res.runs)} runs ({res.ran} run, {res.reused} reused, {len(res.failed)} failed) "
+                f"in {time.perf_counter() - t0:.1f} s; wrote {out_dir}/REPORT.md and {out_dir}/results.csv"
+            )
+        for run, err in res.failed[:10]:
+            sys.stderr.write(f"aqmlab: {run.rel_dir}: {err}\n")
+        if len(res.failed) > 10:
+            sys.stderr.write(f"aqmlab: ... and {len(res.failed) - 10} more failed runs (see REPORT.md)\n")
+        if res.failed:
+            raise typer.Exit(EXIT_FAILURE)
+
+    _guard(debug, go)
+
+
+@suite_app.command("report")
+def suite_report(
+    name: str = typer.Argument(..., metavar="NAME", help="Suite name or a suite .toml file."),
+    filter_: list[str] = typer.Option([], "--filter", metavar="AXIS=VALUE[,VALUE]", help="As given to 'suite run'."),
+    seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="As given to 'suite run'."),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="DIR", help="The run's output directory (default: out/NAME)."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="As given to 'suite run'."),
+    plot_links: bool = typer.Option(True, "--plot-links/--no-plot-links", help="Keep the tables' Plot column."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
+) -> None:
+    """Rewrite REPORT.md and results.csv from finished runs (nothing is run) and print the report."""
+
+    def go() -> None:
+        from . import report as rep
+        from .suite import SuiteOutcome, load_suite, parse_filters, parse_overrides, plan_runs
+
+        s = load_suite(name)
+        out_dir = out if out is not None else Path("out") / s.name
+        runs = plan_runs(s, out_dir, filters=parse_filters(filter_), seeds=seeds, overrides=parse_overrides(set_))
+        outcome = SuiteOutcome(s, out_dir, runs, 0, 0, [], 0.0, rep.load_records(runs))
+        cmd = _suite_command(name, filter_, seeds, set_)
+        out_dir.mkdir(parents=True, exist_ok=True)
+        rep.write_results_csv(outcome.records, s, out_dir / "results.csv")
+        rep.write_report(outcome, out_dir / "REPORT.md", command=cmd)
+        sys.stdout.write(rep.report_markdown(outcome, cmd, plot_links_column=plot_links))
+
+    _guard(debug, go)
+
+
+@app.command("validate")
+def validate_cmd(
+    out: Path = typer.Option(Path("out/validate"), "--out", "-o", metavar="DIR", help="Directory of the suites' runs."),
+    jobs: int = typer.Option(_default_jobs(), "--jobs", "-j", min=1, help="Runs in parallel (worker processes)."),
+    report: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help="Where to write VALIDATION.md (default: DIR/VALIDATION.md)."),
+    filter_: list[str] = typer.Option([], "--filter", metavar="AXIS=VALUE[,VALUE]", help="Restrict the runs (axes of any validated suite)."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run (for quick checks)."),
+    seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="Seeds per cell."),
+    only: list[str] = typer.Option([], "--only", metavar="KEY", help="Only this comparison or suite (repeatable)."),
+    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
+) -> None:
+    """Run (or reuse) the suites with published numbers and write VALIDATION.md; exits 0 whatever they show."""
+
+    def go() -> None:
+        from .suite import parse_filters, parse_overrides
+        from .validate import validate
+
+        parts = ["aqmlab", "validate"]
+        for f in filter_:
+            parts += ["--filter", f]
+        for s in set_:
+            parts += ["--set", s]
+        if seeds is not None:
+            parts += ["--seeds", str(seeds)]
+        for o in only:
+            parts += ["--only", o]
+        path = validate(
+            out,
+            jobs=jobs,
+            filters=parse_filters(filter_),
+            overrides=parse_overrides(set_),
+            seeds=seeds,
+            plots=plots,
+            only=only,
+            progress=not quiet,
+            report_path=report,
+            command=shlex.join(parts),
+        )
+        if not quiet:
+            print(f"wrote {path}")
+
+    _guard(debug, go)
 
 
 @app.command("version")

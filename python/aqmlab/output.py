@@ -61,8 +61,9 @@ def _fsync_dir(d: Path) -> None:
             os.close(fd)
 
 
-def write_outputs(result: RunResult, out_dir: Path, *, plot: bool = True) -> list[Path]:
-    """Writes timeseries.parquet, timeseries.csv, throughput_rtt.png and summary.json."""
+def write_outputs(result: RunResult, out_dir: Path, *, plot: bool = True, csv: bool = True) -> list[Path]:
+    """Writes timeseries.parquet, timeseries.csv (unless ``csv=False``), throughput_rtt.png
+    (unless ``plot=False``) and, last, summary.json."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     ts = result.timeseries
@@ -72,10 +73,11 @@ def write_outputs(result: RunResult, out_dir: Path, *, plot: bool = True) -> lis
         ts.to_parquet(tmp, index=False, engine="pyarrow")
     written.append(p)
 
-    p = out_dir / CSV
-    with atomic_path(p) as tmp:
-        ts.to_csv(tmp, index=False, lineterminator="\n")
-    written.append(p)
+    if csv:
+        p = out_dir / CSV
+        with atomic_path(p) as tmp:
+            ts.to_csv(tmp, index=False, lineterminator="\n")
+        written.append(p)
 
     if plot:
         from .plot import plot_throughput_rtt

@@ -35,6 +35,8 @@ pub enum FlowTimer {
     MediaFrame,
     MediaPace,
     MediaFeedback,
+    /// An unresponsive UDP source's next transmission (a frame, a paced packet, a CBR packet).
+    UdpSend,
 }
 
 #[derive(Debug)]

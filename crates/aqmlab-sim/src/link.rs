@@ -5,8 +5,9 @@
 //! wake them when something is due, so at most one event per element is pending.
 
 use crate::event::{Event, EventQueue};
-use crate::metrics::LogHistogram;
+use crate::metrics::{LogHistogram, SpikeTracker};
 use crate::packet::{Ecn, Packet};
+use crate::path::netem::Netem;
 use crate::path::tunnel::TunnelElement;
 use crate::qdisc::{Enqueued, Qdisc};
 use crate::time::{Rate, Time};
@@ -97,6 +98,8 @@ pub struct LinkStats {
     pub busy: Time,
     pub tx_packets: u64,
     pub tx_bytes: u64,
+    /// Delay-spike durations of the backlog, when asked for (`[metrics] spike_thresholds`).
+    pub spikes: Option<SpikeTracker>,
 }
 
 /// A link: a queue discipline feeding a serialiser of the given rate. A packet is dequeued
@@ -138,11 +141,19 @@ impl Link {
         }
         old.stats().drops + old.len() as u64
     }
+    /// Tells the spike tracker the backlog from `now` on; called after every event that can
+    /// change it (an arrival, a dequeue with the drops the discipline makes then, a replacement).
+    pub fn observe_backlog(&mut self, now: Time) {
+        if let Some(s) = &mut self.stats.spikes {
+            s.observe(now, self.qdisc.backlog_bytes());
+        }
+    }
     fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
         pkt.enqueued_at = ctx.now;
         if self.qdisc.enqueue(pkt, ctx.now) == Enqueued::Queued {
             self.start_next(ctx);
         }
+        self.observe_backlog(ctx.now);
     }
     fn start_next(&mut self, ctx: &mut ElementCtx) {
         // The link asks for a packet only when the discipline holds one, as an HTB class
@@ -182,6 +193,7 @@ impl Link {
             ctx.out.push(pkt);
         }
         self.start_next(ctx);
+        self.observe_backlog(ctx.now);
     }
 }
 
@@ -194,6 +206,8 @@ pub enum Element {
     EcnRewrite(Ecn),
     /// A tunnel entry or exit (encapsulation, decapsulation, anti-replay); no delay.
     Tunnel(TunnelElement),
+    /// Linux netem: delay with jitter (reordering), random loss, limit, slotted release.
+    Netem(Box<Netem>),
 }
 
 impl Element {
@@ -207,6 +221,7 @@ impl Element {
                 ctx.out.push(pkt);
             }
             Element::Tunnel(t) => t.receive(pkt, ctx),
+            Element::Netem(n) => n.receive(pkt, ctx),
         }
     }
     pub fn wake(&mut self, ctx: &mut ElementCtx) {
@@ -214,6 +229,7 @@ impl Element {
             Element::Delay(d) => d.wake(ctx),
             Element::Link(l) => l.wake(ctx),
             Element::EcnRewrite(_) | Element::Tunnel(_) => {}
+            Element::Netem(n) => n.wake(ctx),
         }
     }
     /// Packets currently inside the element (for the conservation check).
@@ -222,6 +238,7 @@ impl Element {
             Element::Delay(d) => d.line.len(),
             Element::Link(l) => l.held(),
             Element::EcnRewrite(_) | Element::Tunnel(_) => 0,
+            Element::Netem(n) => n.held(),
         }
     }
     /// Packets this element has dropped.
@@ -230,6 +247,7 @@ impl Element {
             Element::Delay(_) | Element::EcnRewrite(_) => 0,
             Element::Link(l) => l.qdisc.stats().drops,
             Element::Tunnel(t) => t.drops(),
+            Element::Netem(n) => n.drops(),
         }
     }
 }
@@ -269,6 +287,26 @@ mod tests {
             // Sojourns 0, 1 ms, 2 ms.
             assert_eq!(l.stats.queues[0].sojourn.max(), Some(ms(2).as_nanos()));
         }
+    }
+
+    #[test]
+    fn link_reports_its_backlog_to_the_spike_tracker() {
+        let ms = Time::from_millis;
+        let mut q = EventQueue::default();
+        let mut l = Link::new(Rate(12_000_000), Box::new(Fifo::pfifo(10)));
+        // 1 ms at 12 Mbit/s = 1500 bytes; 2 ms = 3000 bytes.
+        l.stats.spikes = Some(SpikeTracker::new(&[ms(1), ms(2)], Rate(12_000_000), Time::ZERO));
+        let mut link = Element::Link(l);
+        let mut out = vec![];
+        for _ in 0..3 {
+            link.receive(Packet::new(0, Direction::Forward, Kind::Data, 1500), &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
+        }
+        // Queued behind the one on the wire: 3000 bytes until 1 ms, 1500 until 2 ms.
+        drain(&mut link, &mut q);
+        let Element::Link(l) = &link else { unreachable!() };
+        let r = l.stats.spikes.as_ref().unwrap().summary(ms(10));
+        assert_eq!((r[0].longest_s, r[0].total_s, r[0].peak_ms), (0.001, 0.001, 2.0));
+        assert_eq!(r[1].longest_s, 0.0, "3000 bytes is not above 2 ms worth");
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub enum Kind {
     /// congestion-control feedback (RFC 8888; `tcp.sacks[0]` = the reported sequence range).
     Media,
     MediaFeedback,
+    /// An unresponsive UDP datagram (`apps::udp`; `tcp.seq` = sequence number,
+    /// `tcp.payload` = UDP payload bytes).
+    Udp,
 }
 
 /// The inner header a tunnelled packet carries while it is encapsulated (`path::tunnel`).

@@ -22,6 +22,10 @@ impl<'a> Params<'a> {
     pub fn next_key(&mut self) -> Option<&'a str> {
         self.tokens.next().map(|s| s.as_str())
     }
+    /// The next token without taking it (tc's `NEXT_IS_NUMBER` look-ahead).
+    pub fn peek(&self) -> Option<&'a str> {
+        self.tokens.clone().next().map(|s| s.as_str())
+    }
     /// The raw value following `key`.
     pub fn value(&mut self, key: &str) -> Result<&'a str, String> {
         self.tokens.next().map(|s| s.as_str()).ok_or_else(|| format!("{} parameter '{key}' needs a value", self.kind))

@@ -3,6 +3,7 @@
 //! Every key is checked: unknown keys, missing keys and malformed or out-of-range values
 //! are reported as one line naming the key path and the file line (see [`ScenarioError`]).
 
+use crate::path::netem::NetemSpec;
 use crate::path::tunnel::{self, TunnelSpec};
 use crate::qdisc::QdiscSpec;
 use crate::time::{Rate, Time};
@@ -38,6 +39,9 @@ pub struct Scenario {
     /// Real-time media flows over UDP (SCReAM).
     #[serde(default)]
     pub media: Vec<MediaSpec>,
+    /// Unresponsive UDP sources (video-like frame bursts, constant bit rate).
+    #[serde(default)]
+    pub udp: Vec<UdpSpec>,
     /// Tunnels flows, probes and media can be carried in (`tunnel = "<name>"`).
     #[serde(default)]
     pub tunnels: Vec<TunnelSpec>,
@@ -58,6 +62,11 @@ pub struct Bottleneck {
     /// Propagation delay of the bottleneck link itself (added to every flow's RTT).
     #[serde(default, deserialize_with = "de_time")]
     pub delay: Time,
+    /// netem (tc syntax) on both travel directions, shared by every flow, after each flow's
+    /// own base delay and ahead of the bottleneck discipline: the studies' child netem on
+    /// the middlebox ingress (algorithms.md 3.2).
+    #[serde(default)]
+    pub netem: Option<NetemSpec>,
 }
 
 fn default_qdisc() -> QdiscSpec {
@@ -89,11 +98,23 @@ pub struct Metrics {
     /// Window of the steady-state delivery rate (algorithms.md 5.2).
     #[serde(default = "default_steady_window", deserialize_with = "de_time")]
     pub steady_window: Time,
+    /// Delay-spike thresholds (algorithms.md 5.5 / 4.3): for each, the longest contiguous
+    /// time the bottleneck backlog exceeds this much time's worth of bytes at the link rate.
+    #[serde(default, deserialize_with = "de_times")]
+    pub spike_thresholds: Vec<Time>,
+    /// Spikes are measured from this time on.
+    #[serde(default, deserialize_with = "de_time")]
+    pub spike_after: Time,
 }
 
 impl Default for Metrics {
     fn default() -> Self {
-        Metrics { step: default_step(), steady_window: default_steady_window() }
+        Metrics {
+            step: default_step(),
+            steady_window: default_steady_window(),
+            spike_thresholds: Vec::new(),
+            spike_after: Time::ZERO,
+        }
     }
 }
 
@@ -179,6 +200,10 @@ pub struct FlowSpec {
     /// queueing at the bottleneck).
     #[serde(default)]
     pub direction: Way,
+    /// netem (tc syntax) of this flow's own, on both travel directions after its base delay
+    /// (e.g. `"delay 2ms 1ms 10%"`, the SCE S6 jitter runs).
+    #[serde(default)]
+    pub netem: Option<NetemSpec>,
     /// Carry this traffic in the `[[tunnels]]` entry of this name.
     #[serde(default)]
     pub tunnel: Option<String>,
@@ -243,6 +268,9 @@ pub struct ProbeSpec {
     pub start: Time,
     #[serde(default, deserialize_with = "de_opt_time")]
     pub stop: Option<Time>,
+    /// netem of the probe's own path, both directions (to measure jitter).
+    #[serde(default)]
+    pub netem: Option<NetemSpec>,
     /// Carry this traffic in the `[[tunnels]]` entry of this name.
     #[serde(default)]
     pub tunnel: Option<String>,
@@ -333,6 +361,84 @@ fn default_media_qdelay_target() -> Time {
     Time::from_millis(60)
 }
 
+/// What an unresponsive UDP source sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UdpKind {
+    /// Frames at `frame_rate`, each `rate / frame_rate` bytes sent as a burst of packets
+    /// (or spread over the frame interval when `paced`).
+    Video,
+    /// Evenly spaced packets at `rate`.
+    Cbr,
+}
+
+impl UdpKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            UdpKind::Video => "video",
+            UdpKind::Cbr => "cbr",
+        }
+    }
+}
+
+/// An unresponsive UDP source and its receiver (`apps::udp`). `rate` counts UDP payload, as
+/// an encoder's bitrate or `iperf3 -u -b` does; each packet adds 42 bytes of UDP, IPv4 and
+/// Ethernet headers on the wire.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UdpSpec {
+    /// Label; defaults to `<kind>-<index>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "default_udp_kind")]
+    pub kind: UdpKind,
+    /// Payload bit rate. Default 2.5 Mbit/s: a 720p/1080p videoconference stream.
+    #[serde(default = "default_udp_rate", deserialize_with = "de_rate")]
+    pub rate: Rate,
+    /// Video frames per second (default 30); video only.
+    #[serde(default)]
+    pub frame_rate: Option<f64>,
+    /// Video: spread each frame's packets evenly over the frame interval instead of sending
+    /// them back to back.
+    #[serde(default)]
+    pub paced: Option<bool>,
+    /// Video: frame size variation in percent; each frame is nominal × (1 + (u − ½)·X/100)
+    /// with u uniform in [0, 1), as `[[media]]`'s key.
+    #[serde(default)]
+    pub frame_size_variation: Option<f64>,
+    /// UDP payload bytes per packet (a frame's last packet carries the remainder). Default
+    /// 1200, libwebrtc's video packet size (`kVideoMtu`).
+    #[serde(default = "default_media_packet")]
+    pub packet_size: u32,
+    /// Base round-trip time of the path (half each way; only the forward half is used).
+    #[serde(deserialize_with = "de_time")]
+    pub rtt: Time,
+    #[serde(default, deserialize_with = "de_time")]
+    pub start: Time,
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub stop: Option<Time>,
+    #[serde(default = "default_probe_ecn")]
+    pub ecn: Codepoint,
+    #[serde(default)]
+    pub dscp: u8,
+    #[serde(default)]
+    pub direction: Way,
+    /// Carry this traffic in the `[[tunnels]]` entry of this name.
+    #[serde(default)]
+    pub tunnel: Option<String>,
+}
+
+fn default_udp_kind() -> UdpKind {
+    UdpKind::Video
+}
+fn default_udp_rate() -> Rate {
+    Rate(2_500_000)
+}
+/// Default video frame rate of `[[udp]]` sources.
+pub const DEFAULT_UDP_FRAME_RATE: f64 = 30.0;
+/// Largest UDP payload in one 1500-byte IPv4 packet.
+pub const MAX_UDP_PAYLOAD: u32 = 1500 - 20 - 8;
+
 fn default_ecn() -> EcnMode {
     EcnMode::Off
 }
@@ -384,6 +490,12 @@ fn de_time<'de, D: Deserializer<'de>>(d: D) -> Result<Time, D::Error> {
 }
 fn de_opt_time<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
     de_time(d).map(Some)
+}
+/// A list of times, e.g. `["60ms", "100ms"]`.
+fn de_times<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Time>, D::Error> {
+    #[derive(Deserialize)]
+    struct TimeText(#[serde(deserialize_with = "de_time")] Time);
+    Ok(Vec::<TimeText>::deserialize(d)?.into_iter().map(|t| t.0).collect())
 }
 fn de_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
     let s = expect_str(d, "a rate such as \"50Mbit\"")?;
@@ -480,8 +592,58 @@ impl Scenario {
         if self.duration > Time::from_secs(100_000) {
             return err("duration", "must be at most 100000s".into());
         }
-        if self.flows.is_empty() && self.probes.is_empty() && self.media.is_empty() {
-            return err("flows", "at least one [[flows]], [[probes]] or [[media]] entry is needed".into());
+        if self.flows.is_empty() && self.probes.is_empty() && self.media.is_empty() && self.udp.is_empty() {
+            return err("flows", "at least one [[flows]], [[probes]], [[media]] or [[udp]] entry is needed".into());
+        }
+        for (i, u) in self.udp.iter().enumerate() {
+            let k = |name: &str| format!("udp[{i}].{name}");
+            if u.rtt < Time::from_micros(2) {
+                return err(&k("rtt"), "must be at least 2us".into());
+            }
+            if !(1..=MAX_UDP_PAYLOAD).contains(&u.packet_size) {
+                return err(&k("packet_size"), format!("{} is out of range 1..{MAX_UDP_PAYLOAD} bytes", u.packet_size));
+            }
+            // Packets at most one per nanosecond, the clock's resolution.
+            if u.rate.0 < 1_000 || u.rate.0 > u.packet_size as u64 * 8_000_000_000 {
+                return err(&k("rate"), format!("{} is out of range 1kbit..{}Gbit for this packet_size", u.rate, u.packet_size * 8));
+            }
+            if u.kind == UdpKind::Cbr {
+                for (set, name) in [(u.frame_rate.is_some(), "frame_rate"), (u.paced.is_some(), "paced"), (u.frame_size_variation.is_some(), "frame_size_variation")] {
+                    if set {
+                        return err(&k(name), "applies only to kind = \"video\"".into());
+                    }
+                }
+            }
+            if let Some(f) = u.frame_rate {
+                if !(f > 0.0 && f <= 1000.0) {
+                    return err(&k("frame_rate"), format!("{f} is out of range (0, 1000]"));
+                }
+            }
+            if let Some(v) = u.frame_size_variation {
+                if !(0.0..=200.0).contains(&v) {
+                    return err(&k("frame_size_variation"), format!("{v} is out of range 0..200 %"));
+                }
+            }
+            if u.dscp > 63 {
+                return err(&k("dscp"), format!("{} is out of range 0..63", u.dscp));
+            }
+            if u.start >= self.duration {
+                return err(&k("start"), format!("{} is not before the end of the run ({})", u.start, self.duration));
+            }
+            if u.stop.is_some_and(|s| s <= u.start) {
+                return err(&k("stop"), "must be after start".into());
+            }
+        }
+        for (i, t) in self.metrics.spike_thresholds.iter().enumerate() {
+            if *t == Time::ZERO {
+                return err(&format!("metrics.spike_thresholds[{i}]"), "must be greater than zero".into());
+            }
+        }
+        if self.metrics.spike_thresholds.len() > 16 {
+            return err("metrics.spike_thresholds", "at most 16 thresholds".into());
+        }
+        if self.metrics.spike_after >= self.duration {
+            return err("metrics.spike_after", format!("{} is not before the end of the run ({})", self.metrics.spike_after, self.duration));
         }
         for (i, m) in self.media.iter().enumerate() {
             let k = |name: &str| format!("media[{i}].{name}");
@@ -580,7 +742,8 @@ impl Scenario {
         };
         let refs = named("flows", self.flows.iter().map(|f| f.tunnel.as_deref()).collect())
             .chain(named("probes", self.probes.iter().map(|p| p.tunnel.as_deref()).collect()))
-            .chain(named("media", self.media.iter().map(|m| m.tunnel.as_deref()).collect()));
+            .chain(named("media", self.media.iter().map(|m| m.tunnel.as_deref()).collect()))
+            .chain(named("udp", self.udp.iter().map(|u| u.tunnel.as_deref()).collect()));
         tunnel::validate(&self.tunnels, refs)?;
         Ok(())
     }

@@ -9,15 +9,17 @@
 
 use crate::apps::probe::{ProbeConfig, ProbeStats};
 use crate::apps::scream::{Scream, ScreamConfig};
-use crate::apps::Probe;
+use crate::apps::udp::{Pattern, UdpConfig};
+use crate::apps::{Probe, UdpSource};
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
-use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder};
+use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder, SpikeSummary, SpikeTracker};
 use crate::packet::{Direction, Packet};
+use crate::path::netem::{Netem, NetemSpec};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::qdisc;
 use crate::rng::Stream;
-use crate::scenario::{default_return_qdisc, Scenario, Way, LINK_MTU};
+use crate::scenario::{default_return_qdisc, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE, LINK_MTU};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use serde::Serialize;
@@ -93,6 +95,19 @@ impl MediaFlow {
     }
 }
 
+/// An unresponsive UDP flow with its series handles.
+struct UdpFlow {
+    name: String,
+    kind: &'static str,
+    start: Time,
+    stop: Option<Time>,
+    app: UdpSource,
+    /// Payload received per tick, Mbit/s.
+    rate: SeriesId,
+    /// Mean one-way delay per tick, ms.
+    owd: SeriesId,
+}
+
 struct BottleneckSeries {
     qdelay: SeriesId,
     qdelay_max: SeriesId,
@@ -163,6 +178,16 @@ impl SharedPath {
     }
 }
 
+/// Adds one netem element per travel direction (indexed by `UP`/`DOWN`), each drawing from
+/// its own stream `netem/<label>/up|down`.
+fn netem_pair(elements: &mut Vec<Element>, spec: &NetemSpec, seed: u64, label: &str) -> [u32; 2] {
+    [UP, DOWN].map(|way| {
+        let stream = Stream::new(seed, &format!("netem/{label}/{}", ["up", "down"][way]));
+        elements.push(Element::Netem(Box::new(Netem::new(spec.config.clone(), stream))));
+        (elements.len() - 1) as u32
+    })
+}
+
 /// A ready-to-run simulation.
 pub struct Simulation {
     now: Time,
@@ -184,6 +209,8 @@ pub struct Simulation {
     /// Media flows; their endpoint ids follow the probes' (`flows.len() + probes.len() + i`).
     media: Vec<MediaFlow>,
     tunnels: Tunnels,
+    /// UDP flows; their endpoint ids follow the media flows'.
+    udp: Vec<UdpFlow>,
     out: Vec<Packet>,
     bottleneck: usize,
     recorder: SeriesRecorder,
@@ -223,14 +250,19 @@ pub struct FlowSummary {
     pub fct_s: Option<f64>,
 }
 
-/// Queue-sojourn percentiles in milliseconds.
+/// Delay percentiles in milliseconds (queue sojourn, probe and UDP delays).
 #[derive(Clone, Debug, Serialize)]
 pub struct SojournSummary {
     pub p50: Option<f64>,
     pub p95: Option<f64>,
     pub p99: Option<f64>,
+    pub p999: Option<f64>,
     pub max: Option<f64>,
     pub mean: Option<f64>,
+    /// The distribution as `[ms, fraction of packets at or below]` points (at most 200, see
+    /// `LogHistogram::cdf`); bottleneck queues only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cdf: Option<Vec<[f64; 2]>>,
 }
 
 impl SojournSummary {
@@ -240,9 +272,16 @@ impl SojournSummary {
             p50: ms(h.quantile(0.50)),
             p95: ms(h.quantile(0.95)),
             p99: ms(h.quantile(0.99)),
+            p999: ms(h.quantile(0.999)),
             max: ms(h.max().map(|x| x as f64)),
             mean: ms(h.mean()),
+            cdf: None,
         }
+    }
+    /// With the CDF.
+    fn with_cdf(h: &LogHistogram) -> Self {
+        let cdf = h.cdf().into_iter().map(|(v, f)| [v as f64 * 1e-6, f]).collect();
+        SojournSummary { cdf: Some(cdf), ..Self::of(h) }
     }
 }
 
@@ -262,6 +301,9 @@ pub struct BottleneckSummary {
     /// Per sub-queue sojourn (e.g. DualPI2's C and L queues); empty for single-queue disciplines.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub queues: Vec<QueueSummary>,
+    /// Delay-spike durations per `[metrics] spike_thresholds` entry.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spikes: Vec<SpikeSummary>,
 }
 
 /// One sub-queue of the bottleneck discipline.
@@ -299,7 +341,23 @@ pub struct Summary {
     pub media: Vec<MediaSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tunnels: Vec<TunnelSummary>,
+    pub udp: Vec<UdpSummary>,
     pub packets: Conservation,
+}
+
+/// An unresponsive UDP flow (`summary.json` → `udp[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct UdpSummary {
+    pub name: String,
+    pub kind: String,
+    /// Packets sent and received.
+    pub sent: u64,
+    pub received: u64,
+    /// Packets missing below the highest sequence number received (RFC 3550 A.3).
+    pub lost: u64,
+    /// Payload received over the flow's span (start to stop or the end of the run), Mbit/s.
+    pub mean_mbps: f64,
+    pub owd_ms: SojournSummary,
 }
 
 /// A media flow (`summary.json` → `media[]`); rates in Mbit/s over its active span.
@@ -368,7 +426,11 @@ impl Simulation {
             let mut ctx = qdisc::BuildCtx { link_rate: rate, mtu: LINK_MTU, rng: Stream::new(sc.seed, label) };
             Link::new(rate, spec.build(&mut ctx))
         };
-        elements.push(Element::Link(build(&sc.bottleneck.qdisc, sc.bottleneck.rate, "qdisc/bottleneck")));
+        let mut bottleneck_link = build(&sc.bottleneck.qdisc, sc.bottleneck.rate, "qdisc/bottleneck");
+        if !sc.metrics.spike_thresholds.is_empty() {
+            bottleneck_link.stats.spikes = Some(SpikeTracker::new(&sc.metrics.spike_thresholds, sc.bottleneck.rate, sc.metrics.spike_after));
+        }
+        elements.push(Element::Link(bottleneck_link));
         let bottleneck = 0;
         let (ret_rate, ret_qdisc) = match &sc.return_path {
             Some(r) => (r.rate.unwrap_or(sc.bottleneck.rate), r.qdisc.clone()),
@@ -380,6 +442,11 @@ impl Simulation {
         if sc.bottleneck.delay > Time::ZERO {
             elements.push(Element::Delay(DelayLine::new(sc.bottleneck.delay)));
             shared.hops[UP].push((elements.len() - 1) as u32);
+        }
+        if let Some(spec) = &sc.bottleneck.netem {
+            for (way, el) in netem_pair(&mut elements, spec, sc.seed, "bottleneck").into_iter().enumerate() {
+                shared.hops[way].insert(0, el);
+            }
         }
 
         let tunnels = Tunnels::build(&sc.tunnels, |t| {
@@ -410,6 +477,11 @@ impl Simulation {
                 let data_down = spec.direction == Way::Down;
                 let data_way = if data_down { DOWN } else { UP };
                 let mut sides = PathSides::tunnelled(&tunnels, spec.tunnel.as_deref());
+                if let Some(n) = &spec.netem {
+                    for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("flow/{id}")).into_iter().enumerate() {
+                        sides.before[way].push(el);
+                    }
+                }
                 if let Some(cp) = spec.ecn_rewrite {
                     elements.push(Element::EcnRewrite(cp.ecn()));
                     sides.before[data_way].push((elements.len() - 1) as u32);
@@ -440,7 +512,13 @@ impl Simulation {
         for (i, spec) in sc.probes.iter().enumerate() {
             let id = (flows.len() + i) as u32;
             let name = spec.name.clone().unwrap_or_else(|| format!("probe-{i}"));
-            routes.push(shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), false));
+            let mut sides = PathSides::tunnelled(&tunnels, spec.tunnel.as_deref());
+            if let Some(n) = &spec.netem {
+                for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("probe/{i}")).into_iter().enumerate() {
+                    sides.before[way].push(el);
+                }
+            }
+            routes.push(shared.route(&mut elements, spec.rtt, sides, false));
             let cfg = ProbeConfig { interval: spec.interval, wire_len: spec.size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             probes.push(ProbeFlow {
                 rtt: recorder.register(&name, "rtt", "ms"),
@@ -493,6 +571,31 @@ impl Simulation {
                 stop: spec.stop,
             });
         }
+        let mut udp = Vec::new();
+        for (i, spec) in sc.udp.iter().enumerate() {
+            let id = (flows.len() + probes.len() + media.len() + i) as u32;
+            let kind = spec.kind.name();
+            let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
+            routes.push(shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), spec.direction == Way::Down));
+            let pattern = match spec.kind {
+                UdpKind::Cbr => Pattern::Cbr,
+                UdpKind::Video => Pattern::Video {
+                    frame_rate: spec.frame_rate.unwrap_or(DEFAULT_UDP_FRAME_RATE),
+                    paced: spec.paced.unwrap_or(false),
+                    variation: spec.frame_size_variation.unwrap_or(0.0) / 100.0,
+                },
+            };
+            let cfg = UdpConfig { pattern, rate: spec.rate, packet_size: spec.packet_size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
+            udp.push(UdpFlow {
+                rate: recorder.register(&name, "rate", "Mbit/s"),
+                owd: recorder.register(&name, "owd", "ms"),
+                app: UdpSource::new(id, cfg, Stream::new(sc.seed, &format!("udp/{name}"))),
+                name,
+                kind,
+                start: spec.start,
+                stop: spec.stop,
+            });
+        }
         let bn_series = BottleneckSeries {
             qdelay: recorder.register("bottleneck", "qdelay", "ms"),
             qdelay_max: recorder.register("bottleneck", "qdelay_max", "ms"),
@@ -525,6 +628,9 @@ impl Simulation {
         for (i, m) in media.iter().enumerate() {
             events.schedule(m.start, Event::Flow((flows.len() + probes.len() + i) as u32, FlowTimer::Start));
         }
+        for (i, u) in udp.iter().enumerate() {
+            events.schedule(u.start, Event::Flow((flows.len() + probes.len() + media.len() + i) as u32, FlowTimer::Start));
+        }
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
         Simulation {
@@ -536,11 +642,18 @@ impl Simulation {
             events,
             elements,
             routes,
-            client_hosts: sc.flows.iter().flat_map(|f| std::iter::repeat((f.host, f.direction == Way::Down)).take(f.count as usize)).collect(),
+            client_hosts: sc
+                .flows
+                .iter()
+                .flat_map(|f| std::iter::repeat((f.host, f.direction == Way::Down)).take(f.count as usize))
+                .chain(std::iter::repeat((0, false)).take(probes.len() + media.len()))
+                .chain(sc.udp.iter().map(|u| (0, u.direction == Way::Down)))
+                .collect(),
             flows,
             probes,
             media,
             tunnels,
+            udp,
             out: Vec::with_capacity(256),
             bottleneck,
             name: sc.name.clone(),
@@ -604,11 +717,18 @@ impl Simulation {
                                 _ => p.on_timer(timer, &mut ctx),
                             }
                         }
-                        None => {
+                        None if (f as usize) < n_flows + n_probes + self.media.len() => {
                             let m = &mut self.media[f as usize - n_flows - n_probes].app;
                             match timer {
                                 FlowTimer::Start => m.start(&mut ctx),
                                 _ => m.on_timer(timer, &mut ctx),
+                            }
+                        }
+                        None => {
+                            let u = &mut self.udp[f as usize - n_flows - n_probes - self.media.len()].app;
+                            match timer {
+                                FlowTimer::Start => u.start(&mut ctx),
+                                _ => u.on_timer(timer, &mut ctx),
                             }
                         }
                     }
@@ -640,6 +760,7 @@ impl Simulation {
         if let Element::Link(l) = &mut self.elements[self.bottleneck] {
             self.replaced_marks += l.qdisc().stats().ce_marks;
             self.replaced_drops += l.replace_qdisc(qdisc);
+            l.observe_backlog(self.now);
         }
     }
 
@@ -673,7 +794,8 @@ impl Simulation {
                         Direction::Reverse => flow.sender.on_packet(&pkt, &mut ctx),
                     },
                     None if (pkt.flow as usize) < n_flows + n_probes => self.probes[pkt.flow as usize - n_flows].probe.on_packet(&pkt, &mut ctx),
-                    None => self.media[pkt.flow as usize - n_flows - n_probes].app.on_packet(&pkt, &mut ctx),
+                    None if (pkt.flow as usize) < n_flows + n_probes + self.media.len() => self.media[pkt.flow as usize - n_flows - n_probes].app.on_packet(&pkt, &mut ctx),
+                    None => self.udp[pkt.flow as usize - n_flows - n_probes - self.media.len()].app.on_packet(&pkt, &mut ctx),
                 }
             }
         }
@@ -728,6 +850,13 @@ impl Simulation {
             self.recorder.set(m.bitrate, if now > m.start { rate } else { nan });
             self.recorder.set(m.qdelay, if active { tx.queue_delay * 1e3 } else { nan });
             self.recorder.set(m.cwnd, if active { tx.cwnd as f64 } else { nan });
+        }
+        for u in &mut self.udp {
+            let st = &mut u.app.stats;
+            let rate = st.tick_bytes as f64 * 8.0 / step_s / 1e6;
+            st.tick_bytes = 0;
+            self.recorder.set(u.rate, if now > u.start { rate } else { nan });
+            self.recorder.set(u.owd, st.owd.take_tick_mean_ms());
         }
         let l = match &mut self.elements[self.bottleneck] {
             Element::Link(l) => l,
@@ -826,7 +955,7 @@ impl Simulation {
             names
                 .iter()
                 .zip(&link.stats.queues)
-                .map(|(n, q)| QueueSummary { name: n.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::of(&q.sojourn) })
+                .map(|(n, q)| QueueSummary { name: n.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::with_cdf(&q.sojourn) })
                 .collect()
         } else {
             Vec::new()
@@ -837,6 +966,7 @@ impl Simulation {
             .map(|f| f.start)
             .chain(self.probes.iter().map(|p| p.start))
             .chain(self.media.iter().map(|m| m.start))
+            .chain(self.udp.iter().map(|u| u.start))
             .min()
             .unwrap_or(Time::ZERO);
         let span = end - first_start;
@@ -849,8 +979,9 @@ impl Simulation {
             drops: qs.drops + self.replaced_drops,
             ce_marks: qs.ce_marks + self.replaced_marks,
             utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
-            sojourn_ms: SojournSummary::of(&all),
+            sojourn_ms: SojournSummary::with_cdf(&all),
             queues,
+            spikes: link.stats.spikes.as_ref().map_or_else(Vec::new, |s| s.summary(end)),
         };
         let packets = Conservation {
             sent: self.packets_sent,
@@ -873,6 +1004,23 @@ impl Simulation {
                 Element::Tunnel(t) => t,
                 _ => unreachable!("tunnel element indices point at tunnel elements"),
             }),
+            udp: self
+                .udp
+                .iter()
+                .map(|u| {
+                    let span = (u.stop.map_or(end, |s| s.min(end)) - u.start).as_secs_f64();
+                    let st = &u.app.stats;
+                    UdpSummary {
+                        name: u.name.clone(),
+                        kind: u.kind.to_string(),
+                        sent: st.sent,
+                        received: st.received,
+                        lost: st.lost(),
+                        mean_mbps: if span > 0.0 { st.bytes_received as f64 * 8.0 / span / 1e6 } else { 0.0 },
+                        owd_ms: SojournSummary::of(&st.owd.all),
+                    }
+                })
+                .collect(),
             packets,
         };
         RunOutput { summary, series: self.recorder.finish() }

@@ -1,19 +1,20 @@
-//! Every example under scenarios/ parses and passes validation.
-use aqmlab_sim::Scenario;
+//! Every example scenario under scenarios/ parses and runs, conserving packets.
+
+mod common;
+
+use aqmlab_sim::{Scenario, Simulation};
 
 #[test]
-fn every_example_scenario_parses() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
-    let mut n = 0;
-    for entry in std::fs::read_dir(dir).expect("scenarios/ exists") {
-        let path = entry.unwrap().path();
-        if path.extension().is_some_and(|e| e == "toml") {
-            let text = std::fs::read_to_string(&path).unwrap();
-            if let Err(e) = Scenario::from_toml(&text, &[]) {
-                panic!("{}: {e}", path.display());
-            }
-            n += 1;
-        }
+fn every_example_scenario_parses_and_runs() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    files.sort();
+    assert!(!files.is_empty());
+    for f in files {
+        let text = std::fs::read_to_string(&f).unwrap();
+        let sc = Scenario::from_toml(&text, &[]).unwrap_or_else(|e| panic!("{}: {e}", f.display()));
+        let out = Simulation::new(&sc).run();
+        common::assert_conserved(&out.summary);
+        println!("{}: {} events, {:.2} s wall", f.display(), out.summary.events, out.summary.wall_seconds);
     }
-    assert!(n >= 3, "only {n} scenarios found");
 }

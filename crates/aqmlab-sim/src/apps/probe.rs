@@ -7,7 +7,7 @@
 //! DualPI2 L queue (ECT(1)) or be a sparse flow in fq_codel.
 
 use crate::event::{FlowTimer, Timer};
-use crate::metrics::LogHistogram;
+use crate::metrics::DelayStats;
 use crate::packet::{Direction, Ecn, Kind, Packet};
 use crate::tcp::EndpointCtx;
 use crate::time::Time;
@@ -21,29 +21,6 @@ pub struct ProbeConfig {
     pub ecn: Ecn,
     pub dscp: u8,
     pub stop: Option<Time>,
-}
-
-/// One direction's or the round trip's delay record, streamed.
-#[derive(Debug, Default)]
-pub struct DelayStats {
-    pub all: LogHistogram,
-    tick_sum: Time,
-    tick_n: u64,
-}
-
-impl DelayStats {
-    fn record(&mut self, d: Time) {
-        self.all.record(d.as_nanos());
-        self.tick_sum += d;
-        self.tick_n += 1;
-    }
-    /// Mean delay in ms of the samples since the last call (NaN if none).
-    pub fn take_tick_mean_ms(&mut self) -> f64 {
-        let m = if self.tick_n > 0 { self.tick_sum.as_millis_f64() / self.tick_n as f64 } else { f64::NAN };
-        self.tick_sum = Time::ZERO;
-        self.tick_n = 0;
-        m
-    }
 }
 
 #[derive(Debug, Default)]

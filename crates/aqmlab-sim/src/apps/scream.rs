@@ -13,6 +13,7 @@
 //!
 //! See `docs/algorithms/scream.md` for what is modelled and every known difference.
 
+use super::UDP_IP_ETH;
 use crate::event::{FlowTimer, Timer};
 use crate::packet::{Direction, Ecn, Kind, Packet, SackBlock};
 use crate::rng::Stream;
@@ -22,8 +23,6 @@ use std::collections::VecDeque;
 
 /// RTP header bytes (`kRtpOverHead` / the test tool's `+ 12`).
 pub const RTP_HEADER: u32 = 12;
-/// Bytes below RTP on the wire: UDP 8 + IPv4 20 + Ethernet 14.
-pub const UDP_IP_ETH: u32 = 8 + 20 + 14;
 /// Transmitted-packet history (`kMaxTxPackets`).
 const TX_RING: usize = 4096;
 /// Packets per feedback report (`scream_receiver`'s `nReportedRtpPackets`).

@@ -99,7 +99,56 @@ impl LogHistogram {
         }
         Some(self.max as f64)
     }
+
+    /// The empirical CDF as `(value, fraction of samples <= value)` points, one per non-empty
+    /// bucket (its highest value, clamped to the maximum), ending at `(max, 1.0)`.
+    ///
+    /// With more than [`CDF_POINTS`] non-empty buckets it is thinned to at most that many
+    /// points: the first and last bucket, the bucket where the cumulative count first reaches
+    /// each percentile 1..99, 99.1..99.9 and 99.91..99.99 (the bucket [`Self::quantile`]
+    /// picks, so those quantiles read off the CDF agree with it to within their bucket), and
+    /// buckets at least a factor r above the previous point, with r spreading
+    /// [`CDF_VALUE_STEPS`] steps between the smallest non-zero value and the maximum.
+    pub fn cdf(&self) -> Vec<(u64, f64)> {
+        let mut points = Vec::new();
+        if self.total == 0 {
+            return points;
+        }
+        let nonempty = || self.counts.iter().enumerate().filter(|&(_, &c)| c > 0).map(|(i, &c)| (i, c));
+        let top = |i: usize| {
+            let (lo, w) = bounds(i);
+            (lo + (w - 1)).min(self.max)
+        };
+        let thin = nonempty().count() > CDF_POINTS;
+        let mut ranks: Vec<u64> = Vec::new();
+        let mut ratio = 1.0;
+        if thin {
+            let percents = (1..=99).map(|k| k as f64).chain((1..=9).map(|k| 99.0 + k as f64 / 10.0)).chain((1..=9).map(|k| 99.9 + k as f64 / 100.0));
+            ranks = percents.map(|p| ((p / 100.0 * self.total as f64).ceil() as u64).max(1)).collect();
+            let smallest = nonempty().map(|(i, _)| top(i)).find(|&v| v > 0).unwrap_or(1) as f64;
+            ratio = (self.max as f64 / smallest).powf(1.0 / CDF_VALUE_STEPS as f64);
+        }
+        let (mut seen, mut next_rank, mut next_value) = (0u64, 0usize, 0.0f64);
+        for (i, c) in nonempty() {
+            seen += c;
+            let v = top(i);
+            let rank_reached = ranks.get(next_rank).is_some_and(|&r| seen >= r);
+            if !thin || points.is_empty() || seen == self.total || rank_reached || v as f64 >= next_value {
+                points.push((v, seen as f64 / self.total as f64));
+                while ranks.get(next_rank).is_some_and(|&r| seen >= r) {
+                    next_rank += 1;
+                }
+                next_value = (v.max(1) as f64 * ratio).max(v as f64 + 1.0);
+            }
+        }
+        points
+    }
 }
+
+/// Most points [`LogHistogram::cdf`] returns (1 + 117 percentiles + 81 value steps + 1).
+pub const CDF_POINTS: usize = 200;
+/// Value-spaced points of a thinned CDF.
+const CDF_VALUE_STEPS: u32 = 80;
 
 #[cfg(test)]
 mod tests {
@@ -138,6 +187,35 @@ mod tests {
         assert_eq!(h.max(), exact.last().copied());
         assert_eq!(h.quantile(1.0).unwrap(), *exact.last().unwrap() as f64);
         assert_eq!(h.count(), 100_000);
+    }
+
+    #[test]
+    fn cdf_is_monotone_bounded_and_agrees_with_quantiles() {
+        // Few distinct values: one point per value, exact.
+        let mut h = LogHistogram::default();
+        for v in [5u64, 5, 7, 1000, 1000, 1000] {
+            h.record(v);
+        }
+        assert_eq!(h.cdf(), vec![(5, 2.0 / 6.0), (7, 0.5), (1000, 1.0)]);
+        // Many: thinned, yet every listed quantile lands in the bucket `quantile` reports.
+        let mut h = LogHistogram::default();
+        for i in 0..200_000u64 {
+            let x = (i * 7919 % 200_000) as f64 / 200_000.0;
+            h.record((1_000.0 + x.powi(4) * 300e6) as u64);
+        }
+        let cdf = h.cdf();
+        assert!(cdf.len() <= CDF_POINTS && cdf.len() > 100, "{} points", cdf.len());
+        assert!(cdf.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1));
+        assert_eq!(*cdf.last().unwrap(), (h.max().unwrap(), 1.0));
+        for q in [0.5, 0.9, 0.95, 0.99, 0.999] {
+            let (v, _) = cdf.iter().copied().find(|&(_, f)| f >= q).unwrap();
+            let want = h.quantile(q).unwrap();
+            assert!((v as f64 - want).abs() <= want / 128.0, "q{q}: cdf {v} vs quantile {want}");
+        }
+        // Value spacing: no gap between points wider than the value step (about 1.16x here)
+        // unless the percentiles fill it.
+        let worst = cdf.windows(2).map(|w| w[1].0 as f64 / w[0].0 as f64).fold(0.0, f64::max);
+        assert!(worst < 1.2, "{worst}");
     }
 
     #[test]

@@ -1,10 +1,14 @@
 //! Streaming measurement: fixed-size histograms for per-packet quantities, grid-sampled
 //! series, and the study metrics computed from them (algorithms.md section 5).
 
+mod delay;
 mod histogram;
 mod series;
+mod spikes;
 mod steady;
 
+pub use delay::DelayStats;
 pub use histogram::LogHistogram;
+pub use spikes::{SpikeSummary, SpikeTracker};
 pub use series::{Column, Series, SeriesId, SeriesRecorder};
 pub use steady::{jain_index, steady_state_rate};

@@ -84,7 +84,7 @@ impl TcpReceiver {
                 ctx.out.push(reply);
             }
             Kind::Data => self.on_data(pkt, ctx),
-            Kind::SynAck | Kind::Ack | Kind::ProbeRequest | Kind::ProbeReply | Kind::Media | Kind::MediaFeedback => {}
+            Kind::SynAck | Kind::Ack | Kind::ProbeRequest | Kind::ProbeReply | Kind::Media | Kind::MediaFeedback | Kind::Udp => {}
         }
     }
 

@@ -1,0 +1,547 @@
+"""Suite results: per-run metrics, ``results.csv`` and ``REPORT.md`` with the studies' tables.
+
+Report tables are built by *table builders*: one function per table kind, registered in
+:data:`TABLES` and chosen by ``kind`` in a suite file's ``[[tables]]`` entry. A builder gets
+the table's options (the TOML table), the suite and the run records grouped by cell, and
+returns a :class:`Table`. Adding a table kind is adding one function with ``@table("name")``.
+
+Metrics of a run (:func:`run_metrics`) are flat names (``dss1``, ``jain``, ``ratio``,
+``sojourn_p99``, ...); a table column may also name any value of summary.json by its key
+path (``bottleneck.queues[1].sojourn_ms.p99``). Over several seeds a cell's value is
+aggregated by a statistic (:data:`STATS`): ``mean_std`` (default), ``median_iqr``,
+``min_max``, ``mean``, ``median``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import statistics
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .suite import PLOT_FILE, Cell, RunSpec, Suite, SuiteError, get_key, summary_of
+
+# --------------------------------------------------------------------------------------
+# Records and metrics
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Record:
+    """A run of a suite with its summary (None when it has not finished or failed)."""
+
+    run: RunSpec
+    summary: dict[str, Any] | None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cell(self) -> Cell:
+        return self.run.cell
+
+    def value(self, name: str) -> Any:
+        """A metric by flat name, else a summary.json value by key path; None if absent."""
+        if name in self.metrics:
+            return self.metrics[name]
+        if self.summary is None:
+            return None
+        try:
+            return get_key(self.summary, name)
+        except SuiteError:
+            return None
+
+
+_PCTS = ("p50", "p95", "p99", "p999", "max", "mean")
+
+
+def _num(v: Any) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def run_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat per-run metrics of results.csv (flows numbered from 1, as in the studies' tables)."""
+    m: dict[str, Any] = {}
+    flows = summary.get("flows", []) or []
+    for i, f in enumerate(flows, 1):
+        m[f"cc{i}"] = f.get("cc")
+        m[f"rtt{i}_ms"] = f.get("rtt_ms")
+        m[f"start{i}_s"] = f.get("start_s")
+        m[f"dss{i}"] = f.get("steady_mbps")
+        m[f"goodput{i}"] = f.get("goodput_mbps")
+        m[f"retrans{i}"] = f.get("retransmits")
+        m[f"ce{i}"] = f.get("ce_received")
+        if f.get("fct_s") is not None:
+            m[f"fct{i}_s"] = f.get("fct_s")
+    m["jain"] = summary.get("jain_steady")
+    d1, d2 = (_num(flows[0].get("steady_mbps")), _num(flows[1].get("steady_mbps"))) if len(flows) >= 2 else (None, None)
+    m["ratio"] = d1 / d2 if d1 is not None and d2 else None
+    m["share1"] = d1 / (d1 + d2) if d1 is not None and d2 is not None and d1 + d2 > 0 else None
+    bn = summary.get("bottleneck", {}) or {}
+    m["util"] = bn.get("utilization")
+    m["drops"] = bn.get("drops")
+    m["ce_marks"] = bn.get("ce_marks")
+    soj = bn.get("sojourn_ms", {}) or {}
+    for p in _PCTS:
+        if p in soj:
+            m[f"sojourn_{p}"] = soj[p]
+    for q in bn.get("queues", []) or []:
+        qs = q.get("sojourn_ms", {}) or {}
+        for p in ("p50", "p99", "max"):
+            if p in qs:
+                m[f"sojourn_{q.get('name')}_{p}"] = qs[p]
+    for sp in bn.get("spikes", []) or []:
+        thr = sp.get("threshold_ms")
+        for k in ("longest_s", "total_s", "peak_ms"):
+            if k in sp:
+                m[f"spike{thr:g}ms_{k}"] = sp[k]
+    rl = summary.get("return_link") or {}
+    if "utilization" in rl:
+        m["return_util"] = rl["utilization"]
+    for i, p in enumerate(summary.get("probes", []) or [], 1):
+        r = p.get("rtt_ms") or {}
+        for k in ("p50", "p99"):
+            if k in r:
+                m[f"probe{i}_rtt_{k}"] = r[k]
+    return m
+
+
+def load_records(runs: Sequence[RunSpec]) -> list[Record]:
+    out = []
+    for r in runs:
+        s = summary_of(r)
+        out.append(Record(r, s, run_metrics(s) if s is not None else {}))
+    return out
+
+
+def group_by_cell(records: Sequence[Record]) -> list[list[Record]]:
+    """Records grouped per cell, in plan order (cells in matrix order, seeds ascending)."""
+    groups: dict[str, list[Record]] = {}
+    for r in records:
+        groups.setdefault(r.cell.id, []).append(r)
+    return list(groups.values())
+
+
+def with_baseline(records: Sequence[Record], axis: str, baseline: str) -> list[tuple[list[Record], list[Record] | None]]:
+    """Each cell whose ``axis`` is not ``baseline``, paired with the cell that has the same
+    labels on every other axis and ``baseline`` on ``axis`` (None when that cell is absent).
+
+    For tables built from runs that belong together, e.g. FCT harm: a ``competitor`` axis
+    with values ``none`` (the solo run), ``cubic`` and ``prague``, and
+    ``with_baseline(records, "competitor", "none")``.
+    """
+    groups = group_by_cell(records)
+    index = {}
+    for g in groups:
+        p = g[0].cell.params
+        if p.get(axis) == baseline:
+            index[tuple(sorted((k, v) for k, v in p.items() if k != axis))] = g
+    out = []
+    for g in groups:
+        p = g[0].cell.params
+        if p.get(axis) != baseline:
+            out.append((g, index.get(tuple(sorted((k, v) for k, v in p.items() if k != axis)))))
+    return out
+
+
+def select(records: Sequence[Record], where: Mapping[str, Any] | None) -> list[Record]:
+    """Records whose cell has the given axis labels (a label or a list of labels per axis)."""
+    if not where:
+        return list(records)
+    want = {k: [str(x) for x in (v if isinstance(v, list) else [v])] for k, v in where.items()}
+    return [r for r in records if all(r.cell.params.get(k) in v for k, v in want.items())]
+
+
+# --------------------------------------------------------------------------------------
+# results.csv
+# --------------------------------------------------------------------------------------
+
+
+def _csv_value(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        return repr(v)
+    return str(v)
+
+
+def write_results_csv(records: Sequence[Record], suite: Suite, path: Path) -> None:
+    """One row per run: suite, cell, seed, every axis, the metrics, the run directory."""
+    from .output import atomic_write
+
+    metric_cols: list[str] = []
+    for r in records:
+        for k in r.metrics:
+            if k not in metric_cols:
+                metric_cols.append(k)
+    header = ["suite", "cell", "seed", "replicate", *suite.axis_names, *metric_cols, "run_dir", "status"]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    for r in records:
+        row = [suite.name, r.cell.id, r.run.seed, r.run.replicate]
+        row += [r.cell.params[a] for a in suite.axis_names]
+        row += [_csv_value(r.metrics.get(k)) for k in metric_cols]
+        row += [r.run.rel_dir, "ok" if r.summary is not None else "missing"]
+        w.writerow(row)
+    data = buf.getvalue().encode("utf-8")
+    atomic_write(path, lambda f: f.write(data))
+
+
+# --------------------------------------------------------------------------------------
+# Statistics over seeds and formatting
+# --------------------------------------------------------------------------------------
+
+
+def _clean(values: Sequence[Any]) -> list[float]:
+    return [x for x in (_num(v) for v in values) if x is not None]
+
+
+def _fmt(x: float, spec: str) -> str:
+    return format(x, spec)
+
+
+def stat_mean_std(values: Sequence[float], spec: str) -> str:
+    """``mean ± sample standard deviation`` (just the value for one seed)."""
+    if len(values) == 1:
+        return _fmt(values[0], spec)
+    return f"{_fmt(statistics.fmean(values), spec)} ± {_fmt(statistics.stdev(values), spec)}"
+
+
+def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    if len(values) == 1:
+        return values[0], values[0], values[0]
+    q1, q2, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, q2, q3
+
+
+def stat_median_iqr(values: Sequence[float], spec: str) -> str:
+    """``median [lower quartile–upper quartile]``."""
+    if len(values) == 1:
+        return _fmt(values[0], spec)
+    q1, q2, q3 = _quartiles(values)
+    return f"{_fmt(q2, spec)} [{_fmt(q1, spec)}–{_fmt(q3, spec)}]"
+
+
+def stat_min_max(values: Sequence[float], spec: str) -> str:
+    """``mean (min–max)``."""
+    if len(values) == 1:
+        return _fmt(values[0], spec)
+    return f"{_fmt(statistics.fmean(values), spec)} ({_fmt(min(values), spec)}–{_fmt(max(values), spec)})"
+
+
+STATS: dict[str, Callable[[Sequence[float], str], str]] = {
+    "mean_std": stat_mean_std,
+    "median_iqr": stat_median_iqr,
+    "min_max": stat_min_max,
+    "mean": lambda v, s: _fmt(statistics.fmean(v), s),
+    "median": lambda v, s: _fmt(statistics.median(v), s),
+}
+
+STAT_NOTES = {
+    "mean_std": "mean ± sample standard deviation over the seeds",
+    "median_iqr": "median [lower quartile–upper quartile] over the seeds",
+    "min_max": "mean (minimum–maximum) over the seeds",
+    "mean": "mean over the seeds",
+    "median": "median over the seeds",
+}
+
+
+def aggregate(records: Sequence[Record], metric: str, *, stat: str = "mean_std", spec: str = ".2f", scale: float = 1.0) -> str:
+    """One cell's value of ``metric`` over its seeds, formatted; ``-`` if no run has it."""
+    vals = [v * scale for v in _clean([r.value(metric) for r in records])]
+    if not vals:
+        return "-"
+    try:
+        return STATS[stat](vals, spec)
+    except KeyError:
+        raise SuiteError(f"unknown stat '{stat}' (known: {', '.join(STATS)})") from None
+
+
+def format_ratio(values: Sequence[float]) -> str:
+    """The S6 ratio ``N:1`` (rounded; ``1:N`` when below one), with ``± sd`` over seeds."""
+    vals = _clean(values)
+    if not vals:
+        return "-"
+    m = statistics.fmean(vals)
+    if m >= 1:
+        text = f"{m:.0f}:1"
+        sd = statistics.stdev(vals) if len(vals) > 1 else None
+    else:
+        inv = [1 / v for v in vals if v > 0]
+        text = f"1:{statistics.fmean(inv):.0f}" if inv else "0:1"
+        sd = statistics.stdev(inv) if len(inv) > 1 else None
+    return f"{text} ± {sd:.0f}" if sd is not None else text
+
+
+def plot_links(group: Sequence[Record]) -> str:
+    """``[plot](runs/.../throughput_rtt.png)``; one numbered link per seed with several seeds."""
+    have = [r for r in group if r.summary is not None and (r.run.run_dir / PLOT_FILE).is_file()]
+    if not have:
+        return "-"
+    if len(group) == 1:
+        return f"[plot]({have[0].run.rel_dir}/{PLOT_FILE})"
+    return " ".join(f"[{r.run.seed}]({r.run.rel_dir}/{PLOT_FILE})" for r in have)
+
+
+# --------------------------------------------------------------------------------------
+# Tables
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class Table:
+    title: str
+    headers: list[str]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    align: list[str] | None = None  # "l" or "r" per column
+
+    def markdown(self, drop: Sequence[str] = ()) -> str:
+        keep = [i for i, h in enumerate(self.headers) if h not in drop]
+        align = self.align or ["l"] * len(self.headers)
+        out = ["| " + " | ".join(self.headers[i] for i in keep) + " |"]
+        out.append("| " + " | ".join("---:" if align[i] == "r" else "---" for i in keep) + " |")
+        for row in self.rows:
+            out.append("| " + " | ".join(row[i].replace("|", "\\|") for i in keep) + " |")
+        return "\n".join(out)
+
+
+TableBuilder = Callable[[Mapping[str, Any], Suite, list[Record]], Table]
+TABLES: dict[str, TableBuilder] = {}
+
+
+def table(kind: str) -> Callable[[TableBuilder], TableBuilder]:
+    """Registers a table builder under ``kind`` (the suite file's ``[[tables]] kind``)."""
+
+    def deco(fn: TableBuilder) -> TableBuilder:
+        TABLES[kind] = fn
+        return fn
+
+    return deco
+
+
+def build_table(spec: Mapping[str, Any], suite: Suite, records: Sequence[Record]) -> Table:
+    kind = spec.get("kind")
+    if kind not in TABLES:
+        raise SuiteError(f"{suite.name}: unknown table kind '{kind}' (known: {', '.join(sorted(TABLES))})")
+    return TABLES[kind](spec, suite, select(records, spec.get("where")))
+
+
+def _rate(cell: Cell, spec: Mapping[str, Any]) -> str:
+    if "rate" in spec:
+        return str(cell.render(spec["rate"]))
+    if "rate" in cell.shown:
+        return cell.shown["rate"]
+    return str(get_key(cell.scenario, "bottleneck.rate", "-"))
+
+
+def _qdisc(cell: Cell, spec: Mapping[str, Any]) -> str:
+    if "qdisc" in spec:
+        return str(cell.render(spec["qdisc"]))
+    if "qdisc" in cell.shown:
+        return cell.shown["qdisc"]
+    return str(get_key(cell.scenario, "bottleneck.qdisc", "-"))
+
+
+def _cc_rtt(cell: Cell, spec: Mapping[str, Any], i: int) -> str:
+    """``cc (rtt)`` of flow i (0-based) from the scenario; ``cc_labels`` templates override the name."""
+    labels = spec.get("cc_labels")
+    flow = get_key(cell.scenario, f"flows[{i}]", {}) or {}
+    name = str(cell.render(labels[i])) if labels and i < len(labels) else str(flow.get("cc", "?"))
+    return f"{name}({flow.get('rtt', '?')})"
+
+
+def _stat_note(spec: Mapping[str, Any], groups: Sequence[Sequence[Record]], default: str = "mean_std") -> list[str]:
+    if any(len(g) > 1 for g in groups):
+        n = max(len(g) for g in groups)
+        return [f"Over {n} seeds per row: {STAT_NOTES.get(spec.get('stat', default), spec.get('stat', default))}."]
+    return []
+
+
+@table("fairness")
+def table_fairness(spec: Mapping[str, Any], suite: Suite, records: list[Record]) -> Table:
+    """The l4s-tests Scenario 1 table: Rate, qdisc, CC1 (RTT), DSS1, CC2 (RTT), DSS2, Jain's.
+
+    Options: ``title``, ``cc_labels`` (templates for the two flows' names), ``rate``,
+    ``qdisc`` (templates replacing the axis values), ``stat``.
+    """
+    stat = spec.get("stat", "mean_std")
+    groups = group_by_cell(records)
+    rows = []
+    for g in groups:
+        c = g[0].cell
+        rows.append(
+            [
+                _rate(c, spec),
+                _qdisc(c, spec),
+                _cc_rtt(c, spec, 0),
+                aggregate(g, "dss1", stat=stat, spec=".2f"),
+                _cc_rtt(c, spec, 1),
+                aggregate(g, "dss2", stat=stat, spec=".2f"),
+                aggregate(g, "jain", stat=stat, spec=".3f"),
+                plot_links(g),
+            ]
+        )
+    notes = [
+        "D_SS: steady-state delivery rate in Mbit/s (mean of the 50 ms delivery-rate samples over "
+        "the steady window ending 1 s before the end of the run); Jain's index of the two D_SS."
+    ] + _stat_note(spec, groups)
+    return Table(
+        spec.get("title", "Fairness"),
+        ["Rate", "qdisc", "CC1 (RTT)", "DSS1", "CC2 (RTT)", "DSS2", "Jain's", "Plot"],
+        rows,
+        notes,
+        ["l", "l", "l", "r", "l", "r", "r", "l"],
+    )
+
+
+@table("ratio")
+def table_ratio(spec: Mapping[str, Any], suite: Suite, records: list[Record]) -> Table:
+    """The l4s-tests Scenario 6 table: Rate, qdisc, CC1 (RTT), DSS1, CC2 (RTT), DSS2, DSS1:DSS2 as "N:1".
+
+    Options as :func:`table_fairness`, plus ``columns``: extra axes shown after qdisc.
+    """
+    stat = spec.get("stat", "mean_std")
+    extra = list(spec.get("columns", []))
+    groups = group_by_cell(records)
+    rows = []
+    for g in groups:
+        c = g[0].cell
+        rows.append(
+            [_rate(c, spec), _qdisc(c, spec)]
+            + [c.shown.get(a, "-") for a in extra]
+            + [
+                _cc_rtt(c, spec, 0),
+                aggregate(g, "dss1", stat=stat, spec=".2f"),
+                _cc_rtt(c, spec, 1),
+                aggregate(g, "dss2", stat=stat, spec=".2f"),
+                format_ratio([r.value("ratio") for r in g]),
+                plot_links(g),
+            ]
+        )
+    notes = [
+        "D_SS: steady-state delivery rate in Mbit/s over the steady window ending 1 s before the "
+        "end of the run; Ratio: DSS1:DSS2 rounded to an integer."
+    ] + _stat_note(spec, groups)
+    titles = [suite.axis(a).title or a for a in extra]
+    return Table(
+        spec.get("title", "Throughput ratio"),
+        ["Rate", "qdisc", *titles, "CC1 (RTT)", "DSS1", "CC2 (RTT)", "DSS2", "Ratio", "Plot"],
+        rows,
+        notes,
+        ["l", "l", *["l"] * len(extra), "l", "r", "l", "r", "r", "l"],
+    )
+
+
+def _metric_columns(spec: Mapping[str, Any]) -> list[dict[str, Any]]:
+    cols = []
+    for c in spec.get("metrics", []):
+        if isinstance(c, str):
+            cols.append({"metric": c, "title": c})
+        else:
+            cols.append({"title": c.get("title", c["metric"]), **c})
+    return cols
+
+
+@table("metrics")
+def table_metrics(spec: Mapping[str, Any], suite: Suite, records: list[Record]) -> Table:
+    """One row per cell: every axis (or ``axes = [...]``) and the listed ``metrics``.
+
+    ``metrics`` entries are a name (``"dss1"``, ``"bottleneck.sojourn_ms.p99"``) or a table
+    ``{ metric, title, format = ".2f", stat, scale }``.
+    """
+    axes = list(spec.get("axes", suite.axis_names))
+    cols = _metric_columns(spec) or [{"metric": "goodput1", "title": "goodput1"}, {"metric": "util", "title": "util"}]
+    dstat = spec.get("stat", "mean_std")
+    groups = group_by_cell(records)
+    rows = []
+    for g in groups:
+        c = g[0].cell
+        row = [c.shown.get(a, "-") for a in axes]
+        for col in cols:
+            row.append(
+                aggregate(g, col["metric"], stat=col.get("stat", dstat), spec=col.get("format", ".2f"), scale=col.get("scale", 1.0))
+            )
+        row.append(plot_links(g))
+        rows.append(row)
+    headers = [suite.axis(a).title or a for a in axes] + [c["title"] for c in cols] + ["Plot"]
+    align = ["l"] * len(axes) + ["r"] * len(cols) + ["l"]
+    return Table(spec.get("title", "Results"), headers, rows, _stat_note(spec, groups), align)
+
+
+@table("pivot")
+def table_pivot(spec: Mapping[str, Any], suite: Suite, records: list[Record]) -> Table:
+    """A metric with one axis down and one across (e.g. an AQM per row, the load per column).
+
+    Options: ``rows``, ``columns`` (axis names), ``metric``, ``stat`` (default
+    ``median_iqr``), ``format``, ``scale``. Cells that differ in other axes are pooled.
+    """
+    ra, ca, metric = spec.get("rows"), spec.get("columns"), spec.get("metric")
+    if ra not in suite.axis_names or ca not in suite.axis_names or not metric:
+        raise SuiteError(f"{suite.name}: a pivot table needs rows and columns (axis names) and a metric")
+    stat = spec.get("stat", "median_iqr")
+    rlabels = [v for v in suite.axis(ra).labels() if any(r.cell.params[ra] == v for r in records)]
+    clabels = [v for v in suite.axis(ca).labels() if any(r.cell.params[ca] == v for r in records)]
+    shown = {(a, r.cell.params[a]): r.cell.shown[a] for r in records for a in (ra, ca)}
+    rows = []
+    for rv in rlabels:
+        row = [shown[(ra, rv)]]
+        for cv in clabels:
+            sel = [r for r in records if r.cell.params[ra] == rv and r.cell.params[ca] == cv]
+            row.append(aggregate(sel, metric, stat=stat, spec=spec.get("format", ".3f"), scale=spec.get("scale", 1.0)))
+        rows.append(row)
+    headers = [suite.axis(ra).title or ra] + [shown[(ca, v)] for v in clabels]
+    n = max((sum(1 for r in records if r.cell.params[ra] == rv and r.cell.params[ca] == cv) for rv in rlabels for cv in clabels), default=0)
+    notes = [f"{spec.get('metric_title', metric)}; {STAT_NOTES.get(stat, stat).replace('seeds', 'runs')} ({n} per entry)."]
+    return Table(spec.get("title", metric), headers, rows, notes, ["l"] + ["r"] * len(clabels))
+
+
+# --------------------------------------------------------------------------------------
+# REPORT.md
+# --------------------------------------------------------------------------------------
+
+
+def report_markdown(outcome: Any, command: str | None = None, *, plot_links_column: bool = True) -> str:
+    suite: Suite = outcome.suite
+    records: list[Record] = outcome.records
+    runs: list[RunSpec] = outcome.runs
+    cells = len({r.cell.id for r in runs})
+    seeds = sorted({r.replicate for r in runs})
+    lines = [f"# {suite.title} (`{suite.name}`)", ""]
+    if suite.description:
+        lines += [suite.description, ""]
+    if suite.source:
+        lines += [f"Source: {suite.source}", ""]
+    if command:
+        lines += [f"Made by `{command}`.", ""]
+    lines += [
+        f"{len(runs)} runs: {cells} cells x {len(seeds)} seed{'s' if len(seeds) != 1 else ''}. "
+        f"Per-run files are in `runs/<cell>/seed-<seed>/` (scenario.toml, summary.json, "
+        f"timeseries.parquet, {PLOT_FILE}); every run's metrics are in `results.csv`.",
+        "",
+    ]
+    specs = suite.tables or [{"kind": "metrics"}]
+    for spec in specs:
+        t = build_table(spec, suite, records)
+        lines += [f"## {t.title}", ""]
+        for n in t.notes:
+            lines += [n, ""]
+        lines += [t.markdown(drop=() if plot_links_column else ("Plot",)), ""]
+    missing = [r for r in records if r.summary is None]
+    failed = dict((r.run_dir, e) for r, e in getattr(outcome, "failed", []))
+    if missing:
+        lines += ["## Runs without results", ""]
+        for r in missing:
+            lines.append(f"- `{r.run.rel_dir}`: {failed.get(r.run.run_dir, 'not run')}")
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(outcome: Any, path: Path, command: str | None = None) -> None:
+    from .output import atomic_write
+
+    text = report_markdown(outcome, command).encode("utf-8")
+    atomic_write(path, lambda f: f.write(text))

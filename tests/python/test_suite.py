@@ -1,0 +1,359 @@
+"""Suites: file parsing, matrix expansion, filters, the runner (parallel, resume, seeds,
+determinism), REPORT.md / results.csv, ``aqmlab validate`` and the error paths."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from aqmlab import _sim
+from aqmlab import suite as S
+from aqmlab.cli import app
+from conftest import run_cli
+
+
+def cli(*args: str | Path):
+    """``aqmlab ARGS`` in this process (faster than a subprocess); returns (code, stdout, stderr)."""
+    r = CliRunner().invoke(app, [str(a) for a in args])
+    return r.exit_code, r.stdout, r.stderr
+
+# A small piece of S6: 2 ECN variants x 2 qdiscs = 4 runs of 4 s.
+TINY = ["l4s-tests/s6", "--filter", "classic=cubic", "--filter", "qdisc=pie,red_400000", "--set", "duration=4s"]
+RATIO_HEADER = "| Rate | qdisc | CC1 (RTT) | DSS1 | CC2 (RTT) | DSS2 | Ratio | Plot |"
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+# --------------------------------------------------------------------------------------
+# Parsing and expansion
+# --------------------------------------------------------------------------------------
+
+
+def test_builtin_suites_and_matrix_sizes():
+    names = list(S.builtin_suites())
+    assert names[:4] == ["l4s-tests/s1", "l4s-tests/s6", "l4s-tests/s8", "l4s-tests/s13"]
+    sizes = {n: len(S.load_suite(n).cells()) for n in names}
+    assert sizes["l4s-tests/s1"] == 192
+    assert sizes["l4s-tests/s6"] == 24
+    assert sizes["l4s-tests/s8"] == 24
+    assert sizes["l4s-tests/s13"] == 8
+
+
+def test_filters_reduce_the_matrix():
+    s1 = S.load_suite("l4s-tests/s1")
+    assert len(s1.cells({"rate": ["50Mbit"]})) == 96
+    assert len(s1.cells({"rate": ["50Mbit"], "qdisc": ["pfifo"]})) == 24
+    assert len(s1.cells(S.parse_filters(["cc=prague-prague,cubic-cubic", "rtt=20/20"]))) == 2 * 4 * 2
+
+
+def test_bad_filter_key_is_one_clear_error():
+    s1 = S.load_suite("l4s-tests/s1")
+    with pytest.raises(S.SuiteError) as e:
+        s1.cells({"bandwidth": ["50Mbit"]})
+    msg = str(e.value)
+    assert "\n" not in msg and "no axis 'bandwidth'" in msg and "rate, qdisc, rtt, cc" in msg
+    with pytest.raises(S.SuiteError, match="not a value of rate"):
+        s1.cells({"rate": ["40Mbit"]})
+
+
+def test_s1_cells_map_axis_values_onto_scenario_keys():
+    s1 = S.load_suite("l4s-tests/s1")
+    by = {c.id: c for c in s1.cells()}
+    c = by["10Mbit_pfifo_160-10_cubic-prague"]
+    sc = c.scenario
+    assert sc["bottleneck"] == {"rate": "10Mbit", "qdisc": "pfifo limit 200"}
+    assert c.shown["qdisc"] == "pfifo(200)"
+    assert [f["rtt"] for f in sc["flows"]] == ["160ms", "10ms"]
+    assert [(f["cc"], f["ecn"]) for f in sc["flows"]] == [("cubic", "rfc3168"), ("prague", "l4s")]
+    assert sc["duration"] == "180s" and sc["metrics"]["steady_window"] == "60s"
+    assert by["50Mbit_pfifo_10-10_cubic-cubic"].scenario["bottleneck"]["qdisc"] == "pfifo limit 1000"
+    assert by["50Mbit_cnq_codel_af_10-10_cubic-cubic"].scenario["bottleneck"][
+        "qdisc"
+    ] == "cnq_codel_af bandwidth 50Mbit"
+    s6 = S.load_suite("l4s-tests/s6")
+    noecn = [c for c in s6.cells() if c.params["ecn"] == "noecn"]
+    assert noecn and all(c.scenario["flows"][1]["ecn_rewrite"] == "not-ect" for c in noecn)
+    assert all("ecn_rewrite" not in c.scenario["flows"][1] for c in s6.cells() if c.params["ecn"] == "ecn")
+    s13 = S.load_suite("l4s-tests/s13")
+    c = s13.cells({"rtt": ["80ms"], "classic": ["reno"], "ecn": ["noecn"]})[0]
+    assert [f["rtt"] for f in c.scenario["flows"]] == ["80ms", "80ms"]
+    assert c.scenario["flows"][0] == {"cc": "reno", "ecn": "rfc3168", "rtt": "80ms", "ecn_rewrite": "not-ect"}
+    assert c.scenario["flows"][1]["start"] == "10s"
+
+
+def test_every_builtin_scenario_is_accepted_by_the_engine():
+    for name in S.builtin_suites():
+        for run in S.plan_runs(S.load_suite(name), Path("unused"), seeds=1):
+            # a 1 ms run checks every key (ScenarioError if one is wrong); starts after it are moved to 0
+            starts = [f"flows[{i}].start=0s" for i, f in enumerate(run.cell.scenario["flows"]) if "start" in f]
+            _sim.run(run.text, None, ["duration=1ms", *starts])
+
+
+def test_key_paths_templates_rules_and_exclusions(tmp_path):
+    doc = {"flows": [{"cc": "cubic"}, {"cc": "reno"}]}
+    S.set_key(doc, "flows[*].rtt", "20ms")
+    S.set_key(doc, "flows[1]", {"cc": "prague", "ecn": "l4s"})
+    S.set_key(doc, "metrics.step", "10ms")
+    assert doc == {
+        "flows": [{"cc": "cubic", "rtt": "20ms"}, {"cc": "prague", "rtt": "20ms", "ecn": "l4s"}],
+        "metrics": {"step": "10ms"},
+    }
+    with pytest.raises(S.SuiteError, match="out of range"):
+        S.set_key(doc, "flows[2].cc", "x")
+    ctx = {"n": S.TVar(3), "rtt": S.TVar("20/10", ("20", "10"))}
+    assert S.render("{n}", ctx) == 3 and S.render("x{n}", ctx) == "x3" and S.render("{rtt[1]}ms", ctx) == "10ms"
+    with pytest.raises(S.SuiteError, match="unknown variable 'm'"):
+        S.render("{m}", ctx)
+
+    f = tmp_path / "mini.toml"
+    f.write_text(
+        """
+title = "mini"
+[base]
+duration = "2s"
+[base.bottleneck]
+rate = "10Mbit"
+[[base.flows]]
+cc = "cubic"
+rtt = "10ms"
+count = 1
+[[axes]]
+name = "n"
+values = [{ label = "one", vars = { k = 1 } }, { label = "two", vars = { k = 2 } }]
+set = { "flows[0].count" = "{k}" }
+[[axes]]
+name = "q"
+values = ["pfifo", "fq_codel"]
+set = { "bottleneck.qdisc" = "{q}" }
+[[rules]]
+when = { q = "fq_codel" }
+set = { "duration" = "3s" }
+[[exclude]]
+n = "two"
+q = "pfifo"
+"""
+    )
+    mini = S.load_suite(str(f))
+    cells = mini.cells()
+    assert [c.id for c in cells] == ["one_pfifo", "one_fq_codel", "two_fq_codel"]
+    assert cells[2].scenario["flows"][0]["count"] == 2
+    assert [c.scenario["duration"] for c in cells] == ["2s", "3s", "3s"]
+
+
+def test_unknown_keys_in_a_suite_file_are_errors(tmp_path):
+    f = tmp_path / "bad.toml"
+    f.write_text('[base]\nduration = "1s"\n[[axes]]\nname = "a"\nvalues = ["x"]\nsett = {}\n')
+    with pytest.raises(S.SuiteError, match="unknown key"):
+        S.load_suite(str(f))
+
+
+# --------------------------------------------------------------------------------------
+# Running
+# --------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    out = tmp_path_factory.mktemp("tiny") / "s6"
+    proc = run_cli("suite", "run", *TINY, "--jobs", "2", "--out", out)
+    assert proc.returncode == 0, proc.stderr
+    return proc, out
+
+
+def test_tiny_suite_writes_report_results_and_run_files(tiny):
+    proc, out = tiny
+    assert "4 runs (4 run, 0 reused, 0 failed)" in proc.stdout
+    report = (out / "REPORT.md").read_text()
+    assert RATIO_HEADER in report
+    lines = [l for l in report.splitlines() if l.startswith("| 50Mbit |")]
+    assert len(lines) == 4
+    assert "| pie | prague(20ms) |" in lines[0] and "cubic-ecn(20ms)" in lines[0]
+    assert "cubic-noecn(20ms)" in lines[2]
+    assert ":1 | [plot](runs/cubic_ecn_pie/seed-1/throughput_rtt.png) |" in lines[0]
+    assert "Made by `aqmlab suite run l4s-tests/s6 --filter classic=cubic --filter qdisc=pie,red_400000 --set duration=4s`" in report
+    rows = _rows(out / "results.csv")
+    assert len(rows) == 4
+    for col in ("suite", "cell", "seed", "classic", "ecn", "qdisc", "dss1", "dss2", "goodput1", "jain", "ratio", "util", "sojourn_p50", "sojourn_p99", "run_dir"):
+        assert col in rows[0], col
+    assert {r["qdisc"] for r in rows} == {"pie", "red_400000"} and {r["ecn"] for r in rows} == {"ecn", "noecn"}
+    assert all(float(r["dss1"]) > 0 and r["status"] == "ok" for r in rows)
+    run_dir = out / rows[0]["run_dir"]
+    assert {p.name for p in run_dir.iterdir()} == {"scenario.toml", "summary.json", "timeseries.parquet", "throughput_rtt.png"}
+    # the run directory's scenario re-runs with the plain CLI
+    code, _, stderr = cli("run", run_dir / "scenario.toml", "--out", run_dir.parent / "rerun", "--quiet", "--no-plot")
+    assert code == 0, stderr
+    a = json.loads((run_dir / "summary.json").read_text())
+    b = json.loads((run_dir.parent / "rerun" / "summary.json").read_text())
+    b.pop("wall_seconds")
+    assert a == b
+
+
+def test_resume_skips_finished_runs_and_reruns_stale_ones(tiny, tmp_path):
+    _, out = tiny
+    summaries = sorted(out.glob("runs/*/seed-*/summary.json"))
+    before = {p: p.stat().st_mtime_ns for p in summaries}
+    code, stdout, stderr = cli("suite", "run", *TINY, "--jobs", "2", "--out", out, "--no-plots")
+    assert code == 0, stderr
+    assert "(0 run, 4 reused, 0 failed)" in stdout
+    assert {p: p.stat().st_mtime_ns for p in summaries} == before
+    # a half-finished run (no summary.json) and a run of another scenario are not "done"
+    runs = S.plan_runs(S.load_suite("l4s-tests/s6"), out, filters={"classic": ["cubic"], "qdisc": ["pie", "red_400000"]},
+                       overrides=S.parse_overrides(["duration=4s"]))
+    assert all(S.is_done(r) for r in runs)
+    other = S.plan_runs(S.load_suite("l4s-tests/s6"), out, filters={"classic": ["cubic"], "qdisc": ["pie"]},
+                        overrides=S.parse_overrides(["duration=3s"]))
+    assert not any(S.is_done(r) for r in other)
+    d = tmp_path / "half"
+    d.mkdir()
+    (d / "scenario.toml").write_text(runs[0].text)
+    half = S.RunSpec(runs[0].cell, runs[0].seed, 0, d, "half", runs[0].text)
+    assert not S.is_done(half)
+
+
+def test_seeds_give_rows_per_seed_and_mean_spread(tmp_path):
+    out = tmp_path / "seeds"
+    code, _, stderr = cli("suite", "run", "l4s-tests/s6", "--filter", "classic=reno", "--filter", "ecn=noecn", "--filter",
+                          "qdisc=pie", "--set", "duration=4s", "--seeds", "2", "--jobs", "1", "--no-plots", "--out", out)
+    assert code == 0, stderr
+    rows = _rows(out / "results.csv")
+    assert [r["seed"] for r in rows] == ["1", "2"] and rows[0]["cell"] == rows[1]["cell"]
+    assert rows[0]["dss2"] != rows[1]["dss2"]  # different seeds, different runs
+    report = (out / "REPORT.md").read_text()
+    line = next(l for l in report.splitlines() if l.startswith("| 50Mbit |"))
+    assert line.count(" ± ") >= 3  # DSS1, DSS2 and the ratio
+    assert "Over 2 seeds per row: mean ± sample standard deviation" in report
+
+
+def test_same_cell_is_byte_identical_with_one_or_two_jobs(tmp_path):
+    args = ["l4s-tests/s13", "--filter", "rtt=20ms", "--filter", "classic=cubic", "--set", "duration=3s",
+            "--set", "flows[1].start=1s", "--no-plots"]
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out, jobs in ((a, "1"), (b, "2")):
+        code, _, stderr = cli("suite", "run", *args, "--jobs", jobs, "--out", out)
+        assert code == 0, stderr
+    files = sorted(p.relative_to(a) for p in a.glob("runs/*/seed-*/summary.json"))
+    assert len(files) == 2
+    for rel in files:
+        assert (a / rel).read_bytes() == (b / rel).read_bytes()
+        assert "wall_seconds" not in json.loads((a / rel).read_text())
+    assert (a / "results.csv").read_bytes() == (b / "results.csv").read_bytes()
+    assert (a / "REPORT.md").read_bytes() == (b / "REPORT.md").read_bytes()
+
+
+def test_validate_on_a_tiny_subset(tmp_path):
+    out = tmp_path / "val"
+    code, _, stderr = cli("validate", "--out", out, "--set", "duration=3s", "--no-plots", "--jobs", "2",
+                          "--filter", "qdisc=dualpi2,pie", "--filter", "rtt=10/10", "--filter", "cc=prague-cubic",
+                          "--filter", "classic=cubic", "--filter", "ecn=ecn")
+    assert code == 0, stderr
+    text = (out / "VALIDATION.md").read_text()
+    assert "## l4s-tests Scenario 1 fairness table, 50 Mbit/s" in text
+    assert "## l4s-tests Scenario 6: Prague vs a classic flow in one RFC3168 queue" in text
+    assert "- rows compared: 1 of 96 published (95 without a simulated run)" in text
+    assert "- rows compared: 1 of 24 published (23 without a simulated run)" in text
+    assert "rows where the same flow wins:" in text and "absolute difference in Jain's index" in text
+    assert "| qdisc | CC1 (RTT) | CC2 (RTT) | DSS1 | DSS2 | Jain's | same winner |" in text
+    assert "| qdisc | CC2 (RTT) | DSS1 (prague) | DSS2 | published ratio | simulated ratio |" in text
+    assert "| pie | cubic-ecn(20ms) |" in text
+    assert (out / "l4s-tests/s1/REPORT.md").is_file() and (out / "l4s-tests/s6/results.csv").is_file()
+
+
+# --------------------------------------------------------------------------------------
+# Error paths
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["suite", "run", "l4s-tests/s99"], "unknown suite 'l4s-tests/s99'"),
+        (["suite", "run", "l4s-tests/s1", "--filter", "bandwidth=50Mbit"], "has no axis 'bandwidth'"),
+        (["suite", "run", "l4s-tests/s1", "--filter", "rate"], "expected AXIS=VALUE"),
+        (["suite", "run", "l4s-tests/s1", "--filter", "rate=5Mbit"], "not a value of rate"),
+        (["suite", "run", "l4s-tests/s1", "--set", "duration"], "expected KEY=VALUE"),
+        (["suite", "run", "l4s-tests/s1", "--executor", "slurm"], "expected local or dask"),
+        (["validate", "--filter", "nope=1"], "no validated suite has an axis 'nope'"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(args, needle, tmp_path):
+    code, stdout, stderr = cli(*args, "--out", tmp_path / "o")
+    assert code == 2, (stdout, stderr)
+    assert stderr.count("\n") == 1 and needle in stderr, stderr
+    assert not (tmp_path / "o").exists()
+
+
+def test_bad_input_from_the_real_command_line(tmp_path):
+    proc = run_cli("suite", "run", "l4s-tests/s1", "--filter", "bandwidth=50Mbit", "--out", tmp_path / "o")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "has no axis 'bandwidth'" in proc.stderr
+
+
+def test_dask_executor_without_dask_is_a_clean_error(tmp_path):
+    try:
+        import dask.distributed  # noqa: F401
+
+        pytest.skip("dask.distributed is installed")
+    except ImportError:
+        pass
+    code, _, stderr = cli("suite", "run", *TINY, "--executor", "dask", "--out", tmp_path / "o")
+    assert code == 2
+    assert stderr.strip() == "aqmlab: the dask executor needs dask.distributed: pip install 'dask[distributed]'"
+
+
+def test_suite_list_and_show():
+    code, stdout, stderr = cli("suite", "list")
+    assert code == 0, stderr
+    for name in ("l4s-tests/s1", "l4s-tests/s6", "l4s-tests/s8", "l4s-tests/s13"):
+        assert name in stdout
+    assert "192" in stdout
+    code, stdout, stderr = cli("suite", "show", "l4s-tests/s1", "--filter", "rate=10Mbit", "--filter", "rtt=20/10",
+                               "--filter", "cc=cubic-cubic", "--scenario")
+    assert code == 0, stderr
+    assert "4 cells" in stdout and 'qdisc = "dualpi2"' in stdout
+
+
+def test_pivot_and_baseline_helpers_on_synthetic_records(tmp_path):
+    """The table kinds the next suites need (J-K's median/quartile pivot, FCT's solo pairing)
+    work on records without running anything."""
+    from aqmlab import report as R
+
+    f = tmp_path / "p.toml"
+    f.write_text(
+        '[base]\nduration = "1s"\n[base.bottleneck]\nrate = "2Mbit"\n'
+        '[[axes]]\nname = "aqm"\nvalues = ["codel", "pie"]\n'
+        '[[axes]]\nname = "load"\nvalues = [{ label = "1", show = "1+1" }, { label = "2", show = "2+2" }]\n'
+        '[[axes]]\nname = "competitor"\nvalues = ["none", "cubic"]\n'
+        '[[tables]]\nkind = "pivot"\nrows = "aqm"\ncolumns = "load"\nmetric = "bottleneck.sojourn_ms.p95"\nscale = 0.001\n'
+        'where = { competitor = "none" }\n'
+    )
+    suite = S.load_suite(str(f))
+    runs = S.plan_runs(suite, tmp_path / "o", seeds=3)
+    recs = []
+    for r in runs:
+        p95 = {"codel": 90.0, "pie": 230.0}[r.cell.params["aqm"]] + 10 * r.replicate + (100 if r.cell.params["competitor"] == "cubic" else 0)
+        recs.append(R.Record(r, {"bottleneck": {"sojourn_ms": {"p95": p95}}}, {}))
+    t = R.build_table(suite.tables[0], suite, recs)
+    assert t.headers == ["aqm", "1+1", "2+2"]
+    assert t.rows[0] == ["codel", "0.100 [0.095–0.105]", "0.100 [0.095–0.105]"]
+    pairs = R.with_baseline(recs, "competitor", "none")
+    assert len(pairs) == 4 and all(b is not None and b[0].cell.params["competitor"] == "none" for _, b in pairs)
+    assert all(g[0].cell.params["aqm"] == b[0].cell.params["aqm"] for g, b in pairs)
+
+
+def test_pivot_lines_compare_values_and_rank_order():
+    from aqmlab.validate import pivot_lines
+
+    pub = {("codel", "1+1"): 0.090, ("pie", "1+1"): 0.234, ("codel", "2+2"): 0.126, ("pie", "2+2"): 0.252}
+    sim = {("codel", "1+1"): 0.100, ("pie", "1+1"): 0.200, ("codel", "2+2"): 0.300, ("pie", "2+2"): 0.250}
+    text = "\n".join(pivot_lines(pub, sim, ["codel", "pie"], ["1+1", "2+2"], row_title="AQM"))
+    assert "- values compared: 4 of 4 published" in text
+    assert "- columns with the same rank order: 1 of 2" in text
+    assert "| codel | 0.090 / 0.100 | 0.126 / 0.300 |" in text
+    assert "| 2+2 | codel, pie | pie, codel | **no** |" in text
