@@ -85,6 +85,17 @@ def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
         f"drops {bn.get('drops', '-')}, CE {bn.get('ce_marks', '-')}"
     )
     console.print(f"Jain fairness (steady): {_fmt(summary.get('jain_steady'), '.4f')}")
+    ms = lambda s: None if s is None else s * 1e3  # noqa: E731
+    for w in summary.get("workloads", []):
+        console.print(
+            f"workload {w['name']}: {w['completed']} of {w['started']} transfers completed; FCT geomean "
+            f"{_fmt(ms(w.get('fct_geomean_s')), '.1f')} ms, median {_fmt(ms(w.get('fct_median_s')), '.1f')} ms, "
+            f"p95 {_fmt(ms(w.get('fct_p95_s')), '.1f')} ms"
+        )
+    for g in summary.get("transients", []):
+        console.print(
+            f"transient {g['name']}: start {_fmt(g.get('start_s'), '.3f')} s, response {_fmt(g.get('response_s'), '.3f')} s"
+        )
     if out_dir is not None:
         console.print(f"wrote {out_dir}/: summary.json, timeseries.parquet/.csv, throughput_rtt.png")
 

@@ -42,6 +42,12 @@ pub struct Scenario {
     /// Unresponsive UDP sources (video-like frame bursts, constant bit rate).
     #[serde(default)]
     pub udp: Vec<UdpSpec>,
+    /// Short-flow workloads: Poisson arrivals of finite TCP transfers (algorithms.md 4.1).
+    #[serde(default)]
+    pub workloads: Vec<WorkloadSpec>,
+    /// Load-transient groups of simultaneous finite transfers (algorithms.md 4.3).
+    #[serde(default)]
+    pub transients: Vec<TransientSpec>,
     /// Tunnels flows, probes and media can be carried in (`tunnel = "<name>"`).
     #[serde(default)]
     pub tunnels: Vec<TunnelSpec>,
@@ -179,6 +185,10 @@ pub struct FlowSpec {
     /// Initial congestion window in packets (RFC 6928).
     #[serde(default = "default_iw")]
     pub initial_cwnd: u32,
+    /// Retransmission timeout before the first RTT sample (Linux `TCP_TIMEOUT_INIT`, 1 s,
+    /// RFC 6298 §2.1); it also times the SYN.
+    #[serde(default = "default_initial_rto", deserialize_with = "de_time")]
+    pub initial_rto: Time,
     /// Linux internal pacing (`tcp_update_pacing_rate`).
     #[serde(default)]
     pub pacing: bool,
@@ -207,6 +217,94 @@ pub struct FlowSpec {
     /// Carry this traffic in the `[[tunnels]]` entry of this name.
     #[serde(default)]
     pub tunnel: Option<String>,
+}
+
+/// A short-flow workload as heistp/ccafct runs it: transfers arrive as a Poisson process
+/// (exponential inter-arrival times, first arrival at `start`), each a new TCP connection
+/// carrying a lognormally sized object. Defaults are ccafct's.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadSpec {
+    /// Label; defaults to `workload-<index>`. Names the random stream (`workload/<name>`).
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default = "default_workload_cc")]
+    pub cc: crate::cc::CcSpec,
+    /// Base round-trip time (split evenly between the two directions).
+    #[serde(deserialize_with = "de_time")]
+    pub rtt: Time,
+    /// `down` (default): the server sends the object to the client, as HTTP.
+    #[serde(default = "default_workload_direction")]
+    pub direction: Way,
+    #[serde(default = "default_ecn")]
+    pub ecn: EcnMode,
+    #[serde(default = "default_mean_interarrival", deserialize_with = "de_time")]
+    pub mean_interarrival: Time,
+    /// 5th and 95th percentiles of the lognormal object size.
+    #[serde(default = "default_size_p5", deserialize_with = "de_bytes")]
+    pub size_p5: u64,
+    #[serde(default = "default_size_p95", deserialize_with = "de_bytes")]
+    pub size_p95: u64,
+    /// First arrival.
+    #[serde(default, deserialize_with = "de_time")]
+    pub start: Time,
+    /// No arrivals at or after this time (default: the end of the run).
+    #[serde(default, deserialize_with = "de_opt_time")]
+    pub stop: Option<Time>,
+    #[serde(default = "default_mss")]
+    pub mss: u32,
+    #[serde(default = "default_iw")]
+    pub initial_cwnd: u32,
+    #[serde(default = "default_initial_rto", deserialize_with = "de_time")]
+    pub initial_rto: Time,
+}
+
+fn default_workload_cc() -> crate::cc::CcSpec {
+    crate::cc::CcSpec::parse("cubic").expect("valid default")
+}
+fn default_workload_direction() -> Way {
+    Way::Down
+}
+fn default_mean_interarrival() -> Time {
+    Time::from_millis(200)
+}
+fn default_size_p5() -> u64 {
+    64 << 10
+}
+fn default_size_p95() -> u64 {
+    2 << 20
+}
+
+/// A load-transient group (Järvinen & Kojo): `flows` simultaneous finite transfers that
+/// split `total` bytes, all starting at `start` + U(0, `start_jitter`) (one draw per group).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TransientSpec {
+    /// Label; defaults to `transient-<index>`. Its flows are `<name>-<k>`.
+    #[serde(default)]
+    pub name: Option<String>,
+    pub flows: u32,
+    /// Bytes of the whole group; each flow carries `total / flows` (the remainder goes to
+    /// the first flows, one byte each).
+    #[serde(deserialize_with = "de_bytes")]
+    pub total: u64,
+    pub cc: crate::cc::CcSpec,
+    #[serde(deserialize_with = "de_time")]
+    pub rtt: Time,
+    #[serde(default, deserialize_with = "de_time")]
+    pub start: Time,
+    #[serde(default, deserialize_with = "de_time")]
+    pub start_jitter: Time,
+    #[serde(default)]
+    pub direction: Way,
+    #[serde(default = "default_ecn")]
+    pub ecn: EcnMode,
+    #[serde(default = "default_mss")]
+    pub mss: u32,
+    #[serde(default = "default_iw")]
+    pub initial_cwnd: u32,
+    #[serde(default = "default_initial_rto", deserialize_with = "de_time")]
+    pub initial_rto: Time,
 }
 
 /// Which way a flow's data travels through the dumbbell.
@@ -451,6 +549,9 @@ fn default_mss() -> u32 {
 fn default_iw() -> u32 {
     10
 }
+fn default_initial_rto() -> Time {
+    Time::from_secs(1)
+}
 
 /// Bytes of IPv4 + TCP headers with the timestamp option, as Linux sends them.
 pub const TCP_IP_HEADER_BYTES: u32 = 52;
@@ -504,9 +605,12 @@ fn de_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
 fn de_opt_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
     de_rate(d).map(Some)
 }
-fn de_opt_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+fn de_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
     let s = expect_str(d, "a size in bytes such as 1000000 or \"2mb\"")?;
-    parse_bytes(&s).map(Some).map_err(de::Error::custom)
+    parse_bytes(&s).map_err(de::Error::custom)
+}
+fn de_opt_bytes<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    de_bytes(d).map(Some)
 }
 
 /// A scenario that cannot run: one line naming where and what.
@@ -592,8 +696,8 @@ impl Scenario {
         if self.duration > Time::from_secs(100_000) {
             return err("duration", "must be at most 100000s".into());
         }
-        if self.flows.is_empty() && self.probes.is_empty() && self.media.is_empty() && self.udp.is_empty() {
-            return err("flows", "at least one [[flows]], [[probes]], [[media]] or [[udp]] entry is needed".into());
+        if self.flows.is_empty() && self.probes.is_empty() && self.media.is_empty() && self.udp.is_empty() && self.workloads.is_empty() && self.transients.is_empty() {
+            return err("flows", "at least one [[flows]], [[probes]], [[media]], [[udp]], [[workloads]] or [[transients]] entry is needed".into());
         }
         for (i, u) in self.udp.iter().enumerate() {
             let k = |name: &str| format!("udp[{i}].{name}");
@@ -645,6 +749,7 @@ impl Scenario {
         if self.metrics.spike_after >= self.duration {
             return err("metrics.spike_after", format!("{} is not before the end of the run ({})", self.metrics.spike_after, self.duration));
         }
+        self.validate_short_flows()?;
         for (i, m) in self.media.iter().enumerate() {
             let k = |name: &str| format!("media[{i}].{name}");
             if m.rtt < Time::from_micros(2) {
@@ -708,17 +813,9 @@ impl Scenario {
         }
         for (i, f) in self.flows.iter().enumerate() {
             let k = |name: &str| format!("flows[{i}].{name}");
-            if f.rtt < Time::from_micros(2) {
-                return err(&k("rtt"), "must be at least 2us".into());
-            }
+            check_tcp(&k, f.rtt, f.mss, f.initial_cwnd, f.initial_rto)?;
             if f.count == 0 {
                 return err(&k("count"), "must be at least 1".into());
-            }
-            if !(64..=65_483).contains(&f.mss) {
-                return err(&k("mss"), format!("{} is out of range 64..65483 bytes", f.mss));
-            }
-            if f.initial_cwnd == 0 || f.initial_cwnd > 10_000 {
-                return err(&k("initial_cwnd"), format!("{} is out of range 1..10000 packets", f.initial_cwnd));
             }
             if f.start >= self.duration {
                 return err(&k("start"), format!("{} is not before the end of the run ({})", f.start, self.duration));
@@ -745,6 +842,82 @@ impl Scenario {
             .chain(named("media", self.media.iter().map(|m| m.tunnel.as_deref()).collect()))
             .chain(named("udp", self.udp.iter().map(|u| u.tunnel.as_deref()).collect()));
         tunnel::validate(&self.tunnels, refs)?;
+        Ok(())
+    }
+}
+
+/// The TCP keys `[[flows]]`, `[[workloads]]` and `[[transients]]` share.
+fn check_tcp(k: &dyn Fn(&str) -> String, rtt: Time, mss: u32, initial_cwnd: u32, initial_rto: Time) -> Result<(), (String, String)> {
+    if rtt < Time::from_micros(2) {
+        return Err((k("rtt"), "must be at least 2us".into()));
+    }
+    if !(64..=65_483).contains(&mss) {
+        return Err((k("mss"), format!("{mss} is out of range 64..65483 bytes")));
+    }
+    if initial_cwnd == 0 || initial_cwnd > 10_000 {
+        return Err((k("initial_cwnd"), format!("{initial_cwnd} is out of range 1..10000 packets")));
+    }
+    if initial_rto < Time::from_millis(200) || initial_rto > Time::from_secs(60) {
+        return Err((k("initial_rto"), format!("{initial_rto} is out of range 200ms..60s")));
+    }
+    Ok(())
+}
+
+/// Most transfers one workload may start (its arrival list is kept for the FCT report).
+pub const MAX_WORKLOAD_ARRIVALS: f64 = 1e6;
+
+impl Scenario {
+    /// Range checks of `[[workloads]]` and `[[transients]]`.
+    fn validate_short_flows(&self) -> Result<(), (String, String)> {
+        let err = |k: String, m: String| Err((k, m));
+        let mut names = std::collections::HashSet::new();
+        for (i, w) in self.workloads.iter().enumerate() {
+            let k = |name: &str| format!("workloads[{i}].{name}");
+            check_tcp(&k, w.rtt, w.mss, w.initial_cwnd, w.initial_rto)?;
+            if w.mean_interarrival < Time::from_micros(1) {
+                return err(k("mean_interarrival"), "must be at least 1us".into());
+            }
+            if w.size_p5 == 0 {
+                return err(k("size_p5"), "must be at least 1 byte".into());
+            }
+            if w.size_p95 < w.size_p5 {
+                return err(k("size_p95"), format!("{} bytes is below size_p5 ({} bytes)", w.size_p95, w.size_p5));
+            }
+            if w.size_p95 > 1 << 40 {
+                return err(k("size_p95"), "must be at most 1TiB".into());
+            }
+            if w.start >= self.duration {
+                return err(k("start"), format!("{} is not before the end of the run ({})", w.start, self.duration));
+            }
+            if w.stop.is_some_and(|s| s <= w.start) {
+                return err(k("stop"), "must be after start".into());
+            }
+            let window = w.stop.unwrap_or(self.duration).min(self.duration) - w.start;
+            let expected = window.as_secs_f64() / w.mean_interarrival.as_secs_f64();
+            if expected > MAX_WORKLOAD_ARRIVALS {
+                return err(k("mean_interarrival"), format!("{expected:.0} arrivals expected; at most {MAX_WORKLOAD_ARRIVALS:.0}"));
+            }
+            if !names.insert(w.name.clone().unwrap_or_else(|| format!("workload-{i}"))) {
+                return err(k("name"), "names must be unique among [[workloads]]".into());
+            }
+        }
+        names.clear();
+        for (i, t) in self.transients.iter().enumerate() {
+            let k = |name: &str| format!("transients[{i}].{name}");
+            check_tcp(&k, t.rtt, t.mss, t.initial_cwnd, t.initial_rto)?;
+            if t.flows == 0 || t.flows > 10_000 {
+                return err(k("flows"), format!("{} is out of range 1..10000", t.flows));
+            }
+            if t.total < t.flows as u64 {
+                return err(k("total"), format!("{} bytes cannot give each of {} flows a byte", t.total, t.flows));
+            }
+            if t.start + t.start_jitter >= self.duration {
+                return err(k("start_jitter"), format!("start + start_jitter ({}) is not before the end of the run ({})", t.start + t.start_jitter, self.duration));
+            }
+            if !names.insert(t.name.clone().unwrap_or_else(|| format!("transient-{i}"))) {
+                return err(k("name"), "names must be unique among [[transients]]".into());
+            }
+        }
         Ok(())
     }
 }

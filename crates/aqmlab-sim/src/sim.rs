@@ -9,7 +9,9 @@
 
 use crate::apps::probe::{ProbeConfig, ProbeStats};
 use crate::apps::scream::{Scream, ScreamConfig};
+use crate::apps::transient::{self, TransientSummary};
 use crate::apps::udp::{Pattern, UdpConfig};
+use crate::apps::workload::{WorkloadSummary, Workloads};
 use crate::apps::{Probe, UdpSource};
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
@@ -19,7 +21,7 @@ use crate::path::netem::{Netem, NetemSpec};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::qdisc;
 use crate::rng::Stream;
-use crate::scenario::{default_return_qdisc, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE, LINK_MTU};
+use crate::scenario::{default_return_qdisc, Codepoint, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE, LINK_MTU};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use serde::Serialize;
@@ -62,6 +64,28 @@ impl Flow {
         }
         e
     }
+}
+
+/// A TCP flow to build: one copy of a `[[flows]]` entry or one member of a transient group.
+struct FlowPlan<'a> {
+    name: String,
+    cc: &'a crate::cc::CcSpec,
+    rtt: Time,
+    start: Time,
+    stop: Option<Time>,
+    cfg: TcpConfig,
+    direction: Way,
+    netem: Option<&'a NetemSpec>,
+    ecn_rewrite: Option<Codepoint>,
+    host: u16,
+    tunnel: Option<&'a str>,
+}
+
+/// A load-transient group: its start and its flows (a range of `Simulation::flows`).
+struct TransientGroup {
+    name: String,
+    start: Time,
+    flows: std::ops::Range<usize>,
 }
 
 /// A latency probe with its series handles.
@@ -200,7 +224,12 @@ pub struct Simulation {
     elements: Vec<Element>,
     /// Element indices of each flow's route, per direction.
     routes: Vec<[Box<[u32]>; 2]>,
+    /// TCP flows: the `[[flows]]` copies (the first `bulk_flows`), then the transient groups'.
     flows: Vec<Flow>,
+    bulk_flows: usize,
+    transients: Vec<TransientGroup>,
+    /// Short-flow workloads; their endpoint ids follow the media flows'.
+    workloads: Workloads,
     /// Client host of each TCP flow (scenario `host`) and whether its data travels down
     /// (from the server side to the client).
     client_hosts: Vec<(u16, bool)>,
@@ -342,6 +371,10 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tunnels: Vec<TunnelSummary>,
     pub udp: Vec<UdpSummary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub workloads: Vec<WorkloadSummary>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub transients: Vec<TransientSummary>,
     pub packets: Conservation,
 }
 
@@ -454,59 +487,76 @@ impl Simulation {
             (elements.len() - 1) as u32
         });
 
-        let mut flows = Vec::new();
-        let mut routes = Vec::new();
+        let mut plans = Vec::new();
         for spec in &sc.flows {
             for k in 0..spec.count {
-                let id = flows.len() as u32;
                 let name = match (&spec.name, spec.count) {
                     (Some(n), 1) => n.clone(),
                     (Some(n), _) => format!("{n}-{k}"),
-                    (None, _) => format!("{}-{}", spec.cc.config().name(), id),
+                    (None, _) => format!("{}-{}", spec.cc.config().name(), plans.len()),
                 };
                 let cfg = TcpConfig {
-                    mss: spec.mss,
-                    initial_cwnd: spec.initial_cwnd,
-                    ecn: spec.ecn,
                     pacing: spec.pacing,
                     rwnd_packets: spec.rwnd.map(|b| (b / spec.mss as u64).max(1) as u32),
-                    size: spec.size,
-                    ..TcpConfig::default()
+                    ..TcpConfig::connection(spec.mss, spec.initial_cwnd, spec.initial_rto, spec.ecn, spec.size)
                 };
-                let cc = spec.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")));
-                let data_down = spec.direction == Way::Down;
-                let data_way = if data_down { DOWN } else { UP };
-                let mut sides = PathSides::tunnelled(&tunnels, spec.tunnel.as_deref());
-                if let Some(n) = &spec.netem {
-                    for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("flow/{id}")).into_iter().enumerate() {
-                        sides.before[way].push(el);
-                    }
-                }
-                if let Some(cp) = spec.ecn_rewrite {
-                    elements.push(Element::EcnRewrite(cp.ecn()));
-                    sides.before[data_way].push((elements.len() - 1) as u32);
-                }
-                routes.push(shared.route(&mut elements, spec.rtt, sides, data_down));
-                let series = FlowSeries {
-                    goodput: recorder.register(&name, "goodput", "Mbit/s"),
-                    delivery_rate: recorder.register(&name, "delivery_rate", "Mbit/s"),
-                    srtt: recorder.register(&name, "srtt", "ms"),
-                    cwnd: recorder.register(&name, "cwnd", "packets"),
-                    retransmits: recorder.register(&name, "retransmits", "packets"),
-                };
-                flows.push(Flow {
-                    name,
-                    rtt: spec.rtt + sc.bottleneck.delay,
-                    start: spec.start,
-                    stop: spec.stop,
-                    sender: TcpSender::new(id, cfg.clone(), cc),
-                    receiver: TcpReceiver::new(id, &cfg),
-                    series,
-                    last_delivered: 0,
-                    last_retransmits: 0,
-                    rate_samples: Vec::with_capacity(ticks),
-                });
+                let (rtt, start, stop, direction, ecn_rewrite, host) = (spec.rtt, spec.start, spec.stop, spec.direction, spec.ecn_rewrite, spec.host);
+                plans.push(FlowPlan { name, cc: &spec.cc, rtt, start, stop, cfg, direction, netem: spec.netem.as_ref(), ecn_rewrite, host, tunnel: spec.tunnel.as_deref() });
             }
+        }
+        let bulk_flows = plans.len();
+        let mut transients = Vec::new();
+        for (i, t) in sc.transients.iter().enumerate() {
+            let name = t.name.clone().unwrap_or_else(|| format!("transient-{i}"));
+            let start = transient::group_start(sc.seed, &name, t.start, t.start_jitter);
+            let first = plans.len();
+            for (k, size) in transient::split(t.total, t.flows).enumerate() {
+                let cfg = TcpConfig::connection(t.mss, t.initial_cwnd, t.initial_rto, t.ecn, Some(size));
+                let (rtt, direction) = (t.rtt, t.direction);
+                plans.push(FlowPlan { name: format!("{name}-{k}"), cc: &t.cc, rtt, start, stop: None, cfg, direction, netem: None, ecn_rewrite: None, host: 0, tunnel: None });
+            }
+            transients.push(TransientGroup { name, start, flows: first..plans.len() });
+        }
+        let mut flows = Vec::new();
+        let mut routes = Vec::new();
+        let mut client_hosts = Vec::new();
+        for (id, p) in plans.into_iter().enumerate() {
+            let id = id as u32;
+            let cc = p.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")));
+            let data_down = p.direction == Way::Down;
+            let data_way = if data_down { DOWN } else { UP };
+            let mut sides = PathSides::tunnelled(&tunnels, p.tunnel);
+            if let Some(n) = p.netem {
+                for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("flow/{id}")).into_iter().enumerate() {
+                    sides.before[way].push(el);
+                }
+            }
+            if let Some(cp) = p.ecn_rewrite {
+                elements.push(Element::EcnRewrite(cp.ecn()));
+                sides.before[data_way].push((elements.len() - 1) as u32);
+            }
+            routes.push(shared.route(&mut elements, p.rtt, sides, data_down));
+            client_hosts.push((p.host, data_down));
+            let name = p.name;
+            let series = FlowSeries {
+                goodput: recorder.register(&name, "goodput", "Mbit/s"),
+                delivery_rate: recorder.register(&name, "delivery_rate", "Mbit/s"),
+                srtt: recorder.register(&name, "srtt", "ms"),
+                cwnd: recorder.register(&name, "cwnd", "packets"),
+                retransmits: recorder.register(&name, "retransmits", "packets"),
+            };
+            flows.push(Flow {
+                name,
+                rtt: p.rtt + sc.bottleneck.delay,
+                start: p.start,
+                stop: p.stop,
+                sender: TcpSender::new(id, p.cfg.clone(), cc),
+                receiver: TcpReceiver::new(id, &p.cfg),
+                series,
+                last_delivered: 0,
+                last_retransmits: 0,
+                rate_samples: Vec::with_capacity(ticks),
+            });
         }
         let mut probes = Vec::new();
         for (i, spec) in sc.probes.iter().enumerate() {
@@ -596,6 +646,12 @@ impl Simulation {
                 stop: spec.stop,
             });
         }
+        client_hosts.extend(std::iter::repeat((0, false)).take(probes.len() + media.len()));
+        client_hosts.extend(sc.udp.iter().map(|u| (0, u.direction == Way::Down)));
+        let workloads = Workloads::new(sc.seed, routes.len() as u32, &sc.workloads, sc.duration);
+        for w in &sc.workloads {
+            routes.push(shared.route(&mut elements, w.rtt, PathSides::default(), w.direction == Way::Down));
+        }
         let bn_series = BottleneckSeries {
             qdelay: recorder.register("bottleneck", "qdelay", "ms"),
             qdelay_max: recorder.register("bottleneck", "qdelay_max", "ms"),
@@ -631,6 +687,7 @@ impl Simulation {
         for (i, u) in udp.iter().enumerate() {
             events.schedule(u.start, Event::Flow((flows.len() + probes.len() + media.len() + i) as u32, FlowTimer::Start));
         }
+        workloads.schedule(&mut events);
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
         Simulation {
@@ -642,14 +699,11 @@ impl Simulation {
             events,
             elements,
             routes,
-            client_hosts: sc
-                .flows
-                .iter()
-                .flat_map(|f| std::iter::repeat((f.host, f.direction == Way::Down)).take(f.count as usize))
-                .chain(std::iter::repeat((0, false)).take(probes.len() + media.len()))
-                .chain(sc.udp.iter().map(|u| (0, u.direction == Way::Down)))
-                .collect(),
+            client_hosts,
             flows,
+            bulk_flows,
+            transients,
+            workloads,
             probes,
             media,
             tunnels,
@@ -724,13 +778,14 @@ impl Simulation {
                                 _ => m.on_timer(timer, &mut ctx),
                             }
                         }
-                        None => {
+                        None if (f as usize) < self.workloads.base() => {
                             let u = &mut self.udp[f as usize - n_flows - n_probes - self.media.len()].app;
                             match timer {
                                 FlowTimer::Start => u.start(&mut ctx),
                                 _ => u.on_timer(timer, &mut ctx),
                             }
                         }
+                        None => self.workloads.on_timer(timer, &mut ctx),
                     }
                 }
             }
@@ -748,6 +803,10 @@ impl Simulation {
     }
     pub fn receiver(&self, flow: usize) -> &TcpReceiver {
         &self.flows[flow].receiver
+    }
+    /// The short-flow workloads (connection slots, peak concurrency).
+    pub fn workloads(&self) -> &Workloads {
+        &self.workloads
     }
     /// The forward bottleneck link.
     pub fn bottleneck(&self) -> &Link {
@@ -774,12 +833,13 @@ impl Simulation {
             if pkt.hop == 0 {
                 self.packets_sent += 1;
                 // Client hosts are numbered from 1 on the sender side; the server side is 0.
-                let (host, data_down) = self.client_hosts.get(pkt.flow as usize).copied().unwrap_or((0, false));
+                let (host, data_down) = self.client_hosts.get(pkt.flow as usize).copied().unwrap_or_else(|| (0, self.workloads.data_down(pkt.flow)));
                 let client = host + 1;
                 let up = (pkt.dir == Direction::Forward) != data_down;
                 (pkt.src_host, pkt.dst_host) = if up { (client, 0) } else { (0, client) };
             }
-            let route = &self.routes[pkt.flow as usize][pkt.dir as usize];
+            let r = if (pkt.flow as usize) < self.workloads.base() { pkt.flow as usize } else { self.workloads.route_of(pkt.flow) };
+            let route = &self.routes[r][pkt.dir as usize];
             if let Some(&el) = route.get(pkt.hop as usize) {
                 pkt.hop += 1;
                 let mut ctx = ElementCtx { id: el, now: self.now, events: &mut self.events, out: &mut self.out };
@@ -795,7 +855,8 @@ impl Simulation {
                     },
                     None if (pkt.flow as usize) < n_flows + n_probes => self.probes[pkt.flow as usize - n_flows].probe.on_packet(&pkt, &mut ctx),
                     None if (pkt.flow as usize) < n_flows + n_probes + self.media.len() => self.media[pkt.flow as usize - n_flows - n_probes].app.on_packet(&pkt, &mut ctx),
-                    None => self.udp[pkt.flow as usize - n_flows - n_probes - self.media.len()].app.on_packet(&pkt, &mut ctx),
+                    None if (pkt.flow as usize) < self.workloads.base() => self.udp[pkt.flow as usize - n_flows - n_probes - self.media.len()].app.on_packet(&pkt, &mut ctx),
+                    None => self.workloads.on_packet(&pkt, &mut ctx),
                 }
             }
         }
@@ -920,8 +981,7 @@ impl Simulation {
             })
             .collect();
         let window_s = self.steady_window.as_secs_f64();
-        let flows: Vec<FlowSummary> = self
-            .flows
+        let flows: Vec<FlowSummary> = self.flows[..self.bulk_flows]
             .iter()
             .map(|f| {
                 let active = f.end_time(end) - f.start;
@@ -967,6 +1027,7 @@ impl Simulation {
             .chain(self.probes.iter().map(|p| p.start))
             .chain(self.media.iter().map(|m| m.start))
             .chain(self.udp.iter().map(|u| u.start))
+            .chain(self.workloads.starts())
             .min()
             .unwrap_or(Time::ZERO);
         let span = end - first_start;
@@ -1020,6 +1081,12 @@ impl Simulation {
                         owd_ms: SojournSummary::of(&st.owd.all),
                     }
                 })
+                .collect(),
+            workloads: self.workloads.summaries(),
+            transients: self
+                .transients
+                .iter()
+                .map(|g| TransientSummary::of(&g.name, g.start, self.flows[g.flows.clone()].iter().map(|f| f.sender.stats.completed_at)))
                 .collect(),
             packets,
         };

@@ -79,15 +79,16 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
     Ok(Rate(bits as u64))
 }
 
-/// Parses a size in bytes such as `1448`, `150000b`, `64kb` (1024-based, as tc).
+/// Parses a size in bytes such as `1448`, `150000b`, `64kb` (1024-based, as tc; the IEC
+/// spellings `64KiB`, `2MiB` mean the same).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
     let bad = || format!("invalid size '{s}': expected bytes, e.g. 1500, 150000b, 64kb, 2mb");
     let (v, unit) = split_number(s).ok_or_else(bad)?;
     let mult: f64 = match unit.as_str() {
         "" | "b" => 1.0,
-        "k" | "kb" => 1024.0,
-        "m" | "mb" => 1024.0 * 1024.0,
-        "g" | "gb" => 1024.0 * 1024.0 * 1024.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
         _ => return Err(bad()),
     };
     Ok((v * mult).round() as u64)
@@ -140,6 +141,7 @@ mod tests {
     #[test]
     fn sizes_and_limits() {
         assert_eq!(parse_bytes("64kb").unwrap(), 65536);
+        assert_eq!((parse_bytes("64KiB").unwrap(), parse_bytes("2MiB").unwrap()), (65536, 2 << 20));
         assert_eq!(parse_limit("1000p").unwrap(), Limit::Packets(1000));
         assert_eq!(parse_limit("1000").unwrap(), Limit::Packets(1000));
         assert_eq!(parse_limit("150000b").unwrap(), Limit::Bytes(150000));

@@ -73,3 +73,19 @@ fn udp_sources_and_queue_metrics_are_deterministic() {
     assert_eq!(a, summary_and_series(&text(3)));
     assert_ne!(a.0, summary_and_series(&text(4)).0);
 }
+
+#[test]
+fn workloads_and_transients_are_deterministic() {
+    // Random arrivals, sizes and group start draws; a bulk flow competing.
+    let text = |seed: u64| {
+        format!(
+            "duration = \"8s\"\nseed = {seed}\n[bottleneck]\nrate = \"20Mbit\"\nqdisc = \"fq_codel flows 1\"\n\
+             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ndirection = \"down\"\n\
+             [[workloads]]\nname = \"web\"\nrtt = \"20ms\"\nmean_interarrival = \"100ms\"\nstart = \"1s\"\n\
+             [[transients]]\nname = \"g\"\nflows = 3\ntotal = 300000\ncc = \"reno\"\nrtt = \"50ms\"\nstart = \"2s\"\nstart_jitter = \"650ms\"\n"
+        )
+    };
+    let a = summary_and_series(&text(3));
+    assert_eq!(a, summary_and_series(&text(3)));
+    assert_ne!(a.0, summary_and_series(&text(4)).0);
+}

@@ -3,6 +3,8 @@
 pub mod probe;
 pub mod scream;
 pub mod udp;
+pub mod transient;
+pub mod workload;
 
 pub use probe::{Probe, ProbeStats};
 pub use udp::{UdpSource, UdpStats};

@@ -2,12 +2,14 @@
 //! series, and the study metrics computed from them (algorithms.md section 5).
 
 mod delay;
+mod fct;
 mod histogram;
 mod series;
 mod spikes;
 mod steady;
 
 pub use delay::DelayStats;
+pub use fct::{empirical_quantile, FctStats};
 pub use histogram::LogHistogram;
 pub use spikes::{SpikeSummary, SpikeTracker};
 pub use series::{Column, Series, SeriesId, SeriesRecorder};

@@ -69,6 +69,14 @@ impl Default for TcpConfig {
     }
 }
 
+impl TcpConfig {
+    /// The settings a scenario gives a connection (`[[flows]]`, `[[workloads]]`,
+    /// `[[transients]]`); everything else keeps the Linux default.
+    pub fn connection(mss: u32, initial_cwnd: u32, initial_rto: Time, ecn: EcnMode, size: Option<u64>) -> TcpConfig {
+        TcpConfig { mss, initial_cwnd, rto_initial: initial_rto, ecn, size, ..TcpConfig::default() }
+    }
+}
+
 /// What an endpoint needs from the engine: the clock, timers, and a way to send.
 pub struct EndpointCtx<'a> {
     pub flow: u32,

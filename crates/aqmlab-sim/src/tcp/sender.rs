@@ -246,6 +246,9 @@ impl TcpSender {
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()
     }
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
     pub fn srtt(&self) -> Time {
         self.srtt
     }
