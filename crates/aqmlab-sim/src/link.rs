@@ -8,6 +8,7 @@ use crate::event::{Event, EventQueue};
 use crate::metrics::{LogHistogram, SpikeTracker};
 use crate::packet::{Ecn, Packet};
 use crate::path::netem::Netem;
+use crate::path::tunnel::TunnelElement;
 use crate::qdisc::{Enqueued, Qdisc};
 use crate::time::{Rate, Time};
 use std::collections::VecDeque;
@@ -239,6 +240,8 @@ pub enum Element {
     /// Rewrites the ECN field of every packet passing (the studies' iptables `bleach_ecn`
     /// and `dscp_to_ect1` helpers on the middlebox, ahead of the AQM); no delay.
     EcnRewrite(Ecn),
+    /// A tunnel entry or exit (encapsulation, decapsulation, anti-replay); no delay.
+    Tunnel(TunnelElement),
     /// Linux netem: delay with jitter (reordering), random loss, limit, slotted release.
     Netem(Box<Netem>),
 }
@@ -253,6 +256,7 @@ impl Element {
                 pkt.ecn = *to;
                 ctx.out.push(pkt);
             }
+            Element::Tunnel(t) => t.receive(pkt, ctx),
             Element::Netem(n) => n.receive(pkt, ctx),
         }
     }
@@ -260,7 +264,7 @@ impl Element {
         match self {
             Element::Delay(d) => d.wake(ctx),
             Element::Link(l) => l.wake(ctx),
-            Element::EcnRewrite(_) => {}
+            Element::EcnRewrite(_) | Element::Tunnel(_) => {}
             Element::Netem(n) => n.wake(ctx),
         }
     }
@@ -269,7 +273,7 @@ impl Element {
         match self {
             Element::Delay(d) => d.line.len(),
             Element::Link(l) => l.held(),
-            Element::EcnRewrite(_) => 0,
+            Element::EcnRewrite(_) | Element::Tunnel(_) => 0,
             Element::Netem(n) => n.held(),
         }
     }
@@ -278,6 +282,7 @@ impl Element {
         match self {
             Element::Delay(_) | Element::EcnRewrite(_) => 0,
             Element::Link(l) => l.drops(),
+            Element::Tunnel(t) => t.drops(),
             Element::Netem(n) => n.drops(),
         }
     }

@@ -99,7 +99,21 @@ pub enum Kind {
     Udp,
 }
 
-/// A packet in flight. `Copy` and about 90 bytes, so queues hold packets inline.
+/// The inner header a tunnelled packet carries while it is encapsulated (`path::tunnel`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct TunnelTag {
+    /// Low 32 bits of the SA's sequence number (ESP's Sequence Number field; WireGuard's
+    /// counter); the exit infers the high bits (RFC 4303 Appendix A, ESN).
+    pub seq: u32,
+    /// The inner packet's flow key.
+    pub inner_key: u32,
+    /// Bytes the entry added to `wire_len`.
+    pub overhead: u16,
+    pub inner_ecn: Ecn,
+    pub inner_dscp: u8,
+}
+
+/// A packet in flight. `Copy` and about 100 bytes, so queues hold packets inline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet {
     /// Index of the flow this packet belongs to.
@@ -127,6 +141,8 @@ pub struct Packet {
     /// Probe replies: when the request was sent (round-trip time).
     pub origin: Time,
     pub tcp: TcpHeader,
+    /// Set by a tunnel entry, cleared by its exit.
+    pub tunnel: TunnelTag,
 }
 
 impl Packet {
@@ -147,6 +163,7 @@ impl Packet {
             sent_at: Time::ZERO,
             origin: Time::ZERO,
             tcp: TcpHeader::default(),
+            tunnel: TunnelTag::default(),
         }
     }
 }

@@ -4,6 +4,7 @@
 //! are reported as one line naming the key path and the file line (see [`ScenarioError`]).
 
 use crate::path::netem::NetemSpec;
+use crate::path::tunnel::{self, TunnelSpec};
 use crate::qdisc::QdiscSpec;
 use crate::time::{Rate, Time};
 use crate::units::{parse_bytes, parse_rate, parse_time};
@@ -47,6 +48,9 @@ pub struct Scenario {
     /// Load-transient groups of simultaneous finite transfers (algorithms.md 4.3).
     #[serde(default)]
     pub transients: Vec<TransientSpec>,
+    /// Tunnels flows, probes and media can be carried in (`tunnel = "<name>"`).
+    #[serde(default)]
+    pub tunnels: Vec<TunnelSpec>,
 }
 
 fn default_seed() -> u64 {
@@ -268,6 +272,9 @@ pub struct FlowSpec {
     /// (e.g. `"delay 2ms 1ms 10%"`, the SCE S6 jitter runs).
     #[serde(default)]
     pub netem: Option<NetemSpec>,
+    /// Carry this traffic in the `[[tunnels]]` entry of this name.
+    #[serde(default)]
+    pub tunnel: Option<String>,
 }
 
 /// A short-flow workload as heistp/ccafct runs it: transfers arrive as a Poisson process
@@ -436,6 +443,9 @@ pub struct ProbeSpec {
     /// netem of the probe's own path, both directions (to measure jitter).
     #[serde(default)]
     pub netem: Option<NetemSpec>,
+    /// Carry this traffic in the `[[tunnels]]` entry of this name.
+    #[serde(default)]
+    pub tunnel: Option<String>,
 }
 
 impl ProbeSpec {
@@ -510,6 +520,9 @@ pub struct MediaSpec {
     pub packet_size: u32,
     #[serde(default = "default_media_qdelay_target", deserialize_with = "de_time")]
     pub queue_delay_target: Time,
+    /// Carry this traffic in the `[[tunnels]]` entry of this name.
+    #[serde(default)]
+    pub tunnel: Option<String>,
 }
 
 fn default_media_min() -> Rate {
@@ -593,6 +606,9 @@ pub struct UdpSpec {
     pub dscp: u8,
     #[serde(default)]
     pub direction: Way,
+    /// Carry this traffic in the `[[tunnels]]` entry of this name.
+    #[serde(default)]
+    pub tunnel: Option<String>,
 }
 
 fn default_udp_kind() -> UdpKind {
@@ -757,7 +773,7 @@ impl Scenario {
     }
 
     /// Range checks that serde cannot express.
-    fn validate(&self) -> Result<(), (String, String)> {
+    fn validate<'a>(&'a self) -> Result<(), (String, String)> {
         let err = |k: &str, m: String| Err((k.to_string(), m));
         if self.duration == Time::ZERO {
             return err("duration", "must be greater than zero".into());
@@ -912,6 +928,14 @@ impl Scenario {
                 }
             }
         }
+        let named = |list: &'static str, names: Vec<Option<&'a str>>| {
+            names.into_iter().enumerate().filter_map(move |(i, t)| Some((format!("{list}[{i}].tunnel"), t?)))
+        };
+        let refs = named("flows", self.flows.iter().map(|f| f.tunnel.as_deref()).collect())
+            .chain(named("probes", self.probes.iter().map(|p| p.tunnel.as_deref()).collect()))
+            .chain(named("media", self.media.iter().map(|m| m.tunnel.as_deref()).collect()))
+            .chain(named("udp", self.udp.iter().map(|u| u.tunnel.as_deref()).collect()));
+        tunnel::validate(&self.tunnels, refs)?;
         Ok(())
     }
 }

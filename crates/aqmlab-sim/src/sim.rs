@@ -18,6 +18,7 @@ use crate::link::{DelayLine, Element, ElementCtx, Link};
 use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder, SpikeSummary, SpikeTracker};
 use crate::packet::{Direction, Packet};
 use crate::path::netem::{Netem, NetemSpec};
+use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::qdisc;
 use crate::rng::Stream;
 use crate::scenario::{default_return_qdisc, Codepoint, ProbeKind, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE, LINK_MTU};
@@ -78,6 +79,7 @@ struct FlowPlan<'a> {
     netem: Option<&'a NetemSpec>,
     ecn_rewrite: Option<Codepoint>,
     host: u16,
+    tunnel: Option<&'a str>,
 }
 
 /// A load-transient group: its start and its flows (a range of `Simulation::flows`).
@@ -149,6 +151,21 @@ struct PathSides {
     before: [Vec<u32>; 2],
     /// After the shared path, at the far end (e.g. a tunnel exit).
     after: [Vec<u32>; 2],
+}
+
+impl PathSides {
+    /// The sides of an endpoint pair carried in the tunnel called `name`, if any: the tunnel's
+    /// entry first (so per-flow rewriting acts on the outer header), its exit last.
+    fn tunnelled(tunnels: &Tunnels, name: Option<&str>) -> PathSides {
+        let mut sides = PathSides::default();
+        if let Some(i) = name.map(|n| tunnels.index(n)) {
+            for way in [UP, DOWN] {
+                sides.before[way].push(tunnels.entries(i)[way]);
+                sides.after[way].push(tunnels.exits(i)[way]);
+            }
+        }
+        sides
+    }
 }
 
 impl SharedPath {
@@ -241,6 +258,7 @@ pub struct Simulation {
     probes: Vec<ProbeFlow>,
     /// Media flows; their endpoint ids follow the probes' (`flows.len() + probes.len() + i`).
     media: Vec<MediaFlow>,
+    tunnels: Tunnels,
     /// UDP flows; their endpoint ids follow the media flows'.
     udp: Vec<UdpFlow>,
     out: Vec<Packet>,
@@ -410,6 +428,7 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub media: Vec<MediaSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tunnels: Vec<TunnelSummary>,
     pub udp: Vec<UdpSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub workloads: Vec<WorkloadSummary>,
@@ -562,6 +581,11 @@ impl Simulation {
             link.register_series(&mut recorder, &disciplines);
         }
 
+        let tunnels = Tunnels::build(&sc.tunnels, |t| {
+            elements.push(Element::Tunnel(t));
+            (elements.len() - 1) as u32
+        });
+
         let mut plans = Vec::new();
         for spec in &sc.flows {
             for k in 0..spec.count {
@@ -576,7 +600,7 @@ impl Simulation {
                     ..TcpConfig::connection(spec.mss, spec.initial_cwnd, spec.initial_rto, spec.ecn, spec.size)
                 };
                 let (rtt, start, stop, direction, ecn_rewrite, host) = (spec.rtt, spec.start, spec.stop, spec.direction, spec.ecn_rewrite, spec.host);
-                plans.push(FlowPlan { name, cc: &spec.cc, rtt, start, stop, cfg, direction, netem: spec.netem.as_ref(), ecn_rewrite, host });
+                plans.push(FlowPlan { name, cc: &spec.cc, rtt, start, stop, cfg, direction, netem: spec.netem.as_ref(), ecn_rewrite, host, tunnel: spec.tunnel.as_deref() });
             }
         }
         let bulk_flows = plans.len();
@@ -588,7 +612,7 @@ impl Simulation {
             for (k, size) in transient::split(t.total, t.flows).enumerate() {
                 let cfg = TcpConfig::connection(t.mss, t.initial_cwnd, t.initial_rto, t.ecn, Some(size));
                 let (rtt, direction) = (t.rtt, t.direction);
-                plans.push(FlowPlan { name: format!("{name}-{k}"), cc: &t.cc, rtt, start, stop: None, cfg, direction, netem: None, ecn_rewrite: None, host: 0 });
+                plans.push(FlowPlan { name: format!("{name}-{k}"), cc: &t.cc, rtt, start, stop: None, cfg, direction, netem: None, ecn_rewrite: None, host: 0, tunnel: None });
             }
             transients.push(TransientGroup { name, start, flows: first..plans.len() });
         }
@@ -600,7 +624,7 @@ impl Simulation {
             let cc = p.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")));
             let data_down = p.direction == Way::Down;
             let data_way = if data_down { DOWN } else { UP };
-            let mut sides = PathSides::default();
+            let mut sides = PathSides::tunnelled(&tunnels, p.tunnel);
             if let Some(n) = p.netem {
                 for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("flow/{id}")).into_iter().enumerate() {
                     sides.before[way].push(el);
@@ -637,7 +661,7 @@ impl Simulation {
         for (i, spec) in sc.probes.iter().enumerate() {
             let id = (flows.len() + i) as u32;
             let name = spec.name.clone().unwrap_or_else(|| format!("probe-{i}"));
-            let mut sides = PathSides::default();
+            let mut sides = PathSides::tunnelled(&tunnels, spec.tunnel.as_deref());
             if let Some(n) = &spec.netem {
                 for (way, el) in netem_pair(&mut elements, n, sc.seed, &format!("probe/{i}")).into_iter().enumerate() {
                     sides.before[way].push(el);
@@ -663,7 +687,7 @@ impl Simulation {
                 crate::scenario::MediaKind::Scream => "scream",
             };
             let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
-            routes.push(shared.route(&mut elements, spec.rtt, PathSides::default(), false));
+            routes.push(shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), false));
             let cfg = ScreamConfig {
                 ecn: spec.ecn.ecn(),
                 dscp: spec.dscp,
@@ -702,7 +726,7 @@ impl Simulation {
             let id = (flows.len() + probes.len() + media.len() + i) as u32;
             let kind = spec.kind.name();
             let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
-            routes.push(shared.route(&mut elements, spec.rtt, PathSides::default(), spec.direction == Way::Down));
+            routes.push(shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), spec.direction == Way::Down));
             let pattern = match spec.kind {
                 UdpKind::Cbr => Pattern::Cbr,
                 UdpKind::Video => Pattern::Video {
@@ -766,6 +790,7 @@ impl Simulation {
             workloads,
             probes,
             media,
+            tunnels,
             udp,
             out: Vec::with_capacity(256),
             links,
@@ -1082,6 +1107,10 @@ impl Simulation {
             jain_steady,
             probes: self.probes.iter().map(ProbeSummary::of).collect(),
             media,
+            tunnels: self.tunnels.summary(|i| match &self.elements[i as usize] {
+                Element::Tunnel(t) => t,
+                _ => unreachable!("tunnel element indices point at tunnel elements"),
+            }),
             udp: self
                 .udp
                 .iter()
