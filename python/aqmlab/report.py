@@ -125,7 +125,8 @@ def run_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
     for i, md in enumerate(summary.get("media", []) or [], 1):
         m[f"media{i}_mbps"] = md.get("mean_bitrate_mbps")
     for i, u in enumerate(summary.get("tunnels", []) or [], 1):
-        m[f"tunnel{i}_replay_drops"] = u.get("replay_drops")
+        for k in ("replay_drops", "ecn_drops", "max_reorder"):
+            m[f"tunnel{i}_{k}"] = u.get(k)
     return m
 
 
