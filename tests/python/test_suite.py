@@ -45,7 +45,7 @@ def test_builtin_suites_and_matrix_sizes():
     assert sizes["l4s-tests/s8"] == 24
     assert sizes["l4s-tests/s13"] == 8
     expected = {
-        "l4s-tests/s2": 64, "l4s-tests/s3": 8, "l4s-tests/s4": 36, "l4s-tests/fct": 15,
+        "l4s-tests/s2": 64, "l4s-tests/s3": 8, "l4s-tests/s4": 36, "l4s-tests/s5": 6, "l4s-tests/s9": 15, "l4s-tests/fct": 15,
         "sce-l4s-ect1/s1": 18, "sce-l4s-ect1/s2": 81, "sce-l4s-ect1/s3": 2, "sce-l4s-ect1/s4": 8,
         "sce-l4s-ect1/s5": 8, "sce-l4s-ect1/s6": 8,
         "jarvinen-kojo": 56, "scream": 16, "fq-interaction": 8,
