@@ -42,10 +42,13 @@ impl SeriesRecorder {
         SeriesRecorder { series: Series::default(), capacity: ticks }
     }
     /// A column registered during the run (a qdisc swap brings new queue series) starts with
-    /// NaN for the ticks already recorded, so every column has one value per tick.
+    /// NaN for the ticks already recorded (`set` and `finish` pad the rest), so every column
+    /// has one value per tick.
     pub fn register(&mut self, entity: &str, metric: &str, unit: &'static str) -> SeriesId {
         let mut values = Vec::with_capacity(self.capacity.max(self.series.time.len()));
-        values.resize(self.series.time.len(), f64::NAN);
+        // Up to the tick before the current one: `set` pads the rest, so registering between
+        // ticks or after `tick` and before `set` both come out one value per tick.
+        values.resize(self.series.time.len().saturating_sub(1), f64::NAN);
         self.series.columns.push(Column { entity: entity.to_string(), metric: metric.to_string(), unit, values });
         SeriesId(self.series.columns.len() - 1)
     }
@@ -67,5 +70,37 @@ impl SeriesRecorder {
             c.values.resize(ticks, f64::NAN);
         }
         self.series
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A column registered after some ticks (a qdisc swap's new queue series) and a column no
+    /// longer set (the swapped-out qdisc's) both end with one value per tick, NaN where unset.
+    #[test]
+    fn late_and_abandoned_columns_are_nan_padded() {
+        let mut r = SeriesRecorder::with_ticks(4);
+        let a = r.register("bottleneck", "a", "ms");
+        let old = r.register("bottleneck", "old", "ms");
+        r.tick(0.0);
+        r.set(a, 1.0);
+        r.set(old, 5.0);
+        r.tick(0.05);
+        r.set(a, 2.0);
+        let new = r.register("bottleneck", "new", "ms");
+        r.set(new, 7.0);
+        r.tick(0.1);
+        r.set(a, 3.0);
+        r.set(new, 8.0);
+        let s = r.finish();
+        let v = |m: &str| s.get("bottleneck", m).unwrap().values.clone();
+        assert_eq!(v("a"), vec![1.0, 2.0, 3.0]);
+        let old = v("old");
+        assert_eq!(old.len(), 3);
+        assert!(old[0] == 5.0 && old[1].is_nan() && old[2].is_nan());
+        let new = v("new");
+        assert!(new[0].is_nan() && new[1] == 7.0 && new[2] == 8.0);
     }
 }
