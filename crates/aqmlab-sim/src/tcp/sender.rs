@@ -1040,6 +1040,11 @@ impl TcpSender {
     /// (`tcp_update_scoreboard`) is not used with RACK; DupThresh only zeroes the RACK
     /// reordering window (`tcp_rack_reo_wnd`).
     fn fastretrans_alert(&mut self, fl: &mut AckFlags, ctx: &mut EndpointCtx) {
+        // A. An ECN echo (with accurate feedback, a CE counter increase) requires the
+        // reduction: no later undo may restore cwnd/ssthresh.
+        if fl.ece {
+            self.prior_ssthresh = 0;
+        }
         // D. Check state exit conditions.
         if self.tp.ca_state == CaState::Open {
             self.retrans_stamp = None;
@@ -1807,5 +1812,97 @@ impl TcpSender {
             self.rate_delivered = d;
             self.rate_interval = rs.interval;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cc::Reno;
+    use crate::event::EventQueue;
+
+    /// A sender driven by hand-made ACKs (segment numbers; no timestamps echoed unless set).
+    struct Harness {
+        tx: TcpSender,
+        q: EventQueue,
+        sent: Vec<Packet>,
+    }
+
+    impl Harness {
+        fn new(ecn: EcnMode) -> Self {
+            Self::with(TcpConfig { ecn, ..TcpConfig::default() })
+        }
+        fn with(cfg: TcpConfig) -> Self {
+            let mut h = Harness { tx: TcpSender::new(0, cfg, Box::new(Reno)), q: EventQueue::default(), sent: vec![] };
+            h.with_ctx(0, |tx, ctx| tx.start(ctx));
+            let synack = Packet::new(0, Direction::Reverse, Kind::SynAck, 52);
+            h.with_ctx(10, |tx, ctx| tx.on_packet(&synack, ctx));
+            h
+        }
+        fn with_ctx(&mut self, now_ms: u64, f: impl FnOnce(&mut TcpSender, &mut EndpointCtx)) {
+            let mut out = vec![];
+            let mut ctx = EndpointCtx { flow: 0, now: Time::from_millis(now_ms), events: &mut self.q, out: &mut out };
+            f(&mut self.tx, &mut ctx);
+            self.sent.extend(out);
+        }
+        /// Runs the sender's timers due up to `until`; returns the time of the last one run.
+        fn run_timers(&mut self, until: Time) -> Option<Time> {
+            let mut last = None;
+            while self.q.peek_time().is_some_and(|t| t <= until) {
+                let (at, ev) = self.q.pop().unwrap();
+                if let crate::event::Event::Flow(_, t) = ev {
+                    let mut out = vec![];
+                    let mut ctx = EndpointCtx { flow: 0, now: at, events: &mut self.q, out: &mut out };
+                    self.tx.on_timer(t, &mut ctx);
+                    self.sent.extend(out);
+                    last = Some(at);
+                }
+            }
+            last
+        }
+        /// An ACK of `ack` with SACK blocks `sacks` (the first may be a D-SACK).
+        fn ack(&mut self, now_ms: u64, ack: u32, sacks: &[(u32, u32)], ece: bool) {
+            let mut p = Packet::new(0, Direction::Reverse, Kind::Ack, 52);
+            p.tcp.seq = ack;
+            p.tcp.ece = ece;
+            for (i, &(start, end)) in sacks.iter().enumerate() {
+                p.tcp.sacks[i] = SackBlock { start, end };
+            }
+            p.tcp.sack_len = sacks.len() as u8;
+            self.with_ctx(now_ms, |tx, ctx| tx.on_ack(&p, ctx));
+        }
+    }
+
+    /// Segments 0 and 1 of the initial window missing, 2..9 SACKed: RACK marks them lost and
+    /// Recovery retransmits. Returns the harness and the number of retransmissions.
+    fn into_recovery(ecn: EcnMode) -> (Harness, u32) {
+        let mut h = Harness::new(ecn);
+        assert_eq!(h.tx.snd_nxt, 10);
+        for k in 3..=10 {
+            h.ack(20, 0, &[(2, k)], false);
+        }
+        assert_eq!(h.tx.tp.ca_state, CaState::Recovery);
+        let r = h.tx.stats.retransmits as u32;
+        assert!(r >= 1);
+        (h, r)
+    }
+
+    #[test]
+    fn an_ecn_echo_in_recovery_blocks_the_dsack_undo() {
+        let run = |ece: bool| {
+            let (mut h, r) = into_recovery(EcnMode::Rfc3168);
+            let reduced = h.tx.tp.ssthresh;
+            // The first retransmissions arrive (ECE set or not), then D-SACKs show that the
+            // originals had arrived as well: every retransmission was unnecessary.
+            h.ack(21, r, &[(2, 10)], ece);
+            h.ack(22, r, &[(0, r), (2, 10)], false);
+            assert_eq!(h.tx.undo_retrans, 0);
+            (reduced, h.tx.tp.ssthresh, h.tx.tp.cwnd)
+        };
+        let (reduced, ssthresh, _) = run(false);
+        assert!(ssthresh > reduced, "control: the D-SACK undo restores ssthresh");
+        let (reduced, ssthresh, cwnd) = run(true);
+        assert_eq!(ssthresh, reduced, "ECE: the reduction stays");
+        assert!(cwnd <= reduced.max(2));
     }
 }
