@@ -1144,6 +1144,11 @@ impl TcpSender {
     /// Linux `tcp_enter_recovery`: a reduction already under way (CWR) continues with its
     /// ssthresh and recovery point; otherwise remember ssthresh for undo and start PRR.
     fn enter_recovery(&mut self, ece: bool) {
+        // tcp_retrans_stamp_cleanup: start the clock with this episode's fast retransmit
+        // (for undo) unless retransmissions of an earlier one are still out.
+        if !self.any_retrans_done() {
+            self.retrans_stamp = None;
+        }
         self.stats.fast_recoveries += 1;
         self.prior_ssthresh = 0;
         self.init_undo();
@@ -1165,11 +1170,15 @@ impl TcpSender {
         }
     }
 
-    /// Linux `tcp_init_undo`.
+    /// Linux `tcp_init_undo`: retransmissions still in flight, a TLP retransmission among
+    /// them, may cause D-SACKs later; 0 would mean "can undo now", so none is -1.
     fn init_undo(&mut self) {
         self.undo_marker = Some(self.snd_una);
-        // Retransmissions still in flight may cause D-SACKs later.
-        self.undo_retrans = if self.retrans_out > 0 { self.retrans_out as i32 } else { -1 };
+        let mut n = self.retrans_out as i32;
+        if self.tlp_high_seq.is_some() && self.tlp_retrans {
+            n += 1;
+        }
+        self.undo_retrans = if n > 0 { n } else { -1 };
     }
 
     /// Linux `tcp_end_cwnd_reduction`: cwnd = ssthresh after CWR or an un-undone Recovery.
@@ -1193,10 +1202,16 @@ impl TcpSender {
         self.rcv_tsecr != 0 && (self.rcv_tsecr.wrapping_sub(when) as i32) < 0
     }
 
-    /// Linux `tcp_packet_delayed` (Eifel detection, RFC 3522): the ACK was triggered by an
-    /// original transmission sent before the episode's first retransmission.
+    /// Linux `tcp_packet_delayed` (Eifel detection, RFC 3522; 6.12+): the ACK was triggered
+    /// by an original transmission sent before the episode's first retransmission, or nothing
+    /// was retransmitted at all (no `retrans_stamp`). Linux's exceptions for a cleared stamp
+    /// (non-SACK reopening, SYN_SENT) do not arise here: SACK is always on and the handshake
+    /// does not use this path.
     fn packet_delayed(&self) -> bool {
-        self.retrans_stamp.is_some_and(|w| self.tsecr_before(w))
+        match self.retrans_stamp {
+            Some(w) => self.tsecr_before(w),
+            None => true,
+        }
     }
 
     /// Linux `tcp_skb_spurious_retrans`: a retransmitted segment whose ACK echoes an earlier
@@ -1904,5 +1919,20 @@ mod tests {
         let (reduced, ssthresh, cwnd) = run(true);
         assert_eq!(ssthresh, reduced, "ECE: the reduction stays");
         assert!(cwnd <= reduced.max(2));
+    }
+
+    #[test]
+    fn undo_counts_a_tlp_retransmission_in_flight_and_no_retransmission_means_delayed() {
+        let mut h = Harness::new(EcnMode::Off);
+        h.tx.tlp_high_seq = Some(10);
+        h.tx.tlp_retrans = true;
+        h.tx.init_undo();
+        assert_eq!(h.tx.undo_retrans, 1, "the TLP retransmission may still be D-SACKed");
+        h.tx.tlp_retrans = false;
+        h.tx.init_undo();
+        assert_eq!(h.tx.undo_retrans, -1);
+        // Nothing retransmitted in the episode (no retrans_stamp): the ACK was merely delayed.
+        assert!(h.tx.retrans_stamp.is_none());
+        assert!(h.tx.packet_delayed() && h.tx.may_undo());
     }
 }
