@@ -572,6 +572,8 @@ impl TcpSender {
         let blocks = pkt.tcp.sacks;
         let mut reord = self.snd_nxt;
         let mut first = 0;
+        // The part of a D-SACK block still in the window (segments not cumulatively ACKed).
+        let mut dsack_in_window = 0..0;
         if n > 0 && is_dsack(&blocks[..n], ack) {
             // tcp_check_dsack: the first block reports a duplicate (RFC 2883).
             first = 1;
@@ -589,7 +591,8 @@ impl TcpSender {
                     }
                 }
                 // tcp_sacktag_one with dup_sack for segments still in the window.
-                for s in d.start.max(self.snd_una)..d.end.min(self.snd_nxt) {
+                dsack_in_window = d.start.max(self.snd_una)..d.end.min(self.snd_nxt);
+                for s in dsack_in_window.clone() {
                     let f = self.seg(s).flags;
                     if f & EVER_RETRANS != 0 {
                         if let Some(m) = self.undo_marker {
@@ -635,6 +638,16 @@ impl TcpSender {
                     self.rate_skb_delivered(&seg, &mut rs, &mut prior);
                 }
                 s += 1;
+            }
+        }
+        // The end of tcp_sacktag_one with dup_sack: a D-SACKed segment that is SACKed (here
+        // by a regular block, of this or an earlier ACK) and still counted as a
+        // retransmission in flight (S|R) was a redundant retransmission: it is not in flight.
+        for s in dsack_in_window {
+            let f = self.seg(s).flags;
+            if f & (SACKED | RETRANS) == SACKED | RETRANS {
+                self.seg_mut(s).flags &= !RETRANS;
+                self.retrans_out -= 1;
             }
         }
         if n > 0 {
@@ -1919,6 +1932,22 @@ mod tests {
         let (reduced, ssthresh, cwnd) = run(true);
         assert_eq!(ssthresh, reduced, "ECE: the reduction stays");
         assert!(cwnd <= reduced.max(2));
+    }
+
+    #[test]
+    fn a_dsack_of_a_sacked_retransmission_takes_it_out_of_flight() {
+        let (mut h, r) = into_recovery(EcnMode::Off);
+        assert_eq!(r, 2, "both holes retransmitted");
+        // The losses are unmarked (as an undo does): the retransmissions stay counted in
+        // flight (R without L), and a SACK of segment 1 keeps it so (S|R).
+        h.tx.undo_cwnd_reduction(true);
+        h.ack(21, 0, &[(1, 10)], false);
+        assert_eq!(h.tx.seg(1).flags & (SACKED | RETRANS), SACKED | RETRANS);
+        let before = h.tx.retrans_out;
+        // The receiver reports segment 1 twice: the retransmission was redundant.
+        h.ack(22, 0, &[(1, 2), (1, 10)], false);
+        assert_eq!(h.tx.seg(1).flags & RETRANS, 0);
+        assert_eq!(h.tx.retrans_out, before - 1);
     }
 
     #[test]
