@@ -1083,7 +1083,7 @@ impl TcpSender {
                     return;
                 }
                 if self.try_undo_dsack() {
-                    self.try_keep_open();
+                    self.try_to_open(fl.ece);
                 }
                 self.identify_packet_loss(fl, ctx);
                 if self.tp.ca_state != CaState::Recovery {
