@@ -986,7 +986,8 @@ impl TcpSender {
         self.rack_advanced = false;
         let timeout = self.rack_detect_loss(ctx.now);
         if timeout > Time::ZERO {
-            let at = ctx.now + jiffies_up(timeout) + TCP_TIMEOUT_MIN;
+            // inet_csk_reset_xmit_timer(.., max_when = icsk_rto): no later than one RTO.
+            let at = ctx.now + (jiffies_up(timeout) + TCP_TIMEOUT_MIN).min(self.rto);
             self.reorder_timer.arm(at, ctx.event(FlowTimer::Reorder), ctx.events);
             return true;
         }
@@ -1963,5 +1964,21 @@ mod tests {
         // Nothing retransmitted in the episode (no retrans_stamp): the ACK was merely delayed.
         assert!(h.tx.retrans_stamp.is_none());
         assert!(h.tx.packet_delayed() && h.tx.may_undo());
+    }
+
+    #[test]
+    fn the_reordering_timer_is_capped_at_the_rto() {
+        let mut h = Harness::new(EcnMode::Off);
+        // One SACK above a hole: RACK waits a reordering window before marking segment 0.
+        h.ack(20, 0, &[(1, 2)], false);
+        assert!(h.tx.reorder_timer.is_armed());
+        // Re-run the detection with an RTO shorter than the remaining window.
+        h.tx.reorder_timer.cancel();
+        h.tx.rto = Time::from_micros(500);
+        h.tx.rack_advanced = true;
+        let mut out = vec![];
+        let mut ctx = EndpointCtx { flow: 0, now: Time::from_millis(20), events: &mut h.q, out: &mut out };
+        assert!(h.tx.rack_mark_lost(&mut ctx));
+        assert_eq!(h.tx.reorder_timer.deadline(), Some(Time::from_millis(20) + Time::from_micros(500)));
     }
 }
