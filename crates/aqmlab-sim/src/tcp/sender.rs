@@ -1379,22 +1379,29 @@ impl TcpSender {
     }
 
     /// Linux `tcp_send_loss_probe`: one probe per tail-loss episode, new data if the
-    /// application has some (ignoring cwnd), else a retransmission of the last segment.
+    /// application has some and the receive window allows (`tcp_write_xmit` with push_one = 2:
+    /// cwnd ignored, pacing honoured), else a retransmission of the last segment, SACKed or
+    /// not (`skb_rb_last`). When pacing holds the new segment back, no probe is recorded and
+    /// the RTO is re-armed from the head's transmission.
     fn send_loss_probe(&mut self, ctx: &mut EndpointCtx) {
         if self.tlp_high_seq.is_none() && self.packets_out() > 0 {
             self.tlp_retrans = false;
             let mut sent = false;
             if self.has_new_data() && self.cfg.rwnd_packets.map_or(true, |w| self.packets_out() < w) {
-                let seq = self.snd_nxt;
-                self.transmit(seq, TxKind::New, false, ctx);
-                sent = true;
-            } else {
-                let last = self.snd_nxt - 1;
-                if self.seg(last).flags & SACKED == 0 {
-                    self.transmit(last, TxKind::Probe, false, ctx);
-                    self.tlp_retrans = true;
+                let paced = self.tp.paced && self.tp.pacing_rate > 0.0;
+                if paced && self.wstamp > ctx.now {
+                    // tcp_pacing_check: the pacing timer sends it later.
+                    self.pacing_timer.arm(self.wstamp, ctx.event(FlowTimer::Pacing), ctx.events);
+                } else {
+                    let seq = self.snd_nxt;
+                    self.transmit(seq, TxKind::New, paced, ctx);
                     sent = true;
                 }
+            } else {
+                let last = self.snd_nxt - 1;
+                self.transmit(last, TxKind::Probe, false, ctx);
+                self.tlp_retrans = true;
+                sent = true;
             }
             if sent {
                 self.tlp_high_seq = Some(self.snd_nxt);
@@ -1964,6 +1971,45 @@ mod tests {
         // Nothing retransmitted in the episode (no retrans_stamp): the ACK was merely delayed.
         assert!(h.tx.retrans_stamp.is_none());
         assert!(h.tx.packet_delayed() && h.tx.may_undo());
+    }
+
+    #[test]
+    fn a_loss_probe_retransmits_the_last_segment_even_if_sacked() {
+        let mut h = Harness::with(TcpConfig { size: Some(10 * 1448), ..TcpConfig::default() });
+        assert_eq!(h.tx.snd_nxt, 10);
+        // Segments 0..8 ACKed, the last one SACKed above a hole at 8 (too few for RACK).
+        h.ack(20, 8, &[(9, 10)], false);
+        assert_eq!(h.tx.tp.ca_state, CaState::Disorder);
+        // Make the flow Open so that a probe is scheduled, then run the probe timer.
+        h.tx.set_state(CaState::Open);
+        let mut out = vec![];
+        let mut ctx = EndpointCtx { flow: 0, now: Time::from_millis(20), events: &mut h.q, out: &mut out };
+        assert!(h.tx.schedule_loss_probe(true, &mut ctx));
+        h.tx.reorder_timer.cancel();
+        let sent = h.sent.len();
+        let deadline = h.tx.rto_timer.deadline().unwrap();
+        h.run_timers(deadline);
+        assert_eq!(h.tx.stats.loss_probes, 1);
+        assert_eq!(h.sent[sent].tcp.seq, 9, "skb_rb_last, SACKed or not");
+        assert!(h.tx.tlp_retrans && h.tx.tlp_high_seq == Some(10));
+    }
+
+    #[test]
+    fn a_paced_new_data_probe_waits_for_pacing() {
+        let mut h = Harness::with(TcpConfig { pacing: true, ..TcpConfig::default() });
+        // The initial window is ACKed and more data sent; the probe timer then finds the
+        // pacing horizon in the future.
+        h.ack(20, 10, &[], false);
+        let probes = h.tx.stats.loss_probes;
+        h.tx.wstamp = Time::from_secs(100);
+        h.tx.tlp_pending = true;
+        let mut out = vec![];
+        let mut ctx = EndpointCtx { flow: 0, now: Time::from_millis(30), events: &mut h.q, out: &mut out };
+        h.tx.send_loss_probe(&mut ctx);
+        assert!(out.is_empty(), "nothing may leave before the pacing time");
+        assert_eq!(h.tx.stats.loss_probes, probes);
+        assert!(h.tx.tlp_high_seq.is_none());
+        assert!(h.tx.rto_timer.is_armed() && h.tx.pacing_timer.is_armed());
     }
 
     #[test]
