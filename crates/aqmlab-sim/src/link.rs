@@ -165,10 +165,18 @@ impl Link {
     pub fn held(&self) -> usize {
         self.qdisc.len() + self.in_tx.is_some() as usize
     }
-    /// Swaps in a new discipline, as `tc qdisc replace`: the old one's queue is discarded
-    /// (counted as its drops); the packet on the wire completes. Returns the packets
-    /// discarded.
+    /// `tc qdisc replace` (Linux `tc_modify_qdisc`). A discipline of another kind is swapped
+    /// in: the old one's queue is discarded (counted as its drops); the packet on the wire
+    /// completes. One of the same kind is a `qdisc_change`: the installed discipline keeps
+    /// its queue and state and takes the new parameters where it models the change
+    /// (`Qdisc::change`: pfifo/bfifo, pie), else it is kept as it is. Returns the packets
+    /// discarded by a swap.
     pub fn replace_qdisc(&mut self, qdisc: Box<dyn Qdisc>, now: Time) -> u64 {
+        if qdisc.kind() == self.qdisc.kind() {
+            self.qdisc.change(qdisc.as_ref());
+            self.observe_backlog(now);
+            return 0;
+        }
         let old = std::mem::replace(&mut self.qdisc, qdisc);
         let discarded = old.len() as u64;
         self.stats.retired_drops += old.stats().drops + discarded;

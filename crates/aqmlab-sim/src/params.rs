@@ -38,6 +38,10 @@ impl<'a> Params<'a> {
     pub fn time(&mut self, key: &str) -> Result<Time, String> {
         self.typed(key, |v| parse_time(v, Some(1_000)))
     }
+    /// A time parsed as iproute2's `get_time64`: a bare number is nanoseconds.
+    pub fn time64(&mut self, key: &str) -> Result<Time, String> {
+        self.typed(key, |v| parse_time(v, Some(1)))
+    }
     pub fn rate(&mut self, key: &str) -> Result<Rate, String> {
         self.typed(key, parse_rate)
     }

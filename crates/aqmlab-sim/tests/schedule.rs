@@ -212,3 +212,42 @@ fn bad_changes_are_reported_with_their_key() {
     assert!(e.contains("bottleneck.changes[0].direction"), "{e}");
     assert_eq!(e.lines().count(), 1);
 }
+
+/// `tc qdisc replace` with the same kind is Linux `qdisc_change`: the queue and the state are
+/// kept. pfifo takes the new limit (for arrivals; nothing queued is dropped); a kind whose
+/// in-place change is not modelled (dualpi2) keeps its instance.
+#[test]
+fn a_same_kind_qdisc_change_keeps_the_queue() {
+    for (first, second, new_limit) in [("pfifo limit 1000", "pfifo limit 20", Some(20usize)), ("dualpi2", "dualpi2 target 5ms", None)] {
+        let text = format!(
+            r#"duration = "12s"
+[bottleneck]
+rate = "20Mbit"
+qdisc = "{first}"
+[[bottleneck.changes]]
+at = "5s"
+qdisc = "{second}"
+[[flows]]
+cc = "cubic"
+rtt = "40ms"
+"#
+        );
+        let sc = scenario(&text);
+        let mut sim = Simulation::new(&sc);
+        let at = Time::from_secs(5);
+        sim.run_until(at - Time(1));
+        let (queued, drops) = (sim.bottleneck().qdisc().len(), sim.bottleneck().drops());
+        sim.run_until(at);
+        let l = sim.bottleneck();
+        println!("{first} -> {second}: {queued} queued before, {} after; drops {drops} -> {}", l.qdisc().len(), l.drops());
+        assert!(queued > 5, "the change should find a standing queue: {queued}");
+        assert_eq!(l.drops(), drops, "nothing discarded");
+        assert!(l.qdisc().len() + 1 >= queued, "the queue is kept");
+        if let Some(limit) = new_limit {
+            sim.run_until(Time::from_secs(8));
+            assert!(sim.bottleneck().qdisc().len() <= limit, "the new limit applies");
+        }
+        let out = sim.run();
+        assert_conserved(&out.summary);
+    }
+}

@@ -202,8 +202,9 @@ impl NetemConfig {
 fn parse_slot(p: &mut Params) -> Result<SlotConfig, String> {
     let mut s = SlotConfig { min_delay: Time::ZERO, max_delay: Time::ZERO, dist: None, max_packets: 0, max_bytes: 0 };
     if next_is_number(p) {
-        s.min_delay = p.time("slot min_delay")?;
-        s.max_delay = if next_is_number(p) { p.time("slot max_delay")? } else { s.min_delay };
+        // iproute2 reads slot times with get_time64: a bare number is nanoseconds.
+        s.min_delay = p.time64("slot min_delay")?;
+        s.max_delay = if next_is_number(p) { p.time64("slot max_delay")? } else { s.min_delay };
         if s.max_delay < s.min_delay {
             return Err(p.invalid("slot max_delay is smaller than min_delay"));
         }
@@ -212,8 +213,8 @@ fn parse_slot(p: &mut Params) -> Result<SlotConfig, String> {
         let Some(dist) = Distribution::parse(p.value("slot distribution")?).map_err(|e| p.invalid(e))? else {
             return Err(p.invalid("slot distribution needs a table (normal, pareto, paretonormal); use 'slot MIN MAX' for uniform"));
         };
-        let delay = p.time("slot delay")?;
-        let jitter = p.time("slot jitter")?;
+        let delay = p.time64("slot delay")?;
+        let jitter = p.time64("slot jitter")?;
         if jitter == Time::ZERO {
             return Err(p.invalid("slot distribution needs a positive jitter"));
         }
@@ -496,6 +497,11 @@ mod tests {
         let c = NetemConfig::parse("delay 1500 loss 0.5").unwrap();
         assert_eq!((c.latency, c.loss), (Time::from_micros(1500), (0.005 * u32::MAX as f64).round() as u32));
         assert_eq!(NetemConfig::parse("slot 2ms bytes 64kb").unwrap().slot.unwrap().max_delay, Time::from_millis(2));
+        // Slot times are read with get_time64: a bare number is nanoseconds.
+        let s = NetemConfig::parse("slot 800 5000").unwrap().slot.unwrap();
+        assert_eq!((s.min_delay, s.max_delay), (Time(800), Time(5000)));
+        let s = NetemConfig::parse("slot distribution normal 2000000 500us").unwrap().slot.unwrap();
+        assert_eq!(s.dist.map(|d| (d.1, d.2)), Some((Time::from_millis(2), Time::from_micros(500))));
         assert_eq!(NetemConfig::parse("delay 10ms 2ms distribution normal").unwrap().dist, Some(Distribution::Normal));
     }
 

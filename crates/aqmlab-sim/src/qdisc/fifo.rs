@@ -59,6 +59,20 @@ impl Qdisc for Fifo {
     fn stats(&self) -> &QdiscStats {
         &self.stats
     }
+    /// Linux `fifo_init` as `.change`: the new limit applies to arrivals; nothing queued is
+    /// dropped.
+    fn change(&mut self, new: &dyn Qdisc) -> bool {
+        match new.as_any().and_then(|a| a.downcast_ref::<Fifo>()) {
+            Some(f) => {
+                self.limit = f.limit;
+                true
+            }
+            None => false,
+        }
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 }
 
 /// Parsed `pfifo`/`bfifo` parameters.

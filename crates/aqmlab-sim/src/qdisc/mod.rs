@@ -151,5 +151,15 @@ pub trait Qdisc {
     /// Extended statistics (`tc -s` xstats, e.g. PIE's drop probability), sampled on the
     /// series grid. The names must be the same at every call.
     fn xstats(&self, _out: &mut Vec<(&'static str, f64)>) {}
+    /// `tc qdisc replace` by a discipline of the same kind (Linux `tc_modify_qdisc` ->
+    /// `qdisc_change`): take `new`'s parameters, keeping the queue and the state. Returns
+    /// false when this discipline has no in-place change (the link then keeps it unchanged).
+    fn change(&mut self, _new: &dyn Qdisc) -> bool {
+        false
+    }
+    /// The discipline as `Any`, for `change` to read a same-kind replacement's parameters.
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        None
+    }
 }
 

@@ -406,6 +406,25 @@ impl Qdisc for Pie {
     fn stats(&self) -> &QdiscStats {
         &self.stats
     }
+    /// Linux `pie_change`: new limit, target, tupdate, alpha, beta, ecn, bytemode and rate
+    /// estimator; the probability, burst allowance and queue are kept, except that packets
+    /// over a lower limit are dropped from the head. (`max_burst` has no netlink attribute
+    /// and stays.)
+    fn change(&mut self, new: &dyn Qdisc) -> bool {
+        let Some(n) = new.as_any().and_then(|a| a.downcast_ref::<Pie>()) else { return false };
+        self.cfg = PieConfig { max_burst: self.cfg.max_burst, ..n.cfg };
+        self.target = n.target;
+        self.tupdate = n.tupdate;
+        while self.queue.len() > self.cfg.limit as usize {
+            if self.queue.take().is_some() {
+                self.stats.drops += 1;
+            }
+        }
+        true
+    }
+    fn as_any(&self) -> Option<&dyn std::any::Any> {
+        Some(self)
+    }
 
     /// As `pie_dump_stats`: `prob` (fraction), `pie_qdelay` (the controller's delay estimate,
     /// ms), `burst_allowance` (ms) and, with the rate estimator, `avg_dq_rate` (bytes/s).
