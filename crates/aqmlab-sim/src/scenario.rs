@@ -786,9 +786,7 @@ impl Scenario {
         }
         for (i, u) in self.udp.iter().enumerate() {
             let k = |name: &str| format!("udp[{i}].{name}");
-            if u.rtt < Time::from_micros(2) {
-                return err(&k("rtt"), "must be at least 2us".into());
-            }
+            self.check_endpoint(&k, u.rtt, u.dscp, u.start, u.stop)?;
             if !(1..=MAX_UDP_PAYLOAD).contains(&u.packet_size) {
                 return err(&k("packet_size"), format!("{} is out of range 1..{MAX_UDP_PAYLOAD} bytes", u.packet_size));
             }
@@ -813,15 +811,6 @@ impl Scenario {
                     return err(&k("frame_size_variation"), format!("{v} is out of range 0..200 %"));
                 }
             }
-            if u.dscp > 63 {
-                return err(&k("dscp"), format!("{} is out of range 0..63", u.dscp));
-            }
-            if u.start >= self.duration {
-                return err(&k("start"), format!("{} is not before the end of the run ({})", u.start, self.duration));
-            }
-            if u.stop.is_some_and(|s| s <= u.start) {
-                return err(&k("stop"), "must be after start".into());
-            }
         }
         for (i, t) in self.metrics.spike_thresholds.iter().enumerate() {
             if *t == Time::ZERO {
@@ -837,9 +826,7 @@ impl Scenario {
         self.validate_short_flows()?;
         for (i, m) in self.media.iter().enumerate() {
             let k = |name: &str| format!("media[{i}].{name}");
-            if m.rtt < Time::from_micros(2) {
-                return err(&k("rtt"), "must be at least 2us".into());
-            }
+            self.check_endpoint(&k, m.rtt, m.dscp, m.start, m.stop)?;
             if m.min_bitrate.0 == 0 || m.min_bitrate > m.start_bitrate || m.start_bitrate > m.max_bitrate {
                 return err(&k("start_bitrate"), "need 0 < min_bitrate <= start_bitrate <= max_bitrate".into());
             }
@@ -858,35 +845,15 @@ impl Scenario {
             if m.queue_delay_target < Time::from_millis(1) {
                 return err(&k("queue_delay_target"), "must be at least 1ms".into());
             }
-            if m.dscp > 63 {
-                return err(&k("dscp"), format!("{} is out of range 0..63", m.dscp));
-            }
-            if m.start >= self.duration {
-                return err(&k("start"), format!("{} is not before the end of the run ({})", m.start, self.duration));
-            }
-            if m.stop.is_some_and(|s| s <= m.start) {
-                return err(&k("stop"), "must be after start".into());
-            }
         }
         for (i, p) in self.probes.iter().enumerate() {
             let k = |name: &str| format!("probes[{i}].{name}");
-            if p.rtt < Time::from_micros(2) {
-                return err(&k("rtt"), "must be at least 2us".into());
-            }
+            self.check_endpoint(&k, p.rtt, p.dscp, p.start, p.stop)?;
             if p.interval.is_some_and(|i| i < Time::from_micros(1)) {
                 return err(&k("interval"), "must be at least 1us".into());
             }
             if p.size.is_some_and(|s| !(42..=65_535).contains(&s)) {
                 return err(&k("size"), format!("{} is out of range 42..65535 bytes", p.size()));
-            }
-            if p.dscp > 63 {
-                return err(&k("dscp"), format!("{} is out of range 0..63", p.dscp));
-            }
-            if p.start >= self.duration {
-                return err(&k("start"), format!("{} is not before the end of the run ({})", p.start, self.duration));
-            }
-            if p.stop.is_some_and(|s| s <= p.start) {
-                return err(&k("stop"), "must be after start".into());
             }
         }
         for (i, c) in self.bottleneck.changes.iter().enumerate() {
@@ -936,6 +903,25 @@ impl Scenario {
             .chain(named("media", self.media.iter().map(|m| m.tunnel.as_deref()).collect()))
             .chain(named("udp", self.udp.iter().map(|u| u.tunnel.as_deref()).collect()));
         tunnel::validate(&self.tunnels, refs)?;
+        Ok(())
+    }
+}
+
+impl Scenario {
+    /// The keys every non-TCP endpoint (`[[probes]]`, `[[media]]`, `[[udp]]`) shares.
+    fn check_endpoint(&self, k: &dyn Fn(&str) -> String, rtt: Time, dscp: u8, start: Time, stop: Option<Time>) -> Result<(), (String, String)> {
+        if rtt < Time::from_micros(2) {
+            return Err((k("rtt"), "must be at least 2us".into()));
+        }
+        if dscp > 63 {
+            return Err((k("dscp"), format!("{dscp} is out of range 0..63")));
+        }
+        if start >= self.duration {
+            return Err((k("start"), format!("{start} is not before the end of the run ({})", self.duration)));
+        }
+        if stop.is_some_and(|s| s <= start) {
+            return Err((k("stop"), "must be after start".into()));
+        }
         Ok(())
     }
 }
