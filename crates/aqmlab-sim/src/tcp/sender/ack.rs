@@ -25,16 +25,16 @@ impl TcpSender {
     pub(super) fn on_ack(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
         let now = ctx.now;
         let ack = pkt.tcp.seq;
-        if ack > self.snd_nxt {
+        if ack > self.tp.snd_nxt {
             return; // Acknowledges data never sent; Linux discards it.
         }
         self.tp.now = now;
         self.rcv_tsecr = pkt.tcp.ts_ecr;
-        let old_ack = ack < self.snd_una;
+        let old_ack = ack < self.tp.snd_una;
         let prior_in_flight = self.in_flight();
-        let prior_una = self.snd_una;
+        let prior_una = self.tp.snd_una;
         let prior_fack = self.fack();
-        let lost_before = self.lost_total;
+        let lost_before = self.tp.lost;
         let mut fl = AckFlags { prior_una, ..AckFlags::default() };
         let mut rs = RateSample { prior_in_flight, ..RateSample::default() };
         let mut prior: Option<(u64, u64, Time)> = None;
@@ -48,7 +48,7 @@ impl TcpSender {
         // SACK blocks (Linux tcp_sacktag_write_queue), the lowest reordered segment in `reord`.
         let n = pkt.tcp.sack_len as usize;
         let blocks = pkt.tcp.sacks;
-        let mut reord = self.snd_nxt;
+        let mut reord = self.tp.snd_nxt;
         let mut first = 0;
         // The part of a D-SACK block still in the window (segments not cumulatively ACKed).
         let mut dsack_in_window = 0..0;
@@ -69,7 +69,7 @@ impl TcpSender {
                     }
                 }
                 // tcp_sacktag_one with dup_sack for segments still in the window.
-                dsack_in_window = d.start.max(self.snd_una)..d.end.min(self.snd_nxt);
+                dsack_in_window = d.start.max(self.tp.snd_una)..d.end.min(self.tp.snd_nxt);
                 for s in dsack_in_window.clone() {
                     let f = self.seg(s).flags;
                     if f & EVER_RETRANS != 0 {
@@ -90,8 +90,8 @@ impl TcpSender {
         regular[..nreg].copy_from_slice(&blocks[first..n]);
         regular[..nreg].sort_by_key(|b| b.start);
         for b in &regular[..nreg] {
-            let start = b.start.max(self.snd_una);
-            let end = b.end.min(self.snd_nxt);
+            let start = b.start.max(self.tp.snd_una);
+            let end = b.end.min(self.tp.snd_nxt);
             let mut s = start;
             while s < end {
                 // Jump over any range processed for the previous ACK.
@@ -125,7 +125,7 @@ impl TcpSender {
             let f = self.seg(s).flags;
             if f & (SACKED | RETRANS) == SACKED | RETRANS {
                 self.seg_mut(s).flags &= !RETRANS;
-                self.retrans_out -= 1;
+                self.tp.retrans_out -= 1;
             }
         }
         if n > 0 {
@@ -138,7 +138,6 @@ impl TcpSender {
         if old_ack {
             // Linux tcp_ack: an old ACK's SACK information is still used.
             if n > 0 {
-                self.sync_tp(now);
                 self.fastretrans_alert(&mut fl, ctx);
                 self.try_send(ctx);
             }
@@ -147,36 +146,37 @@ impl TcpSender {
 
         // Cumulative ACK (Linux tcp_clean_rtx_queue).
         let mut retrans_acked = false;
-        let mut reord = self.snd_nxt;
-        while self.snd_una < ack {
-            self.ts_unlink(self.snd_una);
+        let mut reord = self.tp.snd_nxt;
+        while self.tp.snd_una < ack {
+            self.ts_unlink(self.tp.snd_una);
             let seg = self.sb.pop_front().expect("scoreboard covers snd_una..snd_nxt");
             if seg.flags & SACKED != 0 {
-                self.sacked_out -= 1;
+                self.tp.sacked_out -= 1;
             } else {
                 delivered_now += 1;
                 self.tp.delivered += 1;
                 self.rate_skb_delivered(&seg, &mut rs, &mut prior);
                 if !self.spurious_retrans(&seg) {
-                    self.rack_advance(seg.flags, self.snd_una, seg.tx_time, now);
+                    self.rack_advance(seg.flags, self.tp.snd_una, seg.tx_time, now);
                 }
                 if seg.flags & EVER_RETRANS != 0 {
                     retrans_acked = true;
                 } else {
                     ackt = widen(ackt, seg.tx_time);
-                    reord = reord.min(self.snd_una);
+                    reord = reord.min(self.tp.snd_una);
                 }
             }
             if seg.flags & LOST != 0 {
-                self.lost_out -= 1;
+                self.tp.lost_out -= 1;
             }
             if seg.flags & RETRANS != 0 {
-                self.retrans_out -= 1;
+                self.tp.retrans_out -= 1;
             }
-            self.snd_una += 1;
+            self.tp.snd_una += 1;
+            self.tp.packets_out -= 1;
         }
-        let pkts_acked = self.snd_una - prior_una;
-        self.retransmit_hint = self.retransmit_hint.max(self.snd_una);
+        let pkts_acked = self.tp.snd_una - prior_una;
+        self.retransmit_hint = self.retransmit_hint.max(self.tp.snd_una);
         let una_advanced = pkts_acked > 0;
         fl.una_advanced = una_advanced;
         if una_advanced && reord < prior_fack {
@@ -225,7 +225,6 @@ impl TcpSender {
         let head_sent_after_sacked = sack_rtt.is_some_and(|r| self.sb.front().is_some_and(|h| r > now - h.tx_time));
         fl.set_xmit_timer = una_advanced || head_sent_after_sacked;
 
-        self.sync_tp(now);
         let sample = AckSample { acked: pkts_acked, acked_ce: ce_delta, acked_sce: sce_delta, rtt: ca_rtt, prior_in_flight, ece: pkt.tcp.ece && self.cfg.ecn.is_on() };
         self.cc.pkts_acked(&mut self.tp, &sample);
 
@@ -240,14 +239,14 @@ impl TcpSender {
         if fl.set_xmit_timer {
             self.set_xmit_timer(ctx);
         }
-        let newly_lost = (self.lost_total - lost_before) as u32;
+        let newly_lost = (self.tp.lost - lost_before) as u32;
 
         // Rate sample (Linux tcp_rate_gen).
-        if self.app_limited_until != 0 && self.tp.delivered > self.app_limited_until {
-            self.app_limited_until = 0;
+        if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
+            self.tp.app_limited = 0;
         }
         if delivered_now > 0 {
-            self.delivered_time = now;
+            self.tp.delivered_mstamp = now;
         }
         rs.acked_sacked = delivered_now;
         rs.ece_delta = ce_delta;
@@ -258,12 +257,10 @@ impl TcpSender {
 
         // cwnd (Linux tcp_cong_control). A `cong_control` algorithm sees the raw
         // `tp->is_cwnd_limited` flag and may mark the flow application-limited.
-        self.sync_tp(now);
         // Linux tcp_is_cwnd_limited() and the raw tp->is_cwnd_limited flag it starts from.
         self.tp.is_cwnd_limited = self.is_cwnd_limited();
-        self.tp.cwnd_limited_flag = self.cwnd_limited;
         if self.cc.cong_control(&mut self.tp, &rs) {
-            self.app_limited_until = self.tp.app_limited;
+            // The algorithm has set cwnd and pacing (and may have set `tp.app_limited`).
         } else if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
             self.cwnd_reduction(delivered_now, newly_lost, una_advanced);
         } else if self.may_raise_cwnd(&fl) {
@@ -272,7 +269,7 @@ impl TcpSender {
         self.update_pacing_rate();
 
         if let Some(n) = self.total_segs {
-            if self.snd_una >= n && self.stats.completed_at.is_none() {
+            if self.tp.snd_una >= n && self.stats.completed_at.is_none() {
                 self.stats.completed_at = Some(now);
                 self.rto_timer.cancel();
                 self.tlp_pending = false;

@@ -106,7 +106,8 @@ pub struct TcpSender {
     flow: u32,
     cfg: TcpConfig,
     cc: Box<dyn CongestionControl>,
-    /// The socket fields shared with the congestion control.
+    /// The socket: sequence numbers, scoreboard counts, cwnd, srtt, delivery counters and
+    /// pacing state, kept here once and read in place by the congestion control.
     pub tp: TcpCcState,
     phase: Phase,
     /// Whether the application still offers new data (false after `stop`).
@@ -114,14 +115,7 @@ pub struct TcpSender {
     /// Segments the transfer has in total (`None`: unlimited).
     total_segs: Option<u32>,
     last_seg_payload: u32,
-    snd_una: u32,
-    snd_nxt: u32,
     sb: VecDeque<Seg>,
-    sacked_out: u32,
-    lost_out: u32,
-    retrans_out: u32,
-    /// Segments (re)marked lost since the start (Linux `tp->lost`).
-    lost_total: u64,
     /// Lowest segment that may be lost and not yet retransmitted.
     retransmit_hint: u32,
     /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`).
@@ -167,8 +161,7 @@ pub struct TcpSender {
     queue_cwr: bool,
     ce_count_seen: u32,
     sce_count_seen: u32,
-    // RTT estimation (`tcp_rtt_estimator`), in ns.
-    srtt: Time,
+    // RTT estimation (`tcp_rtt_estimator`, srtt in `tp`), in ns.
     mdev: Time,
     mdev_max: Time,
     rttvar: Time,
@@ -180,19 +173,14 @@ pub struct TcpSender {
     syn_retransmitted: bool,
     /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
     no_sample_rto: Time,
-    // Pacing.
+    // Pacing (the earliest departure time is `tp.edt`).
     pacing_timer: Timer,
-    wstamp: Time,
     reorder_timer: Timer,
-    // cwnd validation (`tcp_cwnd_validate`): `tp->is_cwnd_limited`, `max_packets_out`.
-    cwnd_limited: bool,
+    // cwnd validation (`tcp_cwnd_validate`): `max_packets_out` (the flag is in `tp`).
     max_packets_out: u32,
     cwnd_usage_seq: u32,
-    // Delivery-rate estimation (`tcp_rate.c`).
-    delivered_time: Time,
+    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`).
     first_tx_time: Time,
-    /// Non-zero while the flow is application-limited: the delivered count to pass.
-    app_limited_until: u64,
     rate_delivered: u64,
     rate_interval: Time,
     pub stats: SenderStats,
@@ -217,7 +205,10 @@ impl TcpSender {
             mss: cfg.mss,
             srtt: Time::ZERO,
             min_rtt: Time::MAX,
-            packets_in_flight: 0,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
             delivered: 0,
             delivered_ce: 0,
             delivered_sce: 0,
@@ -246,13 +237,7 @@ impl TcpSender {
             app_open: false,
             total_segs,
             last_seg_payload,
-            snd_una: 0,
-            snd_nxt: 0,
             sb: VecDeque::with_capacity(256),
-            sacked_out: 0,
-            lost_out: 0,
-            retrans_out: 0,
-            lost_total: 0,
             retransmit_hint: 0,
             ts_head: NIL,
             ts_tail: NIL,
@@ -284,7 +269,6 @@ impl TcpSender {
             queue_cwr: false,
             ce_count_seen: 0,
             sce_count_seen: 0,
-            srtt: Time::ZERO,
             mdev: Time::ZERO,
             mdev_max: Time::ZERO,
             rttvar: Time::ZERO,
@@ -294,14 +278,10 @@ impl TcpSender {
             syn_sent_at: Time::ZERO,
             syn_retransmitted: false,
             pacing_timer: Timer::default(),
-            wstamp: Time::ZERO,
             reorder_timer: Timer::default(),
-            cwnd_limited: false,
             max_packets_out: 0,
             cwnd_usage_seq: 0,
-            delivered_time: Time::ZERO,
             first_tx_time: Time::ZERO,
-            app_limited_until: 0,
             rate_delivered: 0,
             rate_interval: Time::ZERO,
             stats: SenderStats::default(),
@@ -317,7 +297,7 @@ impl TcpSender {
     }
 
     pub fn srtt(&self) -> Time {
-        self.srtt
+        self.tp.srtt
     }
 
     pub fn rto(&self) -> Time {
@@ -326,12 +306,12 @@ impl TcpSender {
 
     /// Packets sent and not yet cumulatively acknowledged (`packets_out`).
     pub fn packets_out(&self) -> u32 {
-        self.snd_nxt - self.snd_una
+        self.tp.packets_out
     }
 
     /// Linux `tcp_packets_in_flight`: packets_out − (sacked_out + lost_out) + retrans_out.
     pub fn in_flight(&self) -> u32 {
-        self.packets_out() + self.retrans_out - self.sacked_out - self.lost_out
+        self.tp.packets_in_flight()
     }
 
     /// The recovery point (`high_seq`) of the current or last reduction episode.
@@ -360,34 +340,17 @@ impl TcpSender {
 
     /// Linux `tcp_packets_in_flight` inputs: (sacked_out, lost_out, retrans_out).
     pub fn scoreboard_counts(&self) -> (u32, u32, u32) {
-        (self.sacked_out, self.lost_out, self.retrans_out)
+        (self.tp.sacked_out, self.tp.lost_out, self.tp.retrans_out)
     }
 
     /// Bytes cumulatively acknowledged.
     pub fn bytes_acked(&self) -> u64 {
-        self.payload_upto(self.snd_una)
+        self.payload_upto(self.tp.snd_una)
     }
 
     /// Whether a finite transfer has been fully acknowledged.
     pub fn is_complete(&self) -> bool {
         self.stats.completed_at.is_some()
-    }
-
-    fn sync_tp(&mut self, now: Time) {
-        self.tp.now = now;
-        self.tp.srtt = self.srtt;
-        self.tp.snd_una = self.snd_una;
-        self.tp.snd_nxt = self.snd_nxt;
-        self.tp.packets_in_flight = self.in_flight();
-        self.sync_counters();
-    }
-
-    /// The socket counters a `cong_control` algorithm reads (kept current before each hook).
-    fn sync_counters(&mut self) {
-        self.tp.lost = self.lost_total;
-        self.tp.delivered_mstamp = self.delivered_time;
-        self.tp.app_limited = self.app_limited_until;
-        self.tp.edt = self.wstamp;
     }
 
     /// The application opens the connection: send the SYN.
@@ -407,6 +370,7 @@ impl TcpSender {
 
     /// Handles a packet from the receiver.
     pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
+        self.tp.now = ctx.now;
         match pkt.kind {
             Kind::SynAck if self.phase == Phase::SynSent => {
                 self.phase = Phase::Established;
@@ -426,7 +390,6 @@ impl TcpSender {
                 }
                 self.backoff = 0;
                 self.rto = self.computed_rto();
-                self.sync_tp(ctx.now);
                 self.cc.init(&mut self.tp);
                 // An algorithm may decide at init whether it paces (Prague releases pacing
                 // when it falls back to Reno without ECN, Linux `prague_release`).
@@ -440,11 +403,11 @@ impl TcpSender {
     }
 
     pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
+        self.tp.now = ctx.now;
         match t {
             FlowTimer::Retransmit => {
                 if self.rto_timer.fire(ctx.now, ctx.event(t), ctx.events) {
                     if self.tlp_pending && self.phase == Phase::Established {
-                        self.tp.now = ctx.now;
                         self.send_loss_probe(ctx);
                     } else {
                         self.tlp_pending = false;

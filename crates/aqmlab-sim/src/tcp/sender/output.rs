@@ -24,7 +24,7 @@ pub(super) enum TxKind {
 
 impl TcpSender {
     pub(super) fn has_new_data(&self) -> bool {
-        self.app_open && self.total_segs.map_or(true, |n| self.snd_nxt < n)
+        self.app_open && self.total_segs.map_or(true, |n| self.tp.snd_nxt < n)
     }
 
     pub(super) fn send_syn(&mut self, ctx: &mut EndpointCtx) {
@@ -47,8 +47,8 @@ impl TcpSender {
         }
         let ratio = if self.tp.cwnd < self.tp.ssthresh / 2 { self.cfg.pacing_ss_ratio } else { self.cfg.pacing_ca_ratio };
         let window = self.tp.cwnd.max(self.packets_out()) as f64;
-        self.tp.pacing_rate = if self.srtt > Time::ZERO {
-            self.cfg.mss as f64 * window * ratio as f64 / 100.0 / self.srtt.as_secs_f64()
+        self.tp.pacing_rate = if self.tp.srtt > Time::ZERO {
+            self.cfg.mss as f64 * window * ratio as f64 / 100.0 / self.tp.srtt.as_secs_f64()
         } else {
             0.0
         };
@@ -56,11 +56,11 @@ impl TcpSender {
 
     /// Next lost segment not yet retransmitted (Linux `tcp_xmit_retransmit_queue`).
     pub(super) fn next_retransmit(&mut self) -> Option<u32> {
-        if self.lost_out == 0 {
+        if self.tp.lost_out == 0 {
             return None;
         }
-        let mut seq = self.retransmit_hint.max(self.snd_una);
-        while seq < self.snd_nxt {
+        let mut seq = self.retransmit_hint.max(self.tp.snd_una);
+        while seq < self.tp.snd_nxt {
             if self.seg(seq).flags & (LOST | RETRANS | SACKED) == LOST {
                 self.retransmit_hint = seq;
                 return Some(seq);
@@ -82,8 +82,8 @@ impl TcpSender {
         let mut sent = 0;
         let mut sent_new = 0;
         loop {
-            if paced && self.wstamp > now {
-                self.pacing_timer.arm(self.wstamp, ctx.event(FlowTimer::Pacing), ctx.events);
+            if paced && self.tp.edt > now {
+                self.pacing_timer.arm(self.tp.edt, ctx.event(FlowTimer::Pacing), ctx.events);
                 break;
             }
             if self.in_flight() >= self.tp.cwnd {
@@ -93,11 +93,11 @@ impl TcpSender {
                 (s, TxKind::Retrans)
             } else if self.has_new_data() && self.cfg.rwnd_packets.map_or(true, |w| self.packets_out() < w) {
                 sent_new += 1;
-                (self.snd_nxt, TxKind::New)
+                (self.tp.snd_nxt, TxKind::New)
             } else {
                 // Nothing to send while cwnd has room: application-limited (tcp_rate_check_app_limited).
                 if !self.has_new_data() {
-                    self.app_limited_until = (self.tp.delivered + self.in_flight() as u64).max(1);
+                    self.tp.app_limited = (self.tp.delivered + self.in_flight() as u64).max(1);
                 }
                 break;
             };
@@ -111,26 +111,24 @@ impl TcpSender {
         cwnd_limited |= self.in_flight() >= self.tp.cwnd;
         // Linux tcp_cwnd_validate, called when something was sent or cwnd is the limit.
         if sent > 0 || cwnd_limited {
-            if self.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.cwnd_limited && self.packets_out() > self.max_packets_out) {
-                self.cwnd_limited = cwnd_limited;
+            if self.tp.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.tp.cwnd_limited_flag && self.packets_out() > self.max_packets_out) {
+                self.tp.cwnd_limited_flag = cwnd_limited;
                 self.max_packets_out = self.packets_out();
-                self.cwnd_usage_seq = self.snd_nxt;
+                self.cwnd_usage_seq = self.tp.snd_nxt;
             }
         }
     }
 
     pub(super) fn transmit(&mut self, seq: u32, kind: TxKind, paced: bool, ctx: &mut EndpointCtx) {
         let now = ctx.now;
-        self.tp.now = now;
         if self.packets_out() == 0 {
             // tcp_rate_skb_sent: a new flight starts.
             self.first_tx_time = now;
-            self.delivered_time = now;
+            self.tp.delivered_mstamp = now;
         }
         // tcp_event_data_sent: restart after idle, then note the send time. The event may
         // change the pacing rate (BBR paces at the estimated bandwidth after idle).
         if self.in_flight() == 0 {
-            self.sync_counters();
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
             if let Some(r) = self.cc.pacing_rate(&self.tp) {
                 self.tp.pacing_rate = r;
@@ -141,11 +139,11 @@ impl TcpSender {
             tx_time: now,
             delivered: self.tp.delivered,
             delivered_ce: self.tp.delivered_ce,
-            delivered_time: Some(self.delivered_time),
+            delivered_time: Some(self.tp.delivered_mstamp),
             first_tx: self.first_tx_time,
             tx_in_flight: self.in_flight() + 1,
-            tx_lost: self.lost_total,
-            flags: if self.app_limited_until != 0 { APP_LIMITED } else { 0 },
+            tx_lost: self.tp.lost,
+            flags: if self.tp.app_limited != 0 { APP_LIMITED } else { 0 },
             ts_prev: NIL,
             ts_next: NIL,
         };
@@ -171,7 +169,7 @@ impl TcpSender {
             self.ts_push_back(seq);
             self.stats.retransmits += 1;
             if kind == TxKind::Retrans {
-                self.retrans_out += 1;
+                self.tp.retrans_out += 1;
                 // The first retransmission of an episode (Linux tcp_retransmit_skb).
                 if self.retrans_stamp.is_none() {
                     self.retrans_stamp = Some(pkt.tcp.ts_val);
@@ -179,14 +177,15 @@ impl TcpSender {
                 // Retransmissions of the episode that D-SACKs may prove unnecessary.
                 self.undo_retrans = self.undo_retrans.max(0) + 1;
                 // tcp_xmit_retransmit_queue re-arms the RTO when the head is retransmitted.
-                if seq == self.snd_una {
+                if seq == self.tp.snd_una {
                     self.tlp_pending = false;
                     self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
                 }
             }
         } else {
             self.sb.push_back(snap);
-            self.snd_nxt += 1;
+            self.tp.snd_nxt += 1;
+            self.tp.packets_out += 1;
             self.ts_push_back(seq);
             // RFC 3168 §6.1.2: ECT only on new data, never on retransmissions (Linux tcp_ecn_send).
             if matches!(self.cfg.ecn, EcnMode::Rfc3168 | EcnMode::Sce) {
@@ -211,12 +210,12 @@ impl TcpSender {
         if paced {
             // tcp_update_skb_after_send: EDT departure times spaced by payload / rate, with
             // up to half a packet's time forgiven after idle, from the 10th data segment on.
-            let prior = self.wstamp;
-            self.wstamp = self.wstamp.max(now);
+            let prior = self.tp.edt;
+            self.tp.edt = self.tp.edt.max(now);
             if self.stats.data_packets_sent >= 10 {
                 let len_ns = Time::from_secs_f64(payload as f64 / self.tp.pacing_rate);
-                let credit = self.wstamp - prior;
-                self.wstamp += len_ns - Time(len_ns.0 / 2).min(credit);
+                let credit = self.tp.edt - prior;
+                self.tp.edt += len_ns - Time(len_ns.0 / 2).min(credit);
             }
         }
         ctx.out.push(pkt);
@@ -230,6 +229,6 @@ impl TcpSender {
     /// Linux `tcp_is_cwnd_limited`: the flag from `tcp_cwnd_validate`, or in slow start
     /// while cwnd is below twice the largest flight of the window.
     pub(super) fn is_cwnd_limited(&self) -> bool {
-        self.cwnd_limited || (self.tp.in_slow_start() && self.tp.cwnd < 2 * self.max_packets_out)
+        self.tp.cwnd_limited_flag || (self.tp.in_slow_start() && self.tp.cwnd < 2 * self.max_packets_out)
     }
 }

@@ -55,11 +55,11 @@ impl TcpSender {
     }
 
     pub(super) fn seg(&self, seq: u32) -> &Seg {
-        &self.sb[(seq - self.snd_una) as usize]
+        &self.sb[(seq - self.tp.snd_una) as usize]
     }
 
     pub(super) fn seg_mut(&mut self, seq: u32) -> &mut Seg {
-        &mut self.sb[(seq - self.snd_una) as usize]
+        &mut self.sb[(seq - self.tp.snd_una) as usize]
     }
 
     /// Removes a segment from the send-ordered list (Linux `list_del_init` of

@@ -40,14 +40,14 @@ impl TcpSender {
             if matches!(self.tp.ca_state, CaState::Recovery | CaState::Loss) {
                 return Time::ZERO;
             }
-            if self.sacked_out >= self.reordering {
+            if self.tp.sacked_out >= self.reordering {
                 return Time::ZERO;
             }
         }
         if self.tp.min_rtt == Time::MAX {
-            return self.srtt;
+            return self.tp.srtt;
         }
-        Time((self.tp.min_rtt.0 / 4).saturating_mul(self.reo_wnd_steps as u64)).min(self.srtt)
+        Time((self.tp.min_rtt.0 / 4).saturating_mul(self.reo_wnd_steps as u64)).min(self.tp.srtt)
     }
 
     /// Linux `tcp_rack_detect_loss` (RFC 8985 §6.2 step 5): walk the segments in send order;
@@ -100,7 +100,6 @@ impl TcpSender {
     /// Linux `tcp_rack_reo_timeout`: the reordering window has passed; mark the expired
     /// segments lost, enter Recovery if not in it yet, and retransmit.
     pub(super) fn rack_reo_timeout(&mut self, ctx: &mut EndpointCtx) {
-        self.sync_tp(ctx.now);
         let prior_inflight = self.in_flight();
         self.rack_detect_loss(ctx.now);
         if prior_inflight != self.in_flight() {
@@ -141,11 +140,11 @@ impl TcpSender {
         if self.packets_out() == 0 {
             return false;
         }
-        let prior_retrans = self.retrans_out;
+        let prior_retrans = self.tp.retrans_out;
         if self.rack_mark_lost(ctx) {
             fl.set_xmit_timer = false;
         }
-        let lost_retrans = prior_retrans > self.retrans_out;
+        let lost_retrans = prior_retrans > self.tp.retrans_out;
         fl.lost_retrans |= lost_retrans;
         lost_retrans
     }

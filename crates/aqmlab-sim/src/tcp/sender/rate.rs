@@ -38,7 +38,7 @@ impl TcpSender {
             rs.delivered = -1;
             return;
         };
-        rs.lost = self.lost_total - rs.lost;
+        rs.lost = self.tp.lost - rs.lost;
         rs.delivered = (self.tp.delivered - p) as i64;
         rs.delivered_ce = (self.tp.delivered_ce - p_ce) as i64;
         let ack_elapsed = now - prior_time;

@@ -11,8 +11,6 @@ use crate::scenario::EcnMode;
 impl TcpSender {
     pub(super) fn set_state(&mut self, s: CaState) {
         if self.tp.ca_state != s {
-            self.sync_counters();
-            self.tp.packets_in_flight = self.in_flight();
             self.cc.set_state(&mut self.tp, s);
             self.tp.ca_state = s;
         }
@@ -31,11 +29,11 @@ impl TcpSender {
         // D. Check state exit conditions.
         if self.tp.ca_state == CaState::Open {
             self.retrans_stamp = None;
-        } else if self.snd_una >= self.high_seq {
+        } else if self.tp.snd_una >= self.high_seq {
             match self.tp.ca_state {
                 // CWR is held until something *above* high_seq is ACKed, so that the CWR
                 // flag has reached the receiver.
-                CaState::Cwr if self.snd_una != self.high_seq => {
+                CaState::Cwr if self.tp.snd_una != self.high_seq => {
                     self.end_cwnd_reduction();
                     self.set_state(CaState::Open);
                 }
@@ -57,7 +55,7 @@ impl TcpSender {
                 }
                 self.identify_packet_loss(fl, ctx);
                 if self.tp.ca_state != CaState::Recovery {
-                    if self.lost_out == 0 {
+                    if self.tp.lost_out == 0 {
                         return;
                     }
                     // Undo reverted the recovery; evident loss starts a new one.
@@ -83,7 +81,7 @@ impl TcpSender {
         }
         self.identify_packet_loss(fl, ctx);
         // tcp_time_to_recover with RACK: "the loss is proven".
-        if self.lost_out == 0 {
+        if self.tp.lost_out == 0 {
             self.try_to_open(fl.ece);
             return;
         }
@@ -112,16 +110,16 @@ impl TcpSender {
     /// Linux `tcp_try_keep_open`: Disorder while SACKed/lost segments or retransmissions
     /// remain, else Open.
     pub(super) fn try_keep_open(&mut self) {
-        let state = if self.sacked_out + self.lost_out > 0 || self.any_retrans_done() { CaState::Disorder } else { CaState::Open };
+        let state = if self.tp.sacked_out + self.tp.lost_out > 0 || self.any_retrans_done() { CaState::Disorder } else { CaState::Open };
         if self.tp.ca_state != state {
             self.set_state(state);
-            self.high_seq = self.snd_nxt;
+            self.high_seq = self.tp.snd_nxt;
         }
     }
 
     /// Linux `tcp_any_retrans_done`.
     pub(super) fn any_retrans_done(&self) -> bool {
-        self.retrans_out > 0 || self.sb.front().is_some_and(|s| s.flags & EVER_RETRANS != 0)
+        self.tp.retrans_out > 0 || self.sb.front().is_some_and(|s| s.flags & EVER_RETRANS != 0)
     }
 
     /// Linux `tcp_enter_recovery`: a reduction already under way (CWR) continues with its
@@ -155,8 +153,7 @@ impl TcpSender {
 
     /// Linux `tcp_init_cwnd_reduction`: recovery point, PRR state, ssthresh, queue CWR.
     pub(super) fn init_cwnd_reduction(&mut self) {
-        self.sync_tp(self.tp.now);
-        self.high_seq = self.snd_nxt;
+        self.high_seq = self.tp.snd_nxt;
         self.tlp_high_seq = None;
         self.tp.cwnd_cnt = 0;
         self.prior_cwnd = self.tp.cwnd;

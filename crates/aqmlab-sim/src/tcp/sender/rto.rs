@@ -18,16 +18,16 @@ impl TcpSender {
     pub(super) fn rtt_sample(&mut self, sample: Time) {
         let m = sample.0.max(1) as i64;
         let rto_min = self.cfg.rto_min.0 as i64;
-        if self.srtt == Time::ZERO {
-            self.srtt = Time(m as u64);
+        if self.tp.srtt == Time::ZERO {
+            self.tp.srtt = Time(m as u64);
             self.mdev = Time(2 * m as u64);
             self.mdev_max = Time(self.mdev.0.max(rto_min as u64));
             self.rttvar = self.mdev_max;
-            self.rtt_seq = self.snd_nxt;
+            self.rtt_seq = self.tp.snd_nxt;
         } else {
-            let srtt = self.srtt.0 as i64;
+            let srtt = self.tp.srtt.0 as i64;
             let err = m - srtt;
-            self.srtt = Time((srtt + err / 8).max(1) as u64);
+            self.tp.srtt = Time((srtt + err / 8).max(1) as u64);
             let mdev = self.mdev.0 as i64;
             let mut step = err.abs() - mdev / 4;
             if err < 0 && step > 0 {
@@ -40,11 +40,11 @@ impl TcpSender {
                     self.rttvar = self.mdev_max;
                 }
             }
-            if self.snd_una > self.rtt_seq {
+            if self.tp.snd_una > self.rtt_seq {
                 if self.mdev_max < self.rttvar {
                     self.rttvar = Time(self.rttvar.0 - (self.rttvar.0 - self.mdev_max.0) / 4);
                 }
-                self.rtt_seq = self.snd_nxt;
+                self.rtt_seq = self.tp.snd_nxt;
                 self.mdev_max = Time(rto_min as u64);
             }
         }
@@ -53,10 +53,10 @@ impl TcpSender {
     }
 
     pub(super) fn computed_rto(&self) -> Time {
-        if self.srtt == Time::ZERO {
+        if self.tp.srtt == Time::ZERO {
             return self.no_sample_rto;
         }
-        let base = self.srtt + self.rttvar;
+        let base = self.tp.srtt + self.rttvar;
         let backed = Time(base.0.saturating_mul(1u64 << self.backoff.min(20)));
         backed.min(self.cfg.rto_max)
     }
@@ -91,10 +91,9 @@ impl TcpSender {
         if self.packets_out() == 0 {
             return;
         }
-        self.sync_tp(ctx.now);
         let state = self.tp.ca_state;
         // tcp_enter_loss: a new episode saves what undo needs and reduces ssthresh.
-        if matches!(state, CaState::Open | CaState::Disorder) || self.snd_una >= self.high_seq || (state == CaState::Loss && self.backoff == 1) {
+        if matches!(state, CaState::Open | CaState::Disorder) || self.tp.snd_una >= self.high_seq || (state == CaState::Loss && self.backoff == 1) {
             self.prior_ssthresh = self.current_ssthresh();
             self.prior_cwnd = self.tp.cwnd;
             self.tp.ssthresh = self.cc.ssthresh(&self.tp);
@@ -102,24 +101,24 @@ impl TcpSender {
             self.init_undo();
         }
         // A timeout in Disorder after many SACKs: the reordering degree was over-estimated.
-        if matches!(state, CaState::Open | CaState::Disorder) && self.sacked_out >= TCP_REORDERING {
+        if matches!(state, CaState::Open | CaState::Disorder) && self.tp.sacked_out >= TCP_REORDERING {
             self.reordering = self.reordering.min(TCP_REORDERING);
         }
         // tcp_timeout_mark_lost: every segment not SACKed is lost, except (with RACK) those
         // sent within the last RACK.rtt, the head always included.
-        for seq in self.snd_una..self.snd_nxt {
+        for seq in self.tp.snd_una..self.tp.snd_nxt {
             let seg = *self.seg(seq);
             if seg.flags & SACKED != 0 {
                 continue;
             }
-            if seq != self.snd_una && seg.tx_time + self.rack_rtt > ctx.now {
+            if seq != self.tp.snd_una && seg.tx_time + self.rack_rtt > ctx.now {
                 continue;
             }
             self.mark_skb_lost(seq);
         }
-        self.retransmit_hint = self.snd_una;
+        self.retransmit_hint = self.tp.snd_una;
         self.tlp_high_seq = None;
-        self.high_seq = self.snd_nxt;
+        self.high_seq = self.tp.snd_nxt;
         self.set_state(CaState::Loss);
         self.tp.cwnd = self.in_flight() + 1;
         self.tp.cwnd_cnt = 0;
@@ -127,7 +126,7 @@ impl TcpSender {
         self.rto = self.computed_rto();
         self.rto_timer.arm(ctx.now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
         self.update_pacing_rate();
-        self.wstamp = ctx.now;
+        self.tp.edt = ctx.now;
         self.try_send(ctx);
     }
 }

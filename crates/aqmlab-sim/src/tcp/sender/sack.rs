@@ -23,23 +23,23 @@ impl TcpSender {
         if flags & RETRANS != 0 {
             if flags & LOST != 0 {
                 flags &= !(LOST | RETRANS);
-                self.lost_out -= 1;
-                self.retrans_out -= 1;
+                self.tp.lost_out -= 1;
+                self.tp.retrans_out -= 1;
             }
         } else if flags & LOST != 0 {
             flags &= !LOST;
-            self.lost_out -= 1;
+            self.tp.lost_out -= 1;
         }
         self.seg_mut(seq).flags = flags | SACKED;
         self.ts_unlink(seq);
-        self.sacked_out += 1;
+        self.tp.sacked_out += 1;
         self.tp.delivered += 1;
         self.highest_sack = self.highest_sack.max(seq + 1);
     }
 
     /// Linux `tcp_highest_sack_seq`: the end of the highest SACKed segment, or snd_una.
     pub(super) fn fack(&self) -> u32 {
-        self.highest_sack.max(self.snd_una)
+        self.highest_sack.max(self.tp.snd_una)
     }
 
     /// Linux `tcp_check_sack_reordering`: a hole at `low_seq` below the highest SACKed
@@ -91,12 +91,12 @@ impl TcpSender {
             }
             // A retransmission lost again: due for another retransmission.
             self.seg_mut(seq).flags &= !RETRANS;
-            self.retrans_out -= 1;
+            self.tp.retrans_out -= 1;
         } else {
             self.seg_mut(seq).flags |= LOST;
-            self.lost_out += 1;
+            self.tp.lost_out += 1;
         }
-        self.lost_total += 1;
+        self.tp.lost += 1;
         self.retransmit_hint = self.retransmit_hint.min(seq);
         let seg = *self.seg(seq);
         self.notify_lost(&seg);
@@ -104,10 +104,9 @@ impl TcpSender {
 
     /// google/bbr `tcp_mark_skb_lost` -> `.skb_marked_lost`, after `tp->lost` counts it.
     pub(super) fn notify_lost(&mut self, seg: &Seg) {
-        self.tp.lost = self.lost_total;
         let skb = LostSkb {
             tx_in_flight: seg.tx_in_flight,
-            lost: self.lost_total - seg.tx_lost,
+            lost: self.tp.lost - seg.tx_lost,
             is_app_limited: seg.flags & APP_LIMITED != 0,
         };
         self.cc.skb_marked_lost(&self.tp, &skb);

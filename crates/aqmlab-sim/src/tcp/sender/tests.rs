@@ -61,7 +61,7 @@ impl Harness {
 /// Recovery retransmits. Returns the harness and the number of retransmissions.
 fn into_recovery(ecn: EcnMode) -> (Harness, u32) {
     let mut h = Harness::new(ecn);
-    assert_eq!(h.tx.snd_nxt, 10);
+    assert_eq!(h.tx.tp.snd_nxt, 10);
     for k in 3..=10 {
         h.ack(20, 0, &[(2, k)], false);
     }
@@ -99,11 +99,11 @@ fn a_dsack_of_a_sacked_retransmission_takes_it_out_of_flight() {
     h.tx.undo_cwnd_reduction(true);
     h.ack(21, 0, &[(1, 10)], false);
     assert_eq!(h.tx.seg(1).flags & (SACKED | RETRANS), SACKED | RETRANS);
-    let before = h.tx.retrans_out;
+    let before = h.tx.tp.retrans_out;
     // The receiver reports segment 1 twice: the retransmission was redundant.
     h.ack(22, 0, &[(1, 2), (1, 10)], false);
     assert_eq!(h.tx.seg(1).flags & RETRANS, 0);
-    assert_eq!(h.tx.retrans_out, before - 1);
+    assert_eq!(h.tx.tp.retrans_out, before - 1);
 }
 
 #[test]
@@ -124,7 +124,7 @@ fn undo_counts_a_tlp_retransmission_in_flight_and_no_retransmission_means_delaye
 #[test]
 fn a_loss_probe_retransmits_the_last_segment_even_if_sacked() {
     let mut h = Harness::with(TcpConfig { size: Some(10 * 1448), ..TcpConfig::default() });
-    assert_eq!(h.tx.snd_nxt, 10);
+    assert_eq!(h.tx.tp.snd_nxt, 10);
     // Segments 0..8 ACKed, the last one SACKed above a hole at 8 (too few for RACK).
     h.ack(20, 8, &[(9, 10)], false);
     assert_eq!(h.tx.tp.ca_state, CaState::Disorder);
@@ -149,7 +149,7 @@ fn a_paced_new_data_probe_waits_for_pacing() {
     // pacing horizon in the future.
     h.ack(20, 10, &[], false);
     let probes = h.tx.stats.loss_probes;
-    h.tx.wstamp = Time::from_secs(100);
+    h.tx.tp.edt = Time::from_secs(100);
     h.tx.tlp_pending = true;
     let mut out = vec![];
     let mut ctx = EndpointCtx { flow: 0, now: Time::from_millis(30), events: &mut h.q, out: &mut out };

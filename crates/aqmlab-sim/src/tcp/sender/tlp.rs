@@ -23,9 +23,9 @@ impl TcpSender {
         if self.packets_out() == 0 || !matches!(self.tp.ca_state, CaState::Open | CaState::Cwr) {
             return false;
         }
-        let mut timeout = if self.srtt > Time::ZERO {
+        let mut timeout = if self.tp.srtt > Time::ZERO {
             let extra = if self.packets_out() == 1 { self.cfg.rto_min } else { TCP_TIMEOUT_MIN };
-            jiffies_up(Time(2 * self.srtt.0)) + extra
+            jiffies_up(Time(2 * self.tp.srtt.0)) + extra
         } else {
             self.cfg.rto_initial
         };
@@ -54,22 +54,22 @@ impl TcpSender {
             let mut sent = false;
             if self.has_new_data() && self.cfg.rwnd_packets.map_or(true, |w| self.packets_out() < w) {
                 let paced = self.tp.paced && self.tp.pacing_rate > 0.0;
-                if paced && self.wstamp > ctx.now {
+                if paced && self.tp.edt > ctx.now {
                     // tcp_pacing_check: the pacing timer sends it later.
-                    self.pacing_timer.arm(self.wstamp, ctx.event(FlowTimer::Pacing), ctx.events);
+                    self.pacing_timer.arm(self.tp.edt, ctx.event(FlowTimer::Pacing), ctx.events);
                 } else {
-                    let seq = self.snd_nxt;
+                    let seq = self.tp.snd_nxt;
                     self.transmit(seq, TxKind::New, paced, ctx);
                     sent = true;
                 }
             } else {
-                let last = self.snd_nxt - 1;
+                let last = self.tp.snd_nxt - 1;
                 self.transmit(last, TxKind::Probe, false, ctx);
                 self.tlp_retrans = true;
                 sent = true;
             }
             if sent {
-                self.tlp_high_seq = Some(self.snd_nxt);
+                self.tlp_high_seq = Some(self.tp.snd_nxt);
                 self.stats.loss_probes += 1;
                 // Restart the RTO from now.
                 self.tlp_pending = false;

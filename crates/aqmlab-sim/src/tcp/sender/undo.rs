@@ -11,8 +11,8 @@ impl TcpSender {
     /// Linux `tcp_init_undo`: retransmissions still in flight, a TLP retransmission among
     /// them, may cause D-SACKs later; 0 would mean "can undo now", so none is -1.
     pub(super) fn init_undo(&mut self) {
-        self.undo_marker = Some(self.snd_una);
-        let mut n = self.retrans_out as i32;
+        self.undo_marker = Some(self.tp.snd_una);
+        let mut n = self.tp.retrans_out as i32;
         if self.tlp_high_seq.is_some() && self.tlp_retrans {
             n += 1;
         }
@@ -54,11 +54,10 @@ impl TcpSender {
             for s in self.sb.iter_mut() {
                 s.flags &= !LOST;
             }
-            self.lost_out = 0;
-            self.retransmit_hint = self.snd_una;
+            self.tp.lost_out = 0;
+            self.retransmit_hint = self.tp.snd_una;
         }
         if self.prior_ssthresh != 0 {
-            self.sync_tp(self.tp.now);
             self.tp.cwnd = self.cc.undo_cwnd(&self.tp).min(self.tp.cwnd_clamp);
             if self.prior_ssthresh > self.tp.ssthresh {
                 self.tp.ssthresh = self.prior_ssthresh;
@@ -99,7 +98,7 @@ impl TcpSender {
     pub(super) fn try_undo_partial(&mut self, prior_una: u32) -> bool {
         if self.undo_marker.is_some() && self.packet_delayed() {
             self.check_sack_reordering(prior_una, true);
-            if self.retrans_out > 0 {
+            if self.tp.retrans_out > 0 {
                 return true;
             }
             if !self.any_retrans_done() {
@@ -124,7 +123,7 @@ impl TcpSender {
     /// Linux `tcp_process_loss` without F-RTO (RFC 5682 is not modelled): undo on forward
     /// progress when the timestamps show a spurious timeout; end of Loss at high_seq.
     pub(super) fn process_loss(&mut self, fl: &AckFlags) {
-        let recovered = self.snd_una >= self.high_seq;
+        let recovered = self.tp.snd_una >= self.high_seq;
         if fl.una_advanced && self.try_undo_loss() {
             return;
         }
