@@ -1,12 +1,32 @@
 //! Delivery-rate samples (Linux `net/ipv4/tcp_rate.c`: `tcp_rate_skb_delivered`,
 //! `tcp_rate_gen`), which give `tcpi_delivery_rate`.
 
+use super::ack::AckState;
 use super::queue::*;
 use super::TcpSender;
 use crate::cc::RateSample;
 use crate::time::Time;
 
 impl TcpSender {
+    /// The rate-sample stage of `tcp_ack` (Linux `tcp_rate_gen` and the end of an
+    /// application-limited phase): losses and deliveries of this ACK, then the sample.
+    pub(super) fn rate_gen(&mut self, st: &mut AckState) {
+        let now = self.tp.now;
+        let newly_lost = (self.tp.lost - st.prior_lost) as u32;
+        if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
+            self.tp.app_limited = 0;
+        }
+        if st.delivered > 0 {
+            self.tp.delivered_mstamp = now;
+        }
+        st.rs.acked_sacked = st.delivered;
+        st.rs.ece_delta = st.ce_delta;
+        st.rs.losses = newly_lost;
+        st.rs.rtt = st.ca_rtt;
+        st.rs.is_ece = st.fl.ece;
+        self.finish_rate_sample(&mut st.rs, st.prior, now);
+    }
+
     /// `tcpi_delivery_rate` in bits per second (0 before the first valid sample).
     pub fn delivery_rate_bps(&self) -> f64 {
         if self.rate_interval == Time::ZERO {

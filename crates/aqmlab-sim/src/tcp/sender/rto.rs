@@ -2,6 +2,7 @@
 //! `tcp_rtt_estimator`, `tcp_set_rto`, `tcp_rearm_rto`, `tcp_enter_loss`,
 //! `tcp_timeout_mark_lost`, and `net/ipv4/tcp_timer.c` `tcp_retransmit_timer`.
 
+use super::ack::AckState;
 use super::queue::*;
 use super::{EndpointCtx, Phase, TcpSender, TCP_REORDERING};
 use crate::cc::{CaEvent, CaState};
@@ -10,6 +11,33 @@ use crate::scenario::EcnMode;
 use crate::time::Time;
 
 impl TcpSender {
+    /// Linux `tcp_ack_update_rtt` with the RTT candidates of `tcp_clean_rtx_queue` and
+    /// `tcp_sacktag_write_queue`: the estimator takes the oldest newly ACKed segment, unless
+    /// the ACK covers retransmitted data (Karn), else the oldest newly SACKed; the congestion
+    /// control gets the newest (`ca_rtt_us`). The RTO is re-armed (or a loss probe scheduled)
+    /// on forward progress, or when a SACK reports data sent before the head's latest
+    /// retransmission (`FLAG_SET_XMIT_TIMER`).
+    pub(super) fn ack_update_rtt(&mut self, st: &mut AckState) {
+        let now = self.tp.now;
+        let retrans_acked = st.retrans_acked;
+        let seq_rtt = st.ackt.filter(|_| !retrans_acked).map(|(first, _)| now - first);
+        let sack_rtt = st.sackt.map(|(first, _)| now - first);
+        let ca_rtt = match (st.sackt, st.ackt) {
+            (Some((_, last)), _) => Some(now - last),
+            (None, Some((_, last))) if !retrans_acked => Some(now - last),
+            _ => None,
+        };
+        if let Some(r) = seq_rtt.or(sack_rtt) {
+            self.rtt_sample(r);
+        }
+        if let Some(r) = ca_rtt {
+            self.tp.min_rtt = self.tp.min_rtt.min(r);
+        }
+        st.ca_rtt = ca_rtt;
+        let head_sent_after_sacked = sack_rtt.is_some_and(|r| self.sb.front().is_some_and(|h| r > now - h.tx_time));
+        st.fl.set_xmit_timer = st.fl.una_advanced || head_sent_after_sacked;
+    }
+
     /// Linux `tcp_rtt_estimator` + `tcp_set_rto`, in nanoseconds. As in Linux, `mdev`,
     /// `mdev_max` and `rttvar` hold 4 x the RFC 6298 RTTVAR: srtt gain 1/8, deviation gain 1/4
     /// (1/32 for decreases below srtt), `rttvar` the largest deviation of the last window but
