@@ -164,7 +164,7 @@ pub fn schedule(sc: &Scenario, bottleneck: usize, return_link: usize, mut rates:
             }
             let qdisc = c.qdisc.as_ref().map(|spec| {
                 let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
-                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng })
+                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng, stack: sc.stack })
             });
             out.push(ScheduledChange { at: c.at, link, rate: c.rate, qdisc });
         }

@@ -134,7 +134,7 @@ impl CcConfig for BbrConfig {
     fn name(&self) -> &'static str {
         "bbr"
     }
-    fn build(&self, rng: Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Bbr::new(self.params, rng))
     }
 }

@@ -134,7 +134,7 @@ impl CcConfig for Bbr3Config {
     fn name(&self) -> &'static str {
         "bbr3"
     }
-    fn build(&self, rng: Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Bbr3::new(self.params, rng))
     }
 }

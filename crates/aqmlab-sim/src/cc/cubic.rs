@@ -93,7 +93,7 @@ impl CcConfig for CubicParams {
     fn name(&self) -> &'static str {
         "cubic"
     }
-    fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Cubic::new(*self))
     }
 }

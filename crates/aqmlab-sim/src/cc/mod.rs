@@ -279,8 +279,9 @@ pub trait CcConfig: std::fmt::Debug + Send + Sync {
     /// The Linux name, e.g. `"cubic"`.
     fn name(&self) -> &'static str;
     /// A new instance for one connection, with its own seeded random stream (labelled
-    /// `cc/<flow index>`; algorithms that draw no random numbers ignore it).
-    fn build(&self, rng: Stream) -> Box<dyn CongestionControl>;
+    /// `cc/<flow index>`; algorithms that draw no random numbers ignore it) and the run's era
+    /// profile (algorithms whose code differed in that kernel take its defaults).
+    fn build(&self, rng: Stream, stack: crate::profile::Stack) -> Box<dyn CongestionControl>;
 }
 
 /// A congestion control's parser (parameters after the name, tc style).

@@ -109,7 +109,7 @@ impl CcConfig for PragueParams {
     fn name(&self) -> &'static str {
         "prague"
     }
-    fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Prague::new(*self))
     }
 }
@@ -914,7 +914,7 @@ mod tests {
         assert!(crate::cc::CcSpec::parse("prague alpha 1").is_err());
         // rtt_target 0 turns RTT independence off.
         let spec = crate::cc::CcSpec::parse("prague rtt_target 0ms").unwrap();
-        let mut cc = spec.config().build(crate::rng::Stream::new(1, "test"));
+        let mut cc = spec.config().build(crate::rng::Stream::new(1, "test"), Default::default());
         let mut tp = test_state(10, u32::MAX);
         tp.srtt = Time(5 * MS);
         cc.init(&mut tp);
