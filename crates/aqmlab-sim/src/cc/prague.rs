@@ -1131,6 +1131,152 @@ mod tests {
         assert_eq!((r.rtt_transition, r.burst_shift, r.ecn_fallback), (7, 10, 1));
     }
 
+    /// The v0.5 growth gate (b256daed/e741f5ac `prague_update_cwnd` ≈ lines 458-470): a flow
+    /// that is not cwnd-limited still grows while it paces internally and has queued data;
+    /// v0.6 does not; with an empty write queue neither does v0.5.
+    #[test]
+    fn v05_grows_when_pacing_limited_with_queued_data() {
+        for (stack, queued, grows) in [
+            (Stack::L4steam2020, true, true),
+            (Stack::L4steam2020Apr, true, true),
+            (Stack::L4steam2020, false, false),
+            (Stack::Linux, true, false),
+        ] {
+            let (mut p, mut tp) = prague(PragueParams::for_stack(stack), 50, 20);
+            tp.paced = true;
+            tp.is_cwnd_limited = false;
+            tp.write_queue_empty = !queued;
+            // 50 unmarked ACKs of one packet: +1 packet (50 × ⌊(2^20 + 25)/50⌋ = 50 × 20972 =
+            // 1 048 600 ≥ 2^20) when the gate is open, nothing otherwise.
+            for _ in 0..50 {
+                ack(&mut p, &mut tp, 1, 0);
+            }
+            let want = if grows { (51, 50 * 20972 - ONE_CWND) } else { (50, 0) };
+            assert_eq!((tp.cwnd, p.cwnd_carry()), want, "{stack} queued {queued}");
+        }
+    }
+
+    /// Prague's first reduction after slow start (any era; here e741f5ac, whose `.ssthresh`
+    /// returns max(cwnd, ssthresh) = ∞ at this CWR entry, and b256daed, which returns ∞ too).
+    /// cwnd 40 in slow start; the first CE enters CWR with α = 1.0: carry −= (2^20·40·2^20 +
+    /// 2^20) >> 21 = 20 packets. Unmarked ACKs are then consumed by `tcp_slow_start` (cwnd +1
+    /// each, return before `adjust:`), so the carry waits; the next fully marked ACK (acked
+    /// − CE = 0) goes to `adjust:`: cwnd −1 and ssthresh = cwnd, which ends slow start.
+    #[test]
+    fn first_reduction_after_slow_start_waits_for_a_fully_marked_ack() {
+        for stack in [Stack::L4steam2020Apr, Stack::L4steam2020] {
+            let (mut p, mut tp) = slow_start_flow(stack, 40);
+            ack(&mut p, &mut tp, 1, 1);
+            assert_eq!((tp.cwnd, p.cwnd_carry()), (40, 0), "a CE-only ACK neither grows nor shrinks");
+            tp.ssthresh = p.ssthresh(&tp);
+            assert_eq!(tp.ssthresh, u32::MAX, "{stack}");
+            p.set_state(&mut tp, CaState::Cwr);
+            tp.ca_state = CaState::Cwr;
+            assert_eq!(p.cwnd_carry(), -20 * ONE_CWND);
+            for i in 1..=5 {
+                ack(&mut p, &mut tp, 1, 0);
+                assert_eq!((tp.cwnd, p.cwnd_carry()), (40 + i, -20 * ONE_CWND), "{stack}: slow start swallows ACK {i}");
+            }
+            ack(&mut p, &mut tp, 1, 1);
+            assert_eq!((tp.cwnd, tp.ssthresh, p.cwnd_carry()), (44, 44, -19 * ONE_CWND), "{stack}");
+            // Out of slow start: every ACK now adds ⌊(2^20 + 22)/44⌋ = 23 831 and takes one
+            // packet off while the carry is ≤ −1 packet.
+            ack(&mut p, &mut tp, 1, 0);
+            assert_eq!((tp.cwnd, p.cwnd_carry()), (43, -18 * ONE_CWND + 23_831), "{stack}");
+        }
+    }
+
+    /// A loss before any CE: ssthresh is still infinite. b256daed (`in_loss`): the carry's
+    /// −cwnd/2 is applied one packet per ACK, each decrement setting ssthresh = cwnd. e741f5ac
+    /// (no `in_loss`, ssthresh = max(cwnd, ∞) = ∞): slow start goes on and swallows every
+    /// ACK, the halving is never applied — the loss is ignored (sce-l4s-ect1's "ignoring
+    /// packet loss").
+    #[test]
+    fn a_loss_before_any_ce_is_ignored_by_e741f5ac_but_not_by_b256daed() {
+        let (mut p, mut tp) = slow_start_flow(Stack::L4steam2020Apr, 20);
+        enter_recovery(&mut p, &mut tp);
+        assert_eq!(tp.ssthresh, u32::MAX);
+        assert_eq!(p.cwnd_carry(), -10 * ONE_CWND);
+        for i in 1..=30 {
+            ack(&mut p, &mut tp, 1, 0);
+            assert_eq!((tp.cwnd, p.cwnd_carry()), (20 + i, -10 * ONE_CWND));
+        }
+        // Recovery ends: no Open hook, nothing changes; slow start continues.
+        p.set_state(&mut tp, CaState::Open);
+        tp.ca_state = CaState::Open;
+        ack(&mut p, &mut tp, 1, 0);
+        assert_eq!((tp.cwnd, tp.ssthresh, p.cwnd_carry()), (51, u32::MAX, -10 * ONE_CWND));
+
+        let (mut p, mut tp) = slow_start_flow(Stack::L4steam2020, 20);
+        enter_recovery(&mut p, &mut tp);
+        assert_eq!((tp.ssthresh, p.cwnd_carry()), (u32::MAX, -10 * ONE_CWND));
+        for i in 1..=10 {
+            ack(&mut p, &mut tp, 1, 0);
+            assert_eq!((tp.cwnd, tp.ssthresh), (20 - i, 20 - i));
+        }
+        assert_eq!(p.cwnd_carry(), 0);
+        // in_loss: no growth until Open.
+        for _ in 0..30 {
+            ack(&mut p, &mut tp, 1, 0);
+        }
+        assert_eq!((tp.cwnd, p.cwnd_carry()), (10, 0));
+        p.set_state(&mut tp, CaState::Open);
+        tp.ca_state = CaState::Open;
+        ack(&mut p, &mut tp, 1, 0);
+        // ⌊(2^20 + 5)/10⌋ = 104 858.
+        assert_eq!(p.cwnd_carry(), 104_858);
+    }
+
+    /// A loss in congestion avoidance. e741f5ac: `.ssthresh` = max(cwnd 120, ssthresh 100) =
+    /// 120 (b256daed: 100); both take 60 packets off the carry; e741f5ac keeps adding
+    /// ⌊(2^20 + c/2)/c⌋ per unmarked ACK during Recovery (c = cwnd before that ACK's
+    /// decrement), b256daed adds nothing.
+    #[test]
+    fn e741f5ac_keeps_growing_in_recovery_and_returns_max_cwnd_ssthresh() {
+        for (stack, ss) in [(Stack::L4steam2020Apr, 120), (Stack::L4steam2020, 100)] {
+            let (mut p, mut tp) = prague(PragueParams::for_stack(stack), 120, 20);
+            tp.ssthresh = 100;
+            enter_recovery(&mut p, &mut tp);
+            assert_eq!((tp.ssthresh, p.cwnd_carry()), (ss, -60 * ONE_CWND), "{stack}");
+            // cwnd ≥ ssthresh: congestion avoidance; 10 ACKs take 10 packets off.
+            for _ in 0..10 {
+                ack(&mut p, &mut tp, 1, 0);
+            }
+            let grown: i64 = if stack == Stack::L4steam2020Apr { (111..=120).map(|c: i64| (ONE_CWND + c / 2) / c).sum() } else { 0 };
+            assert_eq!((tp.cwnd, tp.ssthresh, p.cwnd_carry()), (110, 110, -50 * ONE_CWND + grown), "{stack}");
+        }
+    }
+
+    /// The GSO/TSO hook per era, from `max_tso_burst` = max(1, (rate/MTU) >> 12): v0.5
+    /// `.max_tso_segs` caps autosize (may be 1), v0.6 `.tso_segs` replaces it with
+    /// max(burst, 2); the Reno fallback has none.
+    #[test]
+    fn tso_segs_per_era() {
+        for (stack, low, high) in [
+            (Stack::L4steam2020, TsoSegs::AtMost(1), TsoSegs::AtMost(488)),
+            (Stack::L4steam2020Apr, TsoSegs::AtMost(1), TsoSegs::AtMost(488)),
+            (Stack::Linux, TsoSegs::Exactly(2), TsoSegs::Exactly(488)),
+            (Stack::L4steam2024, TsoSegs::Exactly(2), TsoSegs::Exactly(488)),
+        ] {
+            let (mut p, mut tp) = prague(PragueParams::for_stack(stack), 100, 20);
+            tp.ssthresh = 150;
+            tp.packets_out = 120;
+            // 1500 B · 120 / 20 ms = 9 MB/s = 6000 packets/s; >> 12 = 1.
+            ack(&mut p, &mut tp, 0, 0);
+            assert_eq!(p.tso_segs(&tp), Some(low), "{stack}");
+            // 2000 packets per 1 ms = 2e6 packets/s; >> 12 = 488.
+            tp.cwnd = 2000;
+            tp.srtt = Time(MS);
+            ack(&mut p, &mut tp, 0, 0);
+            assert_eq!(p.tso_segs(&tp), Some(high), "{stack}");
+        }
+        let mut tp = test_state(10, u32::MAX);
+        tp.ecn = crate::scenario::EcnMode::Off;
+        let mut p = Prague::new(PragueParams::for_stack(Stack::L4steam2020));
+        p.init(&mut tp);
+        assert_eq!(p.tso_segs(&tp), None);
+    }
+
     #[test]
     fn parses_module_parameters() {
         let spec = crate::cc::CcSpec::parse("prague rtt_target 10ms classic_ecn_detection 1 rtt_scaling 2").unwrap();
