@@ -1,8 +1,13 @@
-//! TCP Prague as in the L4S team's 2020 kernels (`L4STeam/linux:net/ipv4/tcp_prague.c`,
-//! MODULE_VERSION 0.6, the `cwnd_cnt` generation with RTT independence and the optional
-//! classic-ECN-AQM detection; read in the copy at google/bbr@23cbf7e1, which is that file,
-//! and cross-checked with the newer `frac_cwnd` generation at L4STeam/linux@02573a21).
-//! See docs/algorithms/prague.md for the version notes and the audit list.
+//! TCP Prague of the L4S team's kernels (`net/ipv4/tcp_prague.c`), the `cwnd_cnt`
+//! generation with RTT independence and the optional classic-ECN-AQM detection, in the
+//! version the run's era profile names ([`PragueEra`], [`PragueParams::for_stack`]):
+//! - `linux` (and `sce-2020`, `l4steam-2024`): MODULE_VERSION 0.6, read at google/bbr@23cbf7e1
+//!   (stored id 14268397719; cross-checked with the newer `frac_cwnd` generation at
+//!   L4STeam/linux@02573a21);
+//! - `l4steam-2020`: MODULE_VERSION 0.5 at L4STeam/linux@b256daed (stored id 9843571704);
+//! - `l4steam-2020-04`: MODULE_VERSION 0.5 at L4STeam/linux@e741f5ac (stored id 20070779646).
+//! Line numbers "≈ line N" below are approximate, counted in those stored files. See
+//! docs/algorithms/prague.md for the per-profile table and the audit list.
 //!
 //! Prague is a `.cong_control` algorithm: on every ACK it runs its own window update
 //! (`prague_update_cwnd`), once per round its α update (`prague_update_alpha`), and sets the
@@ -11,27 +16,31 @@
 //!
 //! - cwnd is tracked with a signed carry `cwnd_cnt` in 2^-20 packets; cwnd moves by at most
 //!   one packet per ACK towards cwnd + carry (a decrement also sets ssthresh = cwnd).
-//! - Additive increase on every ACK, in every state but a loss reduction: non-CE-marked ACKed
-//!   packets × `ai_ack_increase`/cwnd (1 packet per window unscaled), so a window with a
-//!   fraction p of marks grows by (1 − p).
+//! - Additive increase on every ACK, in every state but a loss reduction (v0.5 of e741f5ac:
+//!   in every state): non-CE-marked ACKed packets × `ai_ack_increase`/cwnd (1 packet per
+//!   window unscaled), so a window with a fraction p of marks grows by (1 − p). Only while
+//!   cwnd-limited (v0.6), or also while pacing-limited with data queued (v0.5).
 //! - α: EWMA of the CE fraction with g = 1/16 kept upscaled by 16 in 2^-20 units, updated when
 //!   a round (snd_una past the snd_nxt of the previous update) has elapsed, and — once RTT
 //!   independent — at least `rtt_target` after the previous update; α stays at its initial 1.0
 //!   until the first CE is seen.
 //! - CE echo: the sender's CWR (at most once per window) calls `prague_enter_cwr`, which takes
 //!   α/2 · cwnd off the carry (rounded half up); once RTT independent, at most once per
-//!   `rtt_target`. `ssthresh` returns ssthresh unchanged, so the generic reduction does nothing.
+//!   `rtt_target`. `ssthresh` returns ssthresh unchanged (e741f5ac: max(cwnd, ssthresh)), so
+//!   the generic reduction does nothing.
 //! - Loss (entering Recovery, or an RTO): half of cwnd (and of the carry) off the carry, no
-//!   growth until the state is Open again.
-//! - RTT independence (`rtt_scaling`, default 1 = RATE; `rtt_target` 25 ms; after
-//!   `rtt_transition` = 500 rounds out of slow start): `ai_ack_increase` = (srtt/target)² for
-//!   srtt < target, srtt and target in 128 µs units as in the kernel.
+//!   growth until the state is Open again (e741f5ac: growth goes on).
+//! - RTT independence (`rtt_scaling`: v0.6 default 1 = RATE, `rtt_target` 25 ms, after
+//!   `rtt_transition` = 500 rounds out of slow start; v0.5 default 0 = NONE, 15 ms, 100):
+//!   `ai_ack_increase` = (srtt/target)² for srtt < target, srtt and target in 128 µs units as
+//!   in the kernel.
 //! - Pacing always (SK_PACING_NEEDED): rate = MTU · max(cwnd, in flight) / srtt, doubled while
-//!   cwnd < ssthresh/2. The GSO burst limit is rate × 2^-`burst_shift` s (≈ 250 µs); without
-//!   TSO/GSO (as in the studies and here) every departure is one packet and the pacing is per
-//!   packet, so the limit only shows as [`Prague::max_tso_burst`].
-//! - Classic-ECN-AQM detection (`prague_ecn_fallback`: 0 off — the default of the versions read,
-//!   1 detect and fall back, 2 detect only): see [`Prague::classic_ecn_detection`].
+//!   cwnd < ssthresh/2. The GSO burst limit `max_tso_burst` is rate × 2^-`burst_shift` s
+//!   (≈ 250 µs); the sender learns it through [`CongestionControl::tso_segs`] (v0.5
+//!   `.max_tso_segs`, v0.6 `.tso_segs`).
+//! - Classic-ECN-AQM detection (`prague_ecn_fallback`: 0 off — default of v0.6 and of
+//!   b256daed, 1 detect and fall back — default of e741f5ac, 2 detect only): see
+//!   [`Prague::classic_ecn_detection`].
 //! - Without ECN the connection runs Reno (`prague_reno`) unpaced.
 
 use super::{acked_for_avoidance, cong_avoid_ai, slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, RateSample, TcpCcState, TsoSegs};
