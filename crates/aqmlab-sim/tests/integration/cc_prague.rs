@@ -393,3 +393,36 @@ fn l4steam_2020_prague_has_rtt_independence_off_in_dualpi2() {
     let era = ratio[&("l4steam-2020", 10)];
     assert!(era > rate_mode, "l4steam-2020 10/10 ms: era default ratio {era:.2} should exceed RATE mode's {rate_mode:.2}");
 }
+
+/// sce-l4s-ect1's "ignoring packet loss" (L4STeam/linux@e741f5ac): through a drop-tail FIFO
+/// no CE ever arrives, so ssthresh is still infinite at the first loss; e741f5ac's
+/// `prague_ssthresh` returns max(cwnd, ∞) and, without `in_loss`, slow start swallows every
+/// ACK before the halving can be applied — the flow never leaves slow start and keeps
+/// losing. b256daed (`l4steam-2020`, `in_loss`) halves and settles. rwnd bounds the window
+/// as on the testbed ("at full rwnd").
+#[test]
+fn l4steam_2020_04_prague_ignores_loss_through_drop_tail() {
+    let mut out = Vec::new();
+    for stack in ["l4steam-2020", "l4steam-2020-04"] {
+        let sc = scenario(&format!(
+            "stack = \"{stack}\"\nduration = \"20s\"\n[bottleneck]\nrate = \"20Mbit\"\nqdisc = \"pfifo limit 100\"\n\
+             [[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\nrwnd = \"2MB\"\n"
+        ));
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_secs(20));
+        let (cwnd, ssthresh) = (sim.sender(0).tp.cwnd, sim.sender(0).tp.ssthresh);
+        let s = sim.run().summary;
+        assert_conserved(&s);
+        let f = &s.flows[0];
+        eprintln!(
+            "{stack}: pfifo 100, 20 Mbit/s: goodput {:.2} Mbit/s, retransmits {}, drops {}, final cwnd {cwnd} ssthresh {ssthresh}",
+            f.goodput_mbps, f.retransmits, s.bottleneck.drops
+        );
+        out.push((ssthresh, s.bottleneck.drops, f.ce_received));
+    }
+    let ((ss20, drops20, ce20), (ss04, drops04, ce04)) = (out[0], out[1]);
+    assert_eq!((ce20, ce04), (0, 0), "drop-tail never marks");
+    assert!(ss20 < 1000, "b256daed leaves slow start on loss (ssthresh {ss20})");
+    assert_eq!(ss04, u32::MAX, "e741f5ac never leaves slow start");
+    assert!(drops04 > 5 * drops20, "e741f5ac keeps losing: {drops04} vs {drops20} drops");
+}
