@@ -25,6 +25,7 @@
 
 use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::{Ecn, Packet};
+use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::time::Time;
 use crate::units::parse_time;
@@ -66,12 +67,92 @@ enum StepThresh {
     Packets(u32),
 }
 
+/// Which `sch_dualpi2.c` a profile ran (see docs/algorithms/dualpi2.md, "Era profiles").
+///
+/// Only the defaults and quirks that differ are modelled here; everything else (PI2 with the
+/// /64 gain scaling, `must_drop`, the WRR, the classification, overload) was read to be the
+/// same in every era and shares one code path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Era {
+    /// Upstream Linux (torvalds/linux 92b9c2b7; netdev v9 of 16 Mar 2025 onwards): profiles
+    /// `linux` and `sce-2020` (the SCE kernel had no DualPI2 of its own).
+    Upstream,
+    /// The L4STeam out-of-tree qdisc of 2020-2024 (profiles `l4steam-2020`, `l4steam-2020-04`,
+    /// `l4steam-2024`). Read: the L4STeam 5.4 tree as copied in dejeneboru/mdtcp-mprague at
+    /// b69a6a70 (15 Mar 2020) and 715833c6 (17 Apr 2020), `net/sched/sch_dualpi2.c`; the netdev
+    /// submission "[PATCH net-next 1/1] sched: Add dualpi2 qdisc" of 18 Oct 2024 (stored id
+    /// 19582659352); L4STeam/iproute2 b19604c3 `tc/q_dualpi2.c`. The tested commits themselves
+    /// (b256daed, e741f5ac, 1014c0e4, the 5.15 kernel of 2024) were not readable; they lie
+    /// between copies that behave the same in everything modelled here.
+    L4steam,
+}
+
+impl Era {
+    fn of(stack: Stack) -> Era {
+        if stack.is_l4steam() {
+            Era::L4steam
+        } else {
+            Era::Upstream
+        }
+    }
+
+    /// `min_qlen_step` when the scenario does not set it.
+    ///
+    /// Upstream: 0 (`dualpi2_reset_default`: "Always apply step mark in L-queue"; tested in
+    /// `skb_apply_step` as `qdisc_qlen(q->l_queue) >= q->min_qlen_step`).
+    ///
+    /// L4STeam: the era had no such option; `dualpi2_enqueue_skb` (715833c6 ~l.394; the
+    /// 2024-10-18 submission, same function) sets `apply_step = skb_is_l4s(skb) &&
+    /// qdisc_qlen(q->l_queue) > 1` before `qdisc_enqueue_tail` adds the packet, and b69a6a70
+    /// `dualpi2_qdisc_enqueue` (~l.314) has the same test on the L queue only. `qdisc_qlen` of
+    /// the L child counts the packets still queued in L (not the one on the wire, not the C
+    /// queue), which is exactly what [`DualPi2::enqueue`] compares with `min_qlen_step`
+    /// before pushing, so the era's rule is `min_qlen_step` 2. `do_step_aqm` (715833c6
+    /// ~l.520-539) then marks at dequeue only if `apply_step && qdelay > step.thresh`.
+    fn min_qlen_step(self) -> u32 {
+        match self {
+            Era::Upstream => 0,
+            Era::L4steam => 2,
+        }
+    }
+
+    /// The byte limit when the scenario gives no `memlimit`.
+    ///
+    /// Upstream: `limit · 2 · MTU` (`get_memory_limit`, netdev v12 onwards).
+    ///
+    /// L4STeam: none; `dualpi2_enqueue_skb` (715833c6 ~l.374, 2024-10-18 submission) refuses
+    /// a packet only when `qdisc_qlen(sch) >= sch->limit`, and the netlink policy has no
+    /// memlimit attribute (added in netdev v5, 22 Feb 2025).
+    fn memory_limit(self, limit: u32, mtu: u32) -> u64 {
+        match self {
+            Era::Upstream => (limit as u64 * 2 * mtu as u64).min(u32::MAX as u64),
+            Era::L4steam => u64::MAX,
+        }
+    }
+
+    /// The stored step threshold for the parsed one.
+    ///
+    /// L4STeam: `dualpi2_change` (715833c6 ~l.733; same in the 2024-10-18 submission) stores
+    /// `nla_get_u32(TCA_DUALPI2_STEP_THRESH) * NSEC_PER_USEC` whatever
+    /// `TCA_DUALPI2_STEP_PACKETS` says, and the era's tc (L4STeam/iproute2 b19604c3
+    /// `dualpi2_parse_opt`) sends the bare count with `STEP_PACKETS` 1 for `step_thresh 5pkt`.
+    /// `do_step_aqm` then compares the L queue length with 5000. Fixed upstream in netdev v5
+    /// ("Fix step_thresh in packets"). `step.thresh` is a u32 (715833c6 ~l.76), so the product
+    /// wraps modulo 2^32 as the kernel's store does.
+    fn step_thresh(self, th: StepThresh) -> StepThresh {
+        match (self, th) {
+            (Era::L4steam, StepThresh::Packets(n)) => StepThresh::Packets(n.wrapping_mul(1000)),
+            (_, th) => th,
+        }
+    }
+}
+
 /// Parsed `dualpi2` parameters, in the units the kernel receives them over netlink.
 #[derive(Clone, Debug, PartialEq)]
 struct DualPi2Config {
     /// Shared packet limit of both queues (`limit`, default 10000).
     limit: u32,
-    /// Byte limit (`memlimit`); `None`: limit · 2 · MTU (`get_memory_limit`).
+    /// Byte limit (`memlimit`); `None`: the profile's default (see [`Era::memory_limit`]).
     memlimit: Option<u32>,
     /// PI target delay, µs (`target`, 15 ms).
     target_us: u32,
@@ -83,8 +164,9 @@ struct DualPi2Config {
     beta: u32,
     /// L-queue step threshold (`step_thresh`, 1 ms).
     step_thresh: StepThresh,
-    /// Step marking only for packets that found at least this many packets in L (`min_qlen_step`, 0).
-    min_qlen_step: u32,
+    /// Step marking only for packets that found at least this many packets in L
+    /// (`min_qlen_step`); `None`: the profile's default (see [`Era::min_qlen_step`]).
+    min_qlen_step: Option<u32>,
     /// k (`coupling_factor`, 2).
     coupling_factor: u8,
     /// `drop_on_overload` (true) or `overflow`.
@@ -110,7 +192,7 @@ impl Default for DualPi2Config {
             alpha: 41,
             beta: 819,
             step_thresh: StepThresh::Time(1_000_000),
-            min_qlen_step: 0,
+            min_qlen_step: None,
             coupling_factor: 2,
             drop_overload: true,
             drop_early: false,
@@ -126,7 +208,7 @@ impl QdiscConfig for DualPi2Config {
         "dualpi2"
     }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(DualPi2::new(self, ctx.mtu, ctx.rng.clone()))
+        Box::new(DualPi2::new(self, ctx.stack, ctx.mtu, ctx.rng.clone()))
     }
 }
 
@@ -186,7 +268,7 @@ pub fn parse_dualpi2(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
                     };
                 }
             }
-            "min_qlen_step" => c.min_qlen_step = p.uint(key, 0..=u32::MAX as u64)? as u32,
+            "min_qlen_step" => c.min_qlen_step = Some(p.uint(key, 0..=u32::MAX as u64)? as u32),
             "drop_on_overload" => c.drop_overload = true,
             "overflow" => c.drop_overload = false,
             "drop_enqueue" => c.drop_early = true,
@@ -302,19 +384,22 @@ pub struct DualPi2 {
 }
 
 impl DualPi2 {
-    fn new(c: &DualPi2Config, mtu: u32, rng: Stream) -> Self {
+    /// Builds the discipline of profile `stack`; parameters the scenario left unset take
+    /// that profile's defaults ([`Era`]), explicit ones are used as given.
+    fn new(c: &DualPi2Config, stack: Stack, mtu: u32, rng: Stream) -> Self {
+        let era = Era::of(stack);
         let wc = c.c_protection.min(MAX_WC) as i64;
         let wl = MAX_WC as i64 - wc;
         let cap = (c.limit as usize).min(1 << 14);
         DualPi2 {
             limit: c.limit,
-            memory_limit: c.memlimit.map_or_else(|| (c.limit as u64 * 2 * mtu as u64).min(u32::MAX as u64), |m| m as u64),
+            memory_limit: c.memlimit.map_or_else(|| era.memory_limit(c.limit, mtu), |m| m as u64),
             target: c.target_us as u64 * 1000,
             tupdate: (c.tupdate_us as u64 * 1000).min(u32::MAX as u64),
             alpha: scale_alpha_beta(c.alpha),
             beta: scale_alpha_beta(c.beta),
-            step_thresh: c.step_thresh,
-            min_qlen_step: c.min_qlen_step,
+            step_thresh: era.step_thresh(c.step_thresh),
+            min_qlen_step: c.min_qlen_step.unwrap_or(era.min_qlen_step()),
             coupling_factor: c.coupling_factor.max(1),
             drop_overload: c.drop_overload,
             drop_early: c.drop_early,
@@ -616,7 +701,11 @@ mod tests {
     }
 
     fn build(f: impl FnOnce(&mut DualPi2Config)) -> DualPi2 {
-        DualPi2::new(&cfg(f), MTU, Stream::new(1, "dualpi2-test"))
+        build_on(Stack::Linux, f)
+    }
+
+    fn build_on(stack: Stack, f: impl FnOnce(&mut DualPi2Config)) -> DualPi2 {
+        DualPi2::new(&cfg(f), stack, MTU, Stream::new(1, "dualpi2-test"))
     }
 
     fn dflt() -> DualPi2 {
@@ -654,7 +743,7 @@ mod tests {
                 c.drop_early = true;
                 c.c_protection = 25;
                 c.ecn_mask = 3;
-                c.min_qlen_step = 2;
+                c.min_qlen_step = Some(2);
                 c.memlimit = Some(1 << 20);
                 c.split_gso = false;
             })
@@ -922,7 +1011,7 @@ mod tests {
         let got: Vec<bool> = (0..8).map(|_| q.dequeue(Time::ZERO).unwrap().ecn == Ecn::Ce).collect();
         assert_eq!(got, vec![true, true, true, true, false, false, false, false]);
         // min_qlen_step 2: only packets that found at least 2 packets in L are eligible.
-        let mut q = build(|c| c.min_qlen_step = 2);
+        let mut q = build(|c| c.min_qlen_step = Some(2));
         for i in 0..4 {
             q.enqueue(pkt(Ecn::Ect1, 1514, i), Time::ZERO);
         }
