@@ -1023,6 +1023,146 @@ mod tests {
         assert_eq!(q.dequeue(ms(500)).unwrap().ecn, Ecn::Ect0);
     }
 
+    /// Serialisation time of one 1514-byte packet at `mbit` Mbit/s, ns.
+    fn wire_ns(mbit: u64) -> u64 {
+        1514 * 8 * 1000 / mbit
+    }
+
+    const L4STEAM: [Stack; 3] = [Stack::L4steam2020, Stack::L4steam2020Apr, Stack::L4steam2024];
+
+    /// The HTB-like link: a C packet is taken for the wire at t = 0; `n` ECT(1) packets arrive
+    /// at 0.1 ms, each dequeued when the previous one has been serialised. Returns which of
+    /// them left CE and the step_marks counter.
+    fn l_burst_behind_c(q: &mut dyn Qdisc, mbit: u64, n: u32) -> (Vec<bool>, f64) {
+        let wire = wire_ns(mbit);
+        q.enqueue(pkt(Ecn::NotEct, 1514, 0), Time::ZERO);
+        assert_eq!(q.dequeue(Time::ZERO).unwrap().queue, 0);
+        for i in 0..n {
+            assert_eq!(q.enqueue(pkt(Ecn::Ect1, 1514, i), Time::from_micros(100)), Enqueued::Queued);
+        }
+        let marks = (1..=n as u64).map(|k| q.dequeue(Time(k * wire)).unwrap().ecn == Ecn::Ce).collect();
+        let mut v = Vec::new();
+        q.xstats(&mut v);
+        (marks, v.iter().find(|(k, _)| *k == "step_marks").unwrap().1)
+    }
+
+    /// Issue 11's question at 10 Mbit/s: a lone L packet that waited 1.1112 ms (> the 1 ms
+    /// step) behind a C packet on the wire (1.2112 ms) is step-marked by upstream
+    /// (`min_qlen_step` 0) but not by the L4STeam code, which set `apply_step` only when the L
+    /// queue already held more than one packet at enqueue.
+    #[test]
+    fn lone_l_packet_behind_the_wire_step_marked_only_upstream() {
+        assert_eq!(wire_ns(10), 1_211_200);
+        assert!(wire_ns(10) - 100_000 > 1_000_000, "the lone packet's sojourn exceeds the step");
+        for stack in [Stack::Linux, Stack::Sce2020] {
+            assert_eq!(l_burst_behind_c(&mut build_on(stack, |_| {}), 10, 1), (vec![true], 1.0), "{stack}");
+        }
+        for stack in L4STEAM {
+            assert_eq!(l_burst_behind_c(&mut build_on(stack, |_| {}), 10, 1), (vec![false], 0.0), "{stack}");
+        }
+    }
+
+    /// Three back-to-back L packets behind the same C packet at 10 Mbit/s, sojourns 1.1112,
+    /// 2.3224 and 3.5336 ms: upstream marks all three; the L4STeam code only the third, the
+    /// first that found 2 packets in L. At 50 Mbit/s (0.24224 ms per packet) the sojourns are
+    /// 0.14224 + k·0.24224 ms: the first four stay below 1 ms, so both eras mark only the 5th
+    /// and 6th (both found at least 2 packets).
+    #[test]
+    fn l_burst_step_marks_from_the_third_packet_in_l4steam_eras() {
+        for stack in L4STEAM {
+            assert_eq!(l_burst_behind_c(&mut build_on(stack, |_| {}), 10, 3), (vec![false, false, true], 1.0), "{stack}");
+            let (m, steps) = l_burst_behind_c(&mut build_on(stack, |_| {}), 50, 6);
+            assert_eq!((m, steps), (vec![false, false, false, false, true, true], 2.0), "{stack}");
+        }
+        assert_eq!(l_burst_behind_c(&mut dflt(), 10, 3), (vec![true, true, true], 3.0));
+        assert_eq!(l_burst_behind_c(&mut dflt(), 50, 6), (vec![false, false, false, false, true, true], 2.0));
+    }
+
+    /// The exemption covers the step only: a lone L packet behind a standing C queue still
+    /// gets the coupled mark k·p' (here k·p' = 1 − 2^-31) in the L4STeam eras.
+    #[test]
+    fn lone_l_packet_still_gets_the_coupled_mark() {
+        let mut q = build_on(Stack::L4steam2020, |_| {});
+        for i in 0..3 {
+            q.enqueue(pkt(Ecn::NotEct, 1514, i), Time::ZERO);
+        }
+        q.enqueue(pkt(Ecn::Ect1, 1514, 9), Time::from_micros(100));
+        q.set_prob(u32::MAX / 2);
+        // WRR: the initial credit is negative, so L goes first; 3 C packets stay (>= 2 MTU).
+        let out = q.dequeue(ms(5)).unwrap();
+        assert_eq!((out.queue, out.ecn), (1, Ecn::Ce));
+        assert_eq!((q.step_marks, q.ecn_mark), (0, 1));
+    }
+
+    /// Builds a tc string on a profile, as the simulator does.
+    fn spec_on(stack: Stack, tc: &str) -> Box<dyn Qdisc> {
+        let mut ctx = BuildCtx { link_rate: crate::time::Rate(10_000_000), mtu: MTU, rng: Stream::new(1, "dualpi2-test"), stack };
+        QdiscSpec::parse(tc).unwrap().build(&mut ctx)
+    }
+
+    /// A parameter given in the scenario beats the profile's default, in both directions.
+    #[test]
+    fn explicit_min_qlen_step_overrides_the_profile() {
+        for stack in L4STEAM {
+            assert_eq!(l_burst_behind_c(spec_on(stack, "dualpi2").as_mut(), 10, 1).0, vec![false], "{stack}");
+            assert_eq!(l_burst_behind_c(spec_on(stack, "dualpi2 min_qlen_step 0").as_mut(), 10, 1).0, vec![true], "{stack}");
+        }
+        assert_eq!(l_burst_behind_c(spec_on(Stack::Linux, "dualpi2").as_mut(), 10, 1).0, vec![true]);
+        let mut q = spec_on(Stack::Linux, "dualpi2 min_qlen_step 2");
+        assert_eq!(l_burst_behind_c(q.as_mut(), 10, 3).0, vec![false, false, true]);
+        // The resolved values.
+        let c = cfg(|_| {});
+        assert_eq!(DualPi2::new(&c, Stack::L4steam2024, MTU, Stream::new(1, "t")).min_qlen_step, 2);
+        assert_eq!(DualPi2::new(&c, Stack::Linux, MTU, Stream::new(1, "t")).min_qlen_step, 0);
+        let c = cfg(|c| c.min_qlen_step = Some(7));
+        assert_eq!(DualPi2::new(&c, Stack::L4steam2020, MTU, Stream::new(1, "t")).min_qlen_step, 7);
+    }
+
+    /// Upstream refuses a packet once the bytes queued would exceed limit·2·MTU
+    /// (`get_memory_limit`); the L4STeam code had the packet limit only. With a small
+    /// psched MTU (100 B, limit 10: a 2000-byte memlimit) full-size packets hit it at once.
+    #[test]
+    fn memory_limit_only_upstream_unless_given() {
+        let fill = |stack: Stack, memlimit: Option<u32>| {
+            let c = cfg(|c| {
+                c.limit = 10;
+                c.memlimit = memlimit;
+            });
+            let mut q = DualPi2::new(&c, stack, 100, Stream::new(1, "t"));
+            let ok = (0..12).filter(|&i| q.enqueue(pkt(Ecn::Ect1, 1514, i), Time::ZERO) == Enqueued::Queued).count();
+            (ok, q.stats().overlimits, q.memory_limit)
+        };
+        assert_eq!(fill(Stack::Linux, None), (1, 11, 2000));
+        assert_eq!(fill(Stack::Sce2020, None), (1, 11, 2000));
+        for stack in L4STEAM {
+            assert_eq!(fill(stack, None), (10, 2, u64::MAX), "{stack}");
+            // An explicit memlimit applies on every profile: 5 packets fit in 8000 bytes.
+            assert_eq!(fill(stack, Some(8000)), (5, 7, 8000), "{stack}");
+        }
+    }
+
+    /// `step_thresh 1pkt`: upstream marks while more than 1 packet stays in L; the L4STeam
+    /// kernels stored 1·1000 and compared the L queue length with 1000. With 1005 L packets
+    /// queued at once, the L4STeam eras mark only packets 2 and 3 (eligible: found >= 2;
+    /// left 1002 and 1001 > 1000 behind); upstream marks every packet that leaves > 1 behind.
+    #[test]
+    fn packet_step_threshold_is_stored_times_1000_in_l4steam_eras() {
+        let marked = |stack: Stack| {
+            let mut q = spec_on(stack, "dualpi2 step_thresh 1pkt");
+            for i in 0..1005 {
+                q.enqueue(pkt(Ecn::Ect1, 100, i), Time::ZERO);
+            }
+            (0..1005).filter_map(|_| q.dequeue(Time::ZERO)).filter(|p| p.ecn == Ecn::Ce).map(|p| p.tcp.seq).collect::<Vec<_>>()
+        };
+        assert_eq!(marked(Stack::Linux), (0..=1002).collect::<Vec<u32>>());
+        for stack in L4STEAM {
+            assert_eq!(marked(stack), vec![2, 3], "{stack}");
+        }
+        assert_eq!(build_on(Stack::L4steam2020, |c| c.step_thresh = StepThresh::Packets(5)).step_thresh, StepThresh::Packets(5000));
+        assert_eq!(build_on(Stack::L4steam2020, |c| c.step_thresh = StepThresh::Time(2_000_000)).step_thresh, StepThresh::Time(2_000_000));
+        assert_eq!(build_on(Stack::Linux, |c| c.step_thresh = StepThresh::Packets(5)).step_thresh, StepThresh::Packets(5));
+    }
+
     #[test]
     fn l_marking_is_step_or_coupled() {
         let n = 20_000;
