@@ -2,6 +2,7 @@
 //! the PI2 controller with classic senders, and the era profiles' step rule with Prague
 //! against CUBIC (l4s-tests S1). Single step decisions are unit-tested in
 //! `src/qdisc/dualpi2.rs`.
+
 use aqmlab_sim::sim::Summary;
 use aqmlab_sim::{Scenario, Simulation};
 
