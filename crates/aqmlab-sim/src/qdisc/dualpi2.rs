@@ -1,7 +1,9 @@
 //! DualPI2, the DualQ Coupled AQM (RFC 9332), modelled on Linux `net/sched/sch_dualpi2.c`
 //! as merged upstream (torvalds/linux 6.17+, read at commit 92b9c2b7), with the tc syntax of
-//! iproute2 `tc/q_dualpi2.c`. Differences from the 2019–2020 L4STeam out-of-tree versions are
-//! listed in docs/algorithms/dualpi2.md.
+//! iproute2 `tc/q_dualpi2.c`. The L4STeam out-of-tree qdisc that the 2020-2024 studies ran is
+//! selected by the era profile (`stack`, see [`Era`]): it differs in the step eligibility
+//! (`min_qlen_step` 2), the absence of a byte limit and the packet step threshold ×1000.
+//! docs/algorithms/dualpi2.md lists the sources and every remaining difference.
 //!
 //! - Two FIFOs share one limit: C (classic, `Packet::queue` 0) and L (low latency, 1).
 //!   A packet goes to L when `ecn & ecn_mask != 0` (`dualpi2_skb_classify`): with the default
