@@ -14,7 +14,8 @@ use crate::link::Link;
 use crate::metrics::{SeriesId, SeriesRecorder};
 use crate::qdisc::{self, Qdisc};
 use crate::rng::Stream;
-use crate::scenario::{Scenario, LINK_MTU};
+use crate::packet::LINK_MTU;
+use crate::scenario::Scenario;
 use crate::time::{Rate, Time};
 
 /// A shared link and its series.

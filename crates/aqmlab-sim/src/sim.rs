@@ -11,7 +11,7 @@ use crate::apps::probe::ProbeConfig;
 use crate::apps::scream::{Scream, ScreamConfig};
 use crate::apps::transient::{self, TransientSummary};
 use crate::apps::udp::{Pattern, UdpConfig};
-use crate::apps::workload::{WorkloadSummary, Workloads};
+use crate::apps::workload::{WorkloadConfig, WorkloadSummary, Workloads};
 use crate::apps::{Probe, UdpSource};
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::link::{DelayLine, Element, ElementCtx, Link};
@@ -21,7 +21,8 @@ use crate::path::netem::{Netem, NetemSpec};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::qdisc;
 use crate::rng::Stream;
-use crate::scenario::{default_return_qdisc, Codepoint, ProbeKind, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE, LINK_MTU};
+use crate::scenario::{default_return_qdisc, Codepoint, ProbeKind, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE};
+use crate::packet::LINK_MTU;
 use crate::shared_links::{self, ScheduledChange, SharedLink};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
@@ -748,7 +749,20 @@ impl Simulation {
         }
         client_hosts.extend(std::iter::repeat((0, false)).take(probes.len() + media.len()));
         client_hosts.extend(sc.udp.iter().map(|u| (0, u.direction == Way::Down)));
-        let workloads = Workloads::new(sc.seed, routes.len() as u32, &sc.workloads, sc.duration);
+        let configs = (sc.workloads.iter().enumerate())
+            .map(|(i, s)| WorkloadConfig {
+                name: s.name.clone().unwrap_or_else(|| format!("workload-{i}")),
+                cc: s.cc.clone(),
+                tcp: TcpConfig::connection(s.mss, s.initial_cwnd, s.initial_rto, s.ecn, None),
+                data_down: s.direction == Way::Down,
+                mean_interarrival: s.mean_interarrival,
+                size_p5: s.size_p5,
+                size_p95: s.size_p95,
+                start: s.start,
+                stop: s.stop.unwrap_or(sc.duration).min(sc.duration),
+            })
+            .collect();
+        let workloads = Workloads::new(sc.seed, routes.len() as u32, configs);
         for w in &sc.workloads {
             routes.push(shared.route(&mut elements, w.rtt, PathSides::default(), w.direction == Way::Down));
         }

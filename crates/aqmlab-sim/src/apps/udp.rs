@@ -16,10 +16,9 @@
 //! losses as RTP does (RFC 3550 A.3): expected = highest sequence number + 1, lost =
 //! expected − received, so a late (reordered) packet is not a loss.
 
-use super::UDP_IP_ETH;
 use crate::event::FlowTimer;
 use crate::metrics::DelayStats;
-use crate::packet::{Direction, Ecn, Kind, Packet};
+use crate::packet::{Direction, Ecn, Kind, Packet, UDP_IP_ETH};
 use crate::rng::Stream;
 use crate::tcp::EndpointCtx;
 use crate::time::{Rate, Time};

@@ -26,7 +26,6 @@ use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::FctStats;
 use crate::packet::{Direction, Kind, Packet};
 use crate::rng::Stream;
-use crate::scenario::{Way, WorkloadSpec};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use serde::Serialize;
@@ -95,6 +94,25 @@ impl Arrivals {
     }
 }
 
+/// One workload's settings, as the scenario gives them (`[[workloads]]`).
+#[derive(Clone, Debug)]
+pub struct WorkloadConfig {
+    /// Names the random stream (`workload/<name>`) and the summary entry.
+    pub name: String,
+    pub cc: CcSpec,
+    /// Connection settings; the size is set per transfer.
+    pub tcp: TcpConfig,
+    pub data_down: bool,
+    pub mean_interarrival: Time,
+    /// 5th and 95th percentiles of the lognormal object size.
+    pub size_p5: u64,
+    pub size_p95: u64,
+    /// First arrival.
+    pub start: Time,
+    /// No arrivals at or after this time.
+    pub stop: Time,
+}
+
 /// One workload's configuration and results.
 struct Workload {
     name: String,
@@ -160,23 +178,20 @@ pub struct WorkloadSummary {
 }
 
 impl Workloads {
-    /// `base` is the endpoint id of the first workload's arrival clock; `end` the run's end.
-    pub fn new(seed: u64, base: u32, specs: &[WorkloadSpec], end: Time) -> Workloads {
-        let list = specs
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let name = s.name.clone().unwrap_or_else(|| format!("workload-{i}"));
-                let rng = Stream::new(seed, &format!("workload/{name}"));
-                let stop = s.stop.unwrap_or(end).min(end);
+    /// `base` is the endpoint id of the first workload's arrival clock.
+    pub fn new(seed: u64, base: u32, configs: Vec<WorkloadConfig>) -> Workloads {
+        let list = configs
+            .into_iter()
+            .map(|c| {
+                let rng = Stream::new(seed, &format!("workload/{}", c.name));
                 Workload {
-                    start: s.start,
-                    arrivals: Arrivals::new(s.start, stop, s.mean_interarrival, SizeDist::from_percentiles(s.size_p5, s.size_p95), rng),
-                    cc: s.cc.clone(),
-                    cfg: TcpConfig::connection(s.mss, s.initial_cwnd, s.initial_rto, s.ecn, None),
-                    data_down: s.direction == Way::Down,
+                    start: c.start,
+                    arrivals: Arrivals::new(c.start, c.stop, c.mean_interarrival, SizeDist::from_percentiles(c.size_p5, c.size_p95), rng),
+                    cc: c.cc,
+                    cfg: c.tcp,
+                    data_down: c.data_down,
                     fct: Vec::new(),
-                    name,
+                    name: c.name,
                 }
             })
             .collect();

@@ -17,9 +17,8 @@
 //! header is restored.
 
 use crate::link::ElementCtx;
-use crate::packet::{Ecn, Packet, TunnelTag};
+use crate::packet::{Ecn, Packet, TunnelTag, ETHERNET_HEADER_BYTES};
 use crate::qdisc::flow_bucket;
-use crate::scenario::ETHERNET_HEADER_BYTES;
 use serde::{Deserialize, Serialize};
 
 /// Tunnel implementations, for their overhead, ECN and anti-replay defaults.

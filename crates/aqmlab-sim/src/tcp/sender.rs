@@ -29,7 +29,7 @@ use super::{EndpointCtx, TcpConfig};
 use crate::cc::{AckSample, CaEvent, CaState, CongestionControl, LostSkb, RateSample, TcpCcState};
 use crate::event::{FlowTimer, Timer};
 use crate::packet::{Direction, Ecn, Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 use crate::time::Time;
 use std::collections::VecDeque;
 
