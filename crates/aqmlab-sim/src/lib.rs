@@ -6,7 +6,6 @@
 pub mod apps;
 pub mod cc;
 pub mod event;
-pub mod link;
 pub mod metrics;
 pub mod packet;
 pub mod params;
@@ -14,11 +13,15 @@ pub mod path;
 pub mod qdisc;
 pub mod rng;
 pub mod scenario;
-pub mod shared_links;
 pub mod sim;
 pub mod tcp;
 pub mod time;
 pub mod units;
+
+/// The path elements' former module, kept for existing callers: see [`path`].
+pub mod link {
+    pub use crate::path::{DelayLine, Element, ElementCtx, Link, LinkStats, QueueStats};
+}
 
 pub use scenario::{Scenario, ScenarioError};
 pub use sim::{RunOutput, Simulation};

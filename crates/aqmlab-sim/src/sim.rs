@@ -14,18 +14,18 @@ use crate::apps::udp::{Pattern, UdpConfig};
 use crate::apps::workload::{WorkloadConfig, WorkloadSummary, Workloads};
 use crate::apps::{Probe, UdpSource};
 use crate::event::{Event, EventQueue, FlowTimer};
-use crate::link::{DelayLine, Element, ElementCtx, Link};
 use crate::metrics::{jain_index, steady_state_rate, LogHistogram, Series, SeriesId, SeriesRecorder, SpikeSummary, SpikeTracker};
 use crate::packet::{Direction, Packet};
 use crate::path::netem::{Netem, NetemSpec};
+use crate::path::shared::{ScheduledChange, SharedLink};
+use crate::path::{DelayLine, Element, ElementCtx, Link};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::qdisc;
 use crate::rng::Stream;
 use crate::scenario::{default_return_qdisc, Codepoint, ProbeKind, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE};
 use crate::packet::LINK_MTU;
-use crate::shared_links::{self, ScheduledChange, SharedLink};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
-use crate::time::Time;
+use crate::time::{Rate, Time};
 use serde::Serialize;
 
 /// Per-flow series handles.
@@ -232,6 +232,30 @@ fn netem_pair(elements: &mut Vec<Element>, spec: &NetemSpec, seed: u64, label: &
         elements.push(Element::Netem(Box::new(Netem::new(spec.config.clone(), stream))));
         (elements.len() - 1) as u32
     })
+}
+
+/// The scenario's `[[bottleneck.changes]]` as one change per link, in the order they apply
+/// (time, then listing order). `bottleneck` and `return_link` index the engine's shared
+/// links, whose starting rates are `rates`.
+fn schedule_changes(sc: &Scenario, bottleneck: usize, return_link: usize, mut rates: Vec<Rate>) -> Vec<ScheduledChange> {
+    let mut order: Vec<usize> = (0..sc.bottleneck.changes.len()).collect();
+    order.sort_by_key(|&i| sc.bottleneck.changes[i].at);
+    let mut out = Vec::new();
+    for i in order {
+        let c = &sc.bottleneck.changes[i];
+        let targets = [(c.direction.forward(), bottleneck, "bottleneck"), (c.direction.ret(), return_link, "return")];
+        for (_, link, label) in targets.into_iter().filter(|t| t.0) {
+            if let Some(r) = c.rate {
+                rates[link] = r;
+            }
+            let qdisc = c.qdisc.as_ref().map(|spec| {
+                let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
+                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng })
+            });
+            out.push(ScheduledChange::new(c.at, link, c.rate, qdisc));
+        }
+    }
+    out
 }
 
 /// A ready-to-run simulation.
@@ -570,7 +594,7 @@ impl Simulation {
             }
         }
         let rates = links.iter().map(|l| l.start_rate).collect();
-        let changes = shared_links::schedule(sc, BOTTLENECK, RETURN, rates);
+        let changes = schedule_changes(sc, BOTTLENECK, RETURN, rates);
         for (i, link) in links.iter_mut().enumerate() {
             // The return link is observed when configured (or changed); the others always.
             let changed = changes.iter().any(|c| c.link == i);

@@ -16,7 +16,7 @@
 //! ECN decapsulation (RFC 6040 §4.2 as each kind's Linux code applies it), then the inner
 //! header is restored.
 
-use crate::link::ElementCtx;
+use super::ElementCtx;
 use crate::packet::{Ecn, Packet, TunnelTag, ETHERNET_HEADER_BYTES};
 use crate::qdisc::flow_bucket;
 use serde::{Deserialize, Serialize};

@@ -10,12 +10,9 @@
 //! the old discipline's queue is dropped and the new one starts empty, built for the link's
 //! rate at that time with its own random stream (`qdisc/<link>/change/<index>`).
 
-use crate::link::Link;
+use super::Link;
 use crate::metrics::{SeriesId, SeriesRecorder};
-use crate::qdisc::{self, Qdisc};
-use crate::rng::Stream;
-use crate::packet::LINK_MTU;
-use crate::scenario::Scenario;
+use crate::qdisc::Qdisc;
 use crate::time::{Rate, Time};
 
 /// A shared link and its series.
@@ -134,6 +131,10 @@ pub struct ScheduledChange {
 }
 
 impl ScheduledChange {
+    pub fn new(at: Time, link: usize, rate: Option<Rate>, qdisc: Option<Box<dyn Qdisc>>) -> Self {
+        ScheduledChange { at, link, rate, qdisc }
+    }
+
     /// The change's discipline, for registering series before it is installed.
     pub fn qdisc(&self) -> Option<&dyn Qdisc> {
         self.qdisc.as_deref()
@@ -147,28 +148,4 @@ impl ScheduledChange {
         }
         self.qdisc.take().map_or(0, |q| link.replace_qdisc(q, now))
     }
-}
-
-/// The scenario's `[[bottleneck.changes]]` as one change per link, in the order they apply
-/// (time, then listing order). `bottleneck` and `return_link` index the engine's shared
-/// links, whose starting rates are `rates`.
-pub fn schedule(sc: &Scenario, bottleneck: usize, return_link: usize, mut rates: Vec<Rate>) -> Vec<ScheduledChange> {
-    let mut order: Vec<usize> = (0..sc.bottleneck.changes.len()).collect();
-    order.sort_by_key(|&i| sc.bottleneck.changes[i].at);
-    let mut out = Vec::new();
-    for i in order {
-        let c = &sc.bottleneck.changes[i];
-        let targets = [(c.direction.forward(), bottleneck, "bottleneck"), (c.direction.ret(), return_link, "return")];
-        for (_, link, label) in targets.into_iter().filter(|t| t.0) {
-            if let Some(r) = c.rate {
-                rates[link] = r;
-            }
-            let qdisc = c.qdisc.as_ref().map(|spec| {
-                let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
-                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng })
-            });
-            out.push(ScheduledChange { at: c.at, link, rate: c.rate, qdisc });
-        }
-    }
-    out
 }
