@@ -1,6 +1,6 @@
 //! Scheduled link changes (`[[bottleneck.changes]]`): HTB-style rate steps and
 //! `tc qdisc replace` swaps.
-mod common;
+use crate::common;
 use aqmlab_sim::event::EventQueue;
 use aqmlab_sim::link::{Element, ElementCtx, Link};
 use aqmlab_sim::metrics::Series;

@@ -1,6 +1,6 @@
 //! Every example scenario under scenarios/ parses and runs, conserving packets.
 
-mod common;
+use crate::common;
 
 use aqmlab_sim::{Scenario, Simulation};
 
