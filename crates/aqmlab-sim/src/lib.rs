@@ -4,7 +4,9 @@
 //! See `docs/architecture.md` for what each module owns and how a packet moves.
 
 pub mod apps;
+pub mod build;
 pub mod cc;
+pub mod endpoint;
 pub mod event;
 pub mod metrics;
 pub mod packet;

@@ -25,6 +25,7 @@ use crate::cc::CcSpec;
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::FctStats;
 use crate::packet::{Direction, Kind, Packet};
+use crate::path::Route;
 use crate::rng::Stream;
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
@@ -95,7 +96,7 @@ impl Arrivals {
 }
 
 /// One workload's settings, as the scenario gives them (`[[workloads]]`).
-#[derive(Clone, Debug)]
+#[derive(Debug)]
 pub struct WorkloadConfig {
     /// Names the random stream (`workload/<name>`) and the summary entry.
     pub name: String,
@@ -111,6 +112,8 @@ pub struct WorkloadConfig {
     pub start: Time,
     /// No arrivals at or after this time.
     pub stop: Time,
+    /// The route all its transfers share.
+    pub route: Route,
 }
 
 /// One workload's configuration and results.
@@ -121,6 +124,7 @@ struct Workload {
     /// Connection settings; the size is set per transfer.
     cfg: TcpConfig,
     data_down: bool,
+    route: Route,
     arrivals: Arrivals,
     /// FCT of every transfer started, in arrival order (`None` while unfinished).
     fct: Vec<Option<Time>>,
@@ -143,11 +147,12 @@ struct Transfer {
 
 const CLOSED: u32 = u32::MAX;
 
-/// Every workload of a run, with the connection slab they share.
+/// Every workload of a run, with the connection slab they share: the last entry of the
+/// engine's endpoint table, which owns every endpoint id from its own on.
 ///
 /// Endpoint ids: `base + w` is workload w's arrival clock (its `FlowTimer::Start` events
 /// are arrivals); transfers get `base + workloads + k` in order of arrival over all
-/// workloads. The engine routes workload w's traffic over route `base + w`.
+/// workloads. Workload w's traffic travels on its route.
 pub struct Workloads {
     seed: u64,
     base: u32,
@@ -190,6 +195,7 @@ impl Workloads {
                     cc: c.cc,
                     cfg: c.tcp,
                     data_down: c.data_down,
+                    route: c.route,
                     fct: Vec::new(),
                     name: c.name,
                 }
@@ -205,11 +211,6 @@ impl Workloads {
                 events.schedule(t, Event::Flow(self.base + w as u32, FlowTimer::Start));
             }
         }
-    }
-
-    /// Endpoint id of the first workload's arrival clock (every id below is another endpoint's).
-    pub fn base(&self) -> usize {
-        self.base as usize
     }
 
     /// Each workload's first arrival time.
@@ -229,15 +230,10 @@ impl Workloads {
         }
     }
 
-    /// Index of the route an endpoint id travels on (the routes of the workloads follow
-    /// those of the other endpoints, from `base`).
-    pub fn route_of(&self, id: u32) -> usize {
-        self.base as usize + self.workload_of(id)
-    }
-
-    /// Whether this endpoint's data travels down (false for ids below the workloads').
-    pub fn data_down(&self, id: u32) -> bool {
-        id >= self.base && self.list[self.workload_of(id)].data_down
+    /// The route of an endpoint id (arrival clock or transfer): its workload's.
+    #[inline]
+    pub fn route(&self, id: u32) -> &Route {
+        &self.list[self.workload_of(id)].route
     }
 
     /// Connection slots allocated so far (the peak number of simultaneously open transfers).
@@ -359,6 +355,7 @@ impl Workloads {
         self.live -= 1;
     }
 
+    /// `summary.json` → `workloads[]`.
     pub fn summaries(&self) -> Vec<WorkloadSummary> {
         self.list
             .iter()

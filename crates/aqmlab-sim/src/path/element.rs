@@ -70,6 +70,19 @@ impl Element {
             Element::Netem(n) => n.held(),
         }
     }
+    /// The link this element is; panics for another kind (shared links are links).
+    pub fn as_link(&self) -> &Link {
+        match self {
+            Element::Link(l) => l,
+            _ => unreachable!("shared links are links"),
+        }
+    }
+    pub fn as_link_mut(&mut self) -> &mut Link {
+        match self {
+            Element::Link(l) => l,
+            _ => unreachable!("shared links are links"),
+        }
+    }
     /// Packets this element has dropped.
     pub fn drops(&self) -> u64 {
         match self {

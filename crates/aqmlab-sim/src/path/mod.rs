@@ -8,9 +8,11 @@ pub mod delay;
 pub mod element;
 pub mod link;
 pub mod netem;
+pub mod route;
 pub mod shared;
 pub mod tunnel;
 
 pub use delay::DelayLine;
 pub use element::{Element, ElementCtx};
 pub use link::{Link, LinkStats, QueueStats};
+pub use route::Route;

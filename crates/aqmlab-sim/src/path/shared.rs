@@ -11,7 +11,8 @@
 //! rate at that time with its own random stream (`qdisc/<link>/change/<index>`).
 
 use super::Link;
-use crate::metrics::{SeriesId, SeriesRecorder};
+use crate::metrics::{LogHistogram, SeriesId, SeriesRecorder, SojournSummary, SpikeSummary};
+use serde::Serialize;
 use crate::qdisc::Qdisc;
 use crate::time::{Rate, Time};
 
@@ -148,4 +149,67 @@ impl ScheduledChange {
         }
         self.qdisc.take().map_or(0, |q| link.replace_qdisc(q, now))
     }
+}
+
+/// A shared link (`summary.json` → `bottleneck`, `return_link`, `upstream[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct BottleneckSummary {
+    /// The rate at the start of the run (`[[bottleneck.changes]]` may change it; the `rate`
+    /// series has it over time).
+    pub rate_mbps: f64,
+    /// The discipline at the start of the run, as given.
+    pub qdisc: String,
+    /// Packets that left the bottleneck.
+    pub packets: u64,
+    pub bytes: u64,
+    pub drops: u64,
+    pub ce_marks: u64,
+    /// Busy fraction from the first flow's start to the end of the run.
+    pub utilization: f64,
+    pub sojourn_ms: SojournSummary,
+    /// Per sub-queue sojourn (e.g. DualPI2's C and L queues); empty for single-queue disciplines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueSummary>,
+    /// Delay-spike durations per `[metrics] spike_thresholds` entry.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spikes: Vec<SpikeSummary>,
+}
+
+impl BottleneckSummary {
+    /// `rate` is the link's rate at the start; utilisation counts from `first_start` to `end`.
+    pub fn of(link: &Link, qdisc_text: &str, rate: Rate, first_start: Time, end: Time) -> Self {
+        let span = end - first_start;
+        let mut all = LogHistogram::default();
+        for q in &link.stats.queues {
+            all.merge(&q.sojourn);
+        }
+        let queues = if link.stats.queues.len() > 1 {
+            (link.stats.queues.iter())
+                .map(|q| QueueSummary { name: q.name.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::with_cdf(&q.sojourn) })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        BottleneckSummary {
+            rate_mbps: rate.as_mbps(),
+            qdisc: qdisc_text.to_string(),
+            packets: link.stats.tx_packets,
+            bytes: link.stats.tx_bytes,
+            drops: link.drops(),
+            ce_marks: link.ce_marks(),
+            utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
+            sojourn_ms: SojournSummary::with_cdf(&all),
+            queues,
+            spikes: link.stats.spikes.as_ref().map_or_else(Vec::new, |s| s.summary(end)),
+        }
+    }
+}
+
+/// One sub-queue of the bottleneck discipline.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueSummary {
+    pub name: String,
+    /// Packets dequeued from this sub-queue.
+    pub packets: u64,
+    pub sojourn_ms: SojournSummary,
 }
