@@ -1,6 +1,7 @@
-//! Building a [`Simulation`] from a [`Scenario`]: the shared links and their schedule of
-//! changes, the tunnels, and the endpoint table with each endpoint's route (its base delay,
-//! its own elements and the shared hops, per direction).
+//! Building the parts of a simulation from a [`Scenario`] (`Simulation::new` assembles
+//! them): the shared links and their schedule of changes, the tunnels, and the endpoint
+//! table with each endpoint's route (its base delay, its own elements and the shared hops,
+//! per direction).
 //!
 //! Endpoint ids and random-stream labels depend on the order things are built in, and
 //! equal-time events run in the order they are scheduled, so this order is part of the
@@ -21,13 +22,12 @@ use crate::event::{Event, EventQueue};
 use crate::metrics::{SeriesRecorder, SpikeTracker};
 use crate::packet::LINK_MTU;
 use crate::path::netem::{Netem, NetemSpec};
-use crate::path::shared::{ScheduledChange, SharedLink};
+use crate::path::shared::{ScheduledChange, SharedLink, BOTTLENECK, RETURN};
 use crate::path::tunnel::Tunnels;
 use crate::path::{DelayLine, Element, Link, Route};
 use crate::qdisc;
 use crate::rng::Stream;
 use crate::scenario::{default_return_qdisc, Codepoint, MediaKind, ProbeKind, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE};
-use crate::sim::{Simulation, BOTTLENECK, RETURN};
 use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::time::{Rate, Time};
 
@@ -136,8 +136,21 @@ fn schedule_changes(sc: &Scenario, bottleneck: usize, return_link: usize, mut ra
     out
 }
 
-impl Simulation {
-    pub fn new(sc: &Scenario) -> Simulation {
+/// What a scenario builds: the path, the endpoints, the shared links and their series, and
+/// the events scheduled before the run starts.
+pub struct Built {
+    pub events: EventQueue,
+    pub elements: Vec<Element>,
+    pub endpoints: Endpoints,
+    pub transients: Vec<TransientGroup>,
+    pub tunnels: Tunnels,
+    pub links: Vec<SharedLink>,
+    pub changes: Vec<ScheduledChange>,
+    pub recorder: SeriesRecorder,
+}
+
+impl Built {
+    pub fn new(sc: &Scenario) -> Built {
         let ticks = (sc.duration.0 / sc.metrics.step.0) as usize + 1;
         let mut recorder = SeriesRecorder::with_ticks(ticks);
         let mut elements = Vec::new();
@@ -347,25 +360,6 @@ impl Simulation {
         }
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
-        Simulation {
-            now: Time::ZERO,
-            end: sc.duration,
-            step: sc.metrics.step,
-            steady_window: sc.metrics.steady_window,
-            seed: sc.seed,
-            events,
-            elements,
-            endpoints: Endpoints::new(endpoints),
-            transients,
-            tunnels,
-            out: Vec::with_capacity(256),
-            links,
-            changes,
-            name: sc.name.clone(),
-            recorder,
-            xstats_buf: Vec::new(),
-            packets_sent: 0,
-            packets_delivered: 0,
-        }
+        Built { events, elements, endpoints: Endpoints::new(endpoints), transients, tunnels, links, changes, recorder }
     }
 }

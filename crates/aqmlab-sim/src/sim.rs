@@ -1,6 +1,6 @@
 //! The engine: the event loop, the dispatch of events and packets to path elements and
-//! endpoints, the sampling grid, and the summary and series at the end. `build.rs` builds a
-//! [`Simulation`] from a scenario.
+//! endpoints, the sampling grid, and the summary and series at the end. `build.rs` builds
+//! its parts from a scenario.
 //!
 //! Topology. Flow i's data goes sender → its forward delay (rtt/2) → the shared bottleneck
 //! link (rate + qdisc) → [the bottleneck's own propagation delay] → receiver; its ACKs go
@@ -21,10 +21,12 @@ use crate::endpoint::{Endpoint, EndpointSummary, Endpoints};
 use crate::event::{Event, EventQueue};
 use crate::metrics::{jain_index, Series, SeriesRecorder, Tick};
 use crate::packet::Packet;
-use crate::path::shared::{ScheduledChange, SharedLink};
+use crate::build::Built;
+use crate::path::shared::{ScheduledChange, SharedLink, BOTTLENECK, RETURN};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::path::{Element, ElementCtx, Link};
 use crate::qdisc;
+use crate::scenario::Scenario;
 use crate::tcp::{EndpointCtx, TcpReceiver, TcpSender};
 use crate::time::Time;
 use serde::Serialize;
@@ -40,36 +42,31 @@ pub enum LinkId {
     Upstream(usize),
 }
 
-/// Indices of the bottleneck and the return link in `Simulation::links`; the upstream links
-/// follow.
-pub(crate) const BOTTLENECK: usize = 0;
-pub(crate) const RETURN: usize = 1;
-
 /// A ready-to-run simulation.
 pub struct Simulation {
-    pub(crate) now: Time,
-    pub(crate) end: Time,
-    pub(crate) step: Time,
-    pub(crate) steady_window: Time,
-    pub(crate) seed: u64,
-    pub(crate) name: Option<String>,
-    pub(crate) events: EventQueue,
-    pub(crate) elements: Vec<Element>,
+    now: Time,
+    end: Time,
+    step: Time,
+    steady_window: Time,
+    seed: u64,
+    name: Option<String>,
+    events: EventQueue,
+    elements: Vec<Element>,
     /// Every endpoint, indexed by endpoint id; each carries its route.
-    pub(crate) endpoints: Endpoints,
+    endpoints: Endpoints,
     /// Load-transient groups (their flows are TCP endpoints).
-    pub(crate) transients: Vec<TransientGroup>,
-    pub(crate) tunnels: Tunnels,
-    pub(crate) out: Vec<Packet>,
+    transients: Vec<TransientGroup>,
+    tunnels: Tunnels,
+    out: Vec<Packet>,
     /// The shared links: bottleneck, return link, upstream links.
-    pub(crate) links: Vec<SharedLink>,
+    links: Vec<SharedLink>,
     /// `[[bottleneck.changes]]`, one per link, in the order they apply.
-    pub(crate) changes: Vec<ScheduledChange>,
-    pub(crate) recorder: SeriesRecorder,
+    changes: Vec<ScheduledChange>,
+    recorder: SeriesRecorder,
     /// Reused buffer for the disciplines' xstats.
-    pub(crate) xstats_buf: Vec<(&'static str, f64)>,
-    pub(crate) packets_sent: u64,
-    pub(crate) packets_delivered: u64,
+    xstats_buf: Vec<(&'static str, f64)>,
+    packets_sent: u64,
+    packets_delivered: u64,
 }
 
 /// Packet accounting at the end of the run.
@@ -119,6 +116,31 @@ pub struct RunOutput {
 }
 
 impl Simulation {
+    /// Builds the run a scenario describes (`build.rs`).
+    pub fn new(sc: &Scenario) -> Simulation {
+        let Built { events, elements, endpoints, transients, tunnels, links, changes, recorder } = Built::new(sc);
+        Simulation {
+            now: Time::ZERO,
+            end: sc.duration,
+            step: sc.metrics.step,
+            steady_window: sc.metrics.steady_window,
+            seed: sc.seed,
+            name: sc.name.clone(),
+            events,
+            elements,
+            endpoints,
+            transients,
+            tunnels,
+            out: Vec::with_capacity(256),
+            links,
+            changes,
+            recorder,
+            xstats_buf: Vec::new(),
+            packets_sent: 0,
+            packets_delivered: 0,
+        }
+    }
+
     /// Runs to the end and returns the summary and series.
     pub fn run(mut self) -> RunOutput {
         let wall = std::time::Instant::now();

@@ -16,6 +16,11 @@ use serde::Serialize;
 use crate::qdisc::Qdisc;
 use crate::time::{Rate, Time};
 
+/// Indices of the bottleneck and the return link in the engine's shared links; the upstream
+/// links follow.
+pub const BOTTLENECK: usize = 0;
+pub const RETURN: usize = 1;
+
 /// A shared link and its series.
 pub struct SharedLink {
     /// The series entity: `bottleneck`, `return_link`, `upstream-<i>`.
