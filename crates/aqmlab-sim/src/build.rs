@@ -128,7 +128,7 @@ fn schedule_changes(sc: &Scenario, bottleneck: usize, return_link: usize, mut ra
             }
             let qdisc = c.qdisc.as_ref().map(|spec| {
                 let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
-                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng })
+                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng, stack: sc.stack })
             });
             out.push(ScheduledChange::new(c.at, link, c.rate, qdisc));
         }
@@ -156,7 +156,7 @@ impl Built {
         let mut elements = Vec::new();
         let mut links = Vec::new();
         let mut add_link = |elements: &mut Vec<Element>, name: &str, spec: &qdisc::QdiscSpec, rate, label: &str| {
-            let mut ctx = qdisc::BuildCtx { link_rate: rate, mtu: LINK_MTU, rng: Stream::new(sc.seed, label) };
+            let mut ctx = qdisc::BuildCtx { link_rate: rate, mtu: LINK_MTU, rng: Stream::new(sc.seed, label), stack: sc.stack };
             elements.push(Element::Link(Link::new(rate, spec.build(&mut ctx))));
             links.push(SharedLink::new(name, elements.len() - 1, spec.text(), rate));
             (elements.len() - 1) as u32
@@ -244,7 +244,7 @@ impl Built {
         let tcp_flows = plans.len();
         for (id, p) in plans.into_iter().enumerate() {
             let id = id as u32;
-            let cc = p.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")));
+            let cc = p.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")), sc.stack);
             let data_down = p.direction == Way::Down;
             let data_way = if data_down { DOWN } else { UP };
             let mut sides = PathSides::tunnelled(&tunnels, p.tunnel);
@@ -343,7 +343,7 @@ impl Built {
             })
             .collect();
         let base = endpoints.len() as u32;
-        endpoints.push(Endpoint::Workloads(Box::new(Workloads::new(sc.seed, base, configs))));
+        endpoints.push(Endpoint::Workloads(Box::new(Workloads::new(sc.seed, sc.stack, base, configs))));
 
         let mut events = EventQueue::with_capacity(1024 + 4 * tcp_flows);
         let mut changes_scheduled = false;

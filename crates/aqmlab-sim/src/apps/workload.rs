@@ -26,6 +26,7 @@ use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::FctStats;
 use crate::packet::{Direction, Kind, Packet};
 use crate::path::Route;
+use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
@@ -155,6 +156,7 @@ const CLOSED: u32 = u32::MAX;
 /// workloads. Workload w's traffic travels on its route.
 pub struct Workloads {
     seed: u64,
+    stack: Stack,
     base: u32,
     list: Vec<Workload>,
     /// (workload, slot or CLOSED) of every transfer, indexed by `id - first transfer id`.
@@ -183,8 +185,9 @@ pub struct WorkloadSummary {
 }
 
 impl Workloads {
-    /// `base` is the endpoint id of the first workload's arrival clock.
-    pub fn new(seed: u64, base: u32, configs: Vec<WorkloadConfig>) -> Workloads {
+    /// `base` is the endpoint id of the first workload's arrival clock; `stack` the era
+    /// profile the transfers' congestion controls are built for.
+    pub fn new(seed: u64, stack: Stack, base: u32, configs: Vec<WorkloadConfig>) -> Workloads {
         let list = configs
             .into_iter()
             .map(|c| {
@@ -201,7 +204,7 @@ impl Workloads {
                 }
             })
             .collect();
-        Workloads { seed, base, list, owner: Vec::new(), slots: Vec::new(), free: Vec::new(), live: 0, peak_live: 0 }
+        Workloads { seed, stack, base, list, owner: Vec::new(), slots: Vec::new(), free: Vec::new(), live: 0, peak_live: 0 }
     }
 
     /// Schedules each workload's first arrival.
@@ -287,7 +290,7 @@ impl Workloads {
         let index = wl.fct.len() as u32;
         wl.fct.push(None);
         let cfg = TcpConfig { size: Some(size), ..wl.cfg.clone() };
-        let cc = wl.cc.config().build(Stream::new(self.seed, &format!("cc/{}/{index}", wl.name)));
+        let cc = wl.cc.config().build(Stream::new(self.seed, &format!("cc/{}/{index}", wl.name)), self.stack);
         let mut tr = Transfer {
             workload: w as u32,
             index,

@@ -92,7 +92,7 @@ impl CcConfig for RenoSceParams {
     fn name(&self) -> &'static str {
         "reno-sce"
     }
-    fn build(&self, _rng: Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(RenoSce::new(*self))
     }
 }
@@ -230,7 +230,7 @@ impl CcConfig for CubicSceParams {
     fn name(&self) -> &'static str {
         "cubic-sce"
     }
-    fn build(&self, _rng: Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(CubicSce::new(*self))
     }
 }

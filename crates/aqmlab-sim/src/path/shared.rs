@@ -150,7 +150,7 @@ impl ScheduledChange {
     /// moment sees the new rate. Returns the packets the swap discarded.
     pub fn apply(&mut self, link: &mut Link, now: Time) -> u64 {
         if let Some(r) = self.rate {
-            link.set_rate(r);
+            link.set_rate(r, now);
         }
         self.qdisc.take().map_or(0, |q| link.replace_qdisc(q, now))
     }

@@ -32,6 +32,7 @@ pub use red::{RedStats, TcRed};
 pub use spec::{Params, Parser, QdiscConfig, QdiscSpec};
 
 use crate::packet::Packet;
+use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::time::{Rate, Time};
 
@@ -76,6 +77,9 @@ pub struct BuildCtx {
     pub mtu: u32,
     /// The discipline's own random stream (flow-hash perturbation, RED/PIE/DualPI2 draws).
     pub rng: Stream,
+    /// The era profile: disciplines whose code differed in that kernel take its defaults
+    /// for parameters the scenario does not set.
+    pub stack: Stack,
 }
 
 /// Counters every discipline keeps, named after `tc -s qdisc` output.
