@@ -701,7 +701,7 @@ def validate(
         lines.append("")
         if overrides:
             lines += ["Overrides: " + ", ".join(f"`{k}={override_text(v)}`" for k, v in overrides) + " (the runs differ from the study's).", ""]
-        lines += c.compare(reference_rows(c.reference), passes, pp.suite)
+        lines += c.compare(reference_rows(c.reference), passes, planned[0].suite)
         lines.append("")
     path = report_path or out_dir / VALIDATION_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
