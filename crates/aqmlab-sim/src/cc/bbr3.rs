@@ -26,7 +26,7 @@ use super::bbr_common::*;
 use super::{CaEvent, CaState, CcConfig, CongestionControl, LostSkb, RateSample, TcpCcState};
 use crate::params::Params;
 use crate::rng::Stream;
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 use crate::time::Time;
 use std::sync::Arc;
 
@@ -828,7 +828,7 @@ impl Bbr3 {
             self.reset_congestion_signals();
         }
         if self.c.mode == Mode::Drain
-            && self.packets_in_net_at_edt(tp, tp.packets_in_flight) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
+            && self.packets_in_net_at_edt(tp, tp.packets_in_flight()) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
         {
             self.c.mode = Mode::ProbeBw;
             self.start_bw_probe_down(tp);
@@ -1145,7 +1145,7 @@ mod tests {
             is_ece: ce > 0,
             ..RateSample::default()
         };
-        tp.packets_in_flight = 0;
+        tp.packets_out = 0;
         cc.cong_control(tp, &rs);
     }
 
@@ -1230,7 +1230,7 @@ mod tests {
                 tx_in_flight: 173,
                 ..RateSample::default()
             };
-            p.tp.packets_in_flight = 173;
+            p.tp.packets_out = 173;
             cc.cong_control(&mut p.tp, &rs);
             if cc.c.mode == Mode::ProbeRtt {
                 entered = Some(p.tp.now);

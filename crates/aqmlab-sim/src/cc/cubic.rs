@@ -501,7 +501,7 @@ mod tests {
                 self.cc.cong_avoid(&mut self.tp, acked);
             }
             self.tp.snd_nxt = self.tp.snd_una + self.tp.cwnd;
-            self.tp.packets_in_flight = self.tp.cwnd;
+            self.tp.packets_out = self.tp.cwnd;
         }
         fn ack(&mut self, dt: Time, rtt: Time) {
             self.ack_n(dt, Some(rtt), 1);

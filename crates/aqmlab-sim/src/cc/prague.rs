@@ -302,9 +302,9 @@ impl Prague {
     /// `prague_update_pacing_rate`: MTU · max(cwnd, in flight) / srtt, ×2 while
     /// cwnd < ssthresh/2; the GSO burst is bounded to 2^-burst_shift s at that rate.
     fn update_pacing_rate(&mut self, tp: &TcpCcState) {
-        let mtu = (tp.mss + crate::scenario::TCP_IP_HEADER_BYTES) as f64;
+        let mtu = (tp.mss + crate::packet::TCP_IP_HEADER_BYTES) as f64;
         let factor = if tp.cwnd < tp.ssthresh / 2 { 2.0 } else { 1.0 };
-        let window = tp.cwnd.max(tp.packets_in_flight) as f64;
+        let window = tp.cwnd.max(tp.packets_in_flight()) as f64;
         let srtt = tp.srtt.as_secs_f64();
         if srtt <= 0.0 {
             return;
@@ -828,7 +828,7 @@ mod tests {
         // Slow start (cwnd < ssthresh/2): 2 · 1500 B · 100 / 20 ms.
         assert!((p.pacing_rate(&tp).unwrap() - 2.0 * 1500.0 * 100.0 / 0.02).abs() < 1e-6);
         tp.ssthresh = 150;
-        tp.packets_in_flight = 120;
+        tp.packets_out = 120;
         ack(&mut p, &mut tp, 0, 0);
         assert!((p.pacing_rate(&tp).unwrap() - 1500.0 * 120.0 / 0.02).abs() < 1e-6);
         // 7.5 MB/s = 5000 packets/s: a 250 µs burst is 1.2 packets -> 1.
@@ -895,7 +895,7 @@ mod tests {
     #[test]
     fn without_ecn_it_is_unpaced_reno() {
         let mut tp = test_state(100, 1000);
-        tp.ecn = crate::scenario::EcnMode::Off;
+        tp.ecn = crate::packet::EcnMode::Off;
         tp.srtt = Time(20 * MS);
         let mut p = Prague::new(PragueParams::default());
         p.init(&mut tp);
