@@ -1280,7 +1280,7 @@ mod tests {
             assert_eq!(p.tso_segs(&tp), Some(high), "{stack}");
         }
         let mut tp = test_state(10, u32::MAX);
-        tp.ecn = crate::scenario::EcnMode::Off;
+        tp.ecn = crate::packet::EcnMode::Off;
         let mut p = Prague::new(PragueParams::for_stack(Stack::L4steam2020));
         p.init(&mut tp);
         assert_eq!(p.tso_segs(&tp), None);
