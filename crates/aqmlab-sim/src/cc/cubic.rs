@@ -32,6 +32,7 @@
 
 use super::{acked_for_avoidance, cong_avoid_ai, AckSample, CaEvent, CaState, CcConfig, CongestionControl, TcpCcState};
 use crate::params::Params;
+use crate::profile::Stack;
 use std::sync::Arc;
 use crate::time::Time;
 
@@ -49,6 +50,95 @@ const HYSTART_MIN_SAMPLES: u8 = 8;
 /// Linux `HYSTART_DELAY_MIN` / `HYSTART_DELAY_MAX` (µs): bounds of the delay threshold.
 const HYSTART_DELAY_MIN_US: u64 = 4_000;
 const HYSTART_DELAY_MAX_US: u64 = 16_000;
+
+/// Which generation of `tcp_cubic.c`'s HyStart runs. The later generations are the earlier
+/// one plus the named upstream changes; everything outside HyStart (the curve, β, fast
+/// convergence, the Reno-friendly region, throttling, undo, idle restart) is the same in all
+/// of them apart from the `delay_min` unit that `bictcp_update` reads (see [`CubicVersion::V5_4`]).
+///
+/// Sources: v5.4-era `tcp_cubic.c` as carried in chromi/sce's `tcp_cubic_sce.c` (commits
+/// 0139ea04, stored id 10669998327, and 1280a6d0, id 9884018069: `bictcp_clock`,
+/// `hystart_update`, `bictcp_acked`, `bictcp_cong_avoid`) and a pre-5.6 annotated copy of
+/// `tcp_cubic.c` (stored id 18625528402, same functions); Eric Dumazet's "tcp_cubic: various
+/// fixes" series (net-next, 23 Dec 2019, in Linux 5.6; stored ids 11617556045, 10978921937);
+/// Neal Cardwell's "tcp_cubic: fix spurious HYSTART_DELAY exit upon drop in min RTT" (24 Jun
+/// 2020, 5.8-rc3; stored id 15090591538); Eric Dumazet 4e1fddc98d25 "tcp_cubic: fix spurious
+/// Hystart ACK train detections for not-cwnd-limited flows" (Nov 2021, 5.16; id 65861707318);
+/// today's `tcp_cubic.c` at torvalds 617e407c (the [`CubicVersion::Current`] model).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CubicVersion {
+    /// Linux ≤ 5.5 (the base of every 2020 testbed kernel: L4STeam's trees were on 5.4-rc3,
+    /// chromi/sce's master on v5.4; cubic-sce's own copy has this HyStart in every version).
+    /// HyStart on a millisecond clock (`bictcp_clock` = jiffies in ms); `delay_min` and the
+    /// RTT samples in 1/8 ms, truncated (`(rtt_us << 3) / 1000`); ACK train: ACKs at most
+    /// `hystart_ack_delta` = 2 ms apart, exit once the train since the round's start exceeds
+    /// `delay_min >> 4` (half the minimum RTT in ms), with no `hystart_ack_delay` cushion and no
+    /// pacing distinction; delay rule: `curr_rtt` is the minimum of the round's first 8 samples
+    /// only, compared from the 9th sample on against `delay_min + clamp(delay_min >> 3, 4 ms,
+    /// 16 ms)`; the round restarts in `bictcp_cong_avoid` (only when cwnd-limited, after the
+    /// ACK's own HyStart check); `bictcp_update` looks ahead by `msecs_to_jiffies(delay_min >> 3)`,
+    /// i.e. the minimum RTT truncated to whole ms.
+    V5_4,
+    /// Linux 5.6 .. 5.8-rc2: Eric Dumazet's series (µs clock and `delay_min`, `hystart_ack_delta_us`
+    /// 2000, ACK-train threshold `delay_min + hystart_ack_delay`, halved when unpaced), but
+    /// `curr_rtt` still the minimum of the first 8 samples and the round reset still in
+    /// `cong_avoid`.
+    V5_6,
+    /// Linux 5.8-rc3 .. 5.15: `curr_rtt` is the running minimum of the round (Cardwell's fix);
+    /// the round reset still in `cong_avoid`.
+    V5_8,
+    /// Linux 5.16 and later (the model of torvalds 617e407c): round reset in `hystart_update`.
+    Current,
+}
+
+impl CubicVersion {
+    /// The `tcp_cubic.c` HyStart generation of each profile's kernel.
+    ///
+    /// - `linux`: today's.
+    /// - `l4steam-2020`, `l4steam-2020-04`, `sce-2020`: v5.4. Evidence: L4STeam/linux issue #3
+    ///   (Nov 2020): a kernel built from the L4STeam testing tree reports `uname -r`
+    ///   `5.4.0-rc3+`, three months after b256daed (4 Aug 2020) and seven after e741f5ac;
+    ///   L4STeam's stored history lists no change to `net/ipv4/tcp_cubic.c`. chromi/sce PR #2
+    ///   "Linux v5.4" (heistp, 17 Dec 2019) merged net-next's v5.4 tag into master and the
+    ///   next upstream merge is PR #4 "Linux v5.10-rc4" (27 Nov 2020), so 0eddf2ad (9 Mar
+    ///   2020) is on v5.4. The µs series reached net-next on 26 Dec 2019 (Linux 5.6): in none.
+    /// - `l4steam-2024`: [`CubicVersion::Current`] (a v5.15.72-based tree; whether 4e1fddc98d25
+    ///   was in that stable release is UNVERIFIED, and it only matters for flows that are not
+    ///   cwnd-limited).
+    pub fn for_stack(stack: Stack) -> CubicVersion {
+        match stack {
+            Stack::Linux | Stack::L4steam2024 => CubicVersion::Current,
+            Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 => CubicVersion::V5_4,
+        }
+    }
+
+    /// The name used in scenarios (`cubic version 5.4`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CubicVersion::V5_4 => "5.4",
+            CubicVersion::V5_6 => "5.6",
+            CubicVersion::V5_8 => "5.8",
+            CubicVersion::Current => "5.16",
+        }
+    }
+
+    fn parse(s: &str) -> Option<CubicVersion> {
+        [CubicVersion::V5_4, CubicVersion::V5_6, CubicVersion::V5_8, CubicVersion::Current].into_iter().find(|v| v.name() == s)
+    }
+
+    /// HyStart's clock and `delay_min` in ms (1/8 ms) rather than µs.
+    fn ms_clock(self) -> bool {
+        self == CubicVersion::V5_4
+    }
+    /// `curr_rtt` is the running minimum of the round (Cardwell, 5.8-rc3).
+    fn running_min(self) -> bool {
+        self >= CubicVersion::V5_8
+    }
+    /// The round restarts inside `hystart_update` (4e1fddc98d25, 5.16) instead of `cong_avoid`.
+    fn reset_in_update(self) -> bool {
+        self == CubicVersion::Current
+    }
+}
 
 /// The module parameters of `tcp_cubic.c`, with Linux's defaults.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -70,6 +160,9 @@ pub struct CubicParams {
     pub hystart_ack_delta_us: u64,
     /// `sk_gso_max_size` in bytes, used by `hystart_ack_delay` (Linux default 65536).
     pub gso_max_size: u64,
+    /// The HyStart generation; `None` = the profile's ([`CubicVersion::for_stack`]), resolved
+    /// when the instance is built. A [`Cubic`] built directly with `None` runs today's.
+    pub version: Option<CubicVersion>,
 }
 
 impl Default for CubicParams {
@@ -85,6 +178,7 @@ impl Default for CubicParams {
             hystart_low_window: 16,
             hystart_ack_delta_us: 2_000,
             gso_max_size: 65_536,
+            version: None,
         }
     }
 }
@@ -93,14 +187,23 @@ impl CcConfig for CubicParams {
     fn name(&self) -> &'static str {
         "cubic"
     }
-    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
-        Box::new(Cubic::new(*self))
+    fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> Box<dyn CongestionControl> {
+        Box::new(Cubic::new(self.resolved(stack)))
+    }
+}
+
+impl CubicParams {
+    /// These parameters with the profile's [`CubicVersion`] filled in unless one was given.
+    pub fn resolved(&self, stack: Stack) -> CubicParams {
+        CubicParams { version: Some(self.version.unwrap_or(CubicVersion::for_stack(stack))), ..*self }
     }
 }
 
 /// `cubic [fast_convergence 0|1] [beta N] [bic_scale N] [tcp_friendliness 0|1] [hystart 0|1]
-/// [hystart_detect N] [hystart_low_window N] [hystart_ack_delta_us N] [initial_ssthresh N]`:
-/// the module parameters of `tcp_cubic.c`, by their Linux names and units.
+/// [hystart_detect N] [hystart_low_window N] [hystart_ack_delta_us N] [initial_ssthresh N]
+/// [version 5.4|5.6|5.8|5.16]`: the module parameters of `tcp_cubic.c`, by their Linux names
+/// and units, and the HyStart generation (default: the profile's). Under `version 5.4` the
+/// ACK spacing is Linux's `hystart_ack_delta` in whole ms: `hystart_ack_delta_us / 1000`.
 pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
     let mut c = CubicParams::default();
     while let Some(k) = p.next_key() {
@@ -114,15 +217,22 @@ pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
             "hystart_low_window" => c.hystart_low_window = p.uint(k, 2..=1_000_000)? as u32,
             "hystart_ack_delta_us" => c.hystart_ack_delta_us = p.uint(k, 1..=100_000)?,
             "initial_ssthresh" => c.initial_ssthresh = p.uint(k, 0..=u32::MAX as u64)? as u32,
+            "version" => c.version = Some(parse_version(p, k)?),
             _ => {
                 return Err(p.unknown(
                     k,
-                    "fast_convergence, beta, bic_scale, tcp_friendliness, hystart, hystart_detect, hystart_low_window, hystart_ack_delta_us, initial_ssthresh",
+                    "fast_convergence, beta, bic_scale, tcp_friendliness, hystart, hystart_detect, hystart_low_window, hystart_ack_delta_us, initial_ssthresh, version",
                 ))
             }
         }
     }
     Ok(Arc::new(c))
+}
+
+/// The value of a `version` key: `5.4`, `5.6`, `5.8` or `5.16`.
+pub(crate) fn parse_version(p: &mut Params, k: &str) -> Result<CubicVersion, String> {
+    let v = p.value(k)?;
+    CubicVersion::parse(v).ok_or_else(|| p.invalid(format!("{k} '{v}': expected 5.4, 5.6, 5.8 or 5.16")))
 }
 
 /// Linux `struct bictcp` minus the HyStart round fields: what `bictcp_reset` clears.
@@ -138,8 +248,9 @@ struct Epoch {
     /// The curve's plateau (`bic_origin_point`) and K in 2^-10 s (`bic_K`).
     origin_point: u32,
     k: u64,
-    /// Minimum RTT sample in µs, 0 = none yet (`delay_min`).
-    delay_min_us: u64,
+    /// Minimum RTT sample, 0 = none yet (`delay_min`): in µs, or in 1/8 ms under
+    /// [`CubicVersion::V5_4`].
+    delay_min: u64,
     /// Jiffy the current epoch started; `None` is Linux's `epoch_start == 0`.
     epoch_start: Option<u64>,
     /// Packets ACKed towards the Reno estimate (`ack_cnt`); signed because CUBIC-SCE runs
@@ -152,12 +263,13 @@ struct Epoch {
 }
 
 /// HyStart's per-round state (`round_start`, `end_seq`, `last_ack`, `curr_rtt`, `sample_cnt`).
+/// Times and `curr_rtt` are in µs, or in ms and 1/8 ms under [`CubicVersion::V5_4`].
 #[derive(Clone, Copy, Debug, Default)]
 struct Round {
-    start_us: u64,
+    start: u64,
     end_seq: u32,
-    last_ack_us: u64,
-    curr_rtt_us: u64,
+    last_ack: u64,
+    curr_rtt: u64,
     sample_cnt: u8,
 }
 
@@ -165,6 +277,8 @@ struct Round {
 #[derive(Clone, Debug)]
 pub struct Cubic {
     params: CubicParams,
+    /// The HyStart generation (`params.version`, today's when unset).
+    version: CubicVersion,
     /// `beta_scale` = 8(1024+β)/3/(1024−β) in integers (15 for β = 717).
     beta_scale: u64,
     /// `cube_rtt_scale` = bic_scale·10 (C in 1/1024).
@@ -221,6 +335,7 @@ impl Cubic {
         let bic_scale = params.bic_scale.max(1) as u64;
         Cubic {
             params,
+            version: params.version.unwrap_or(CubicVersion::Current),
             beta_scale: 8 * (BETA_SCALE + beta) / 3 / (BETA_SCALE - beta),
             cube_rtt_scale: bic_scale * 10,
             cube_factor: (1u64 << (10 + 3 * BICTCP_HZ)) / (bic_scale * 10),
@@ -237,9 +352,22 @@ impl Cubic {
     pub fn w_max(&self) -> u32 {
         self.ca.last_max_cwnd
     }
-    /// Minimum RTT CUBIC has seen (`delay_min`), zero before the first accepted sample.
+    /// Minimum RTT CUBIC has seen (`delay_min`), zero before the first accepted sample
+    /// (to 1/8 ms under [`CubicVersion::V5_4`]).
     pub fn delay_min(&self) -> Time {
-        Time::from_micros(self.ca.delay_min_us)
+        if self.version.ms_clock() {
+            Time::from_micros(self.ca.delay_min * 125)
+        } else {
+            Time::from_micros(self.ca.delay_min)
+        }
+    }
+    /// The HyStart generation this instance runs.
+    pub fn version(&self) -> CubicVersion {
+        self.version
+    }
+    /// HyStart's clock: µs, or ms (`bictcp_clock`, jiffies at HZ = 1000) under V5_4.
+    fn hystart_clock(&self, now: Time) -> u64 {
+        if self.version.ms_clock() { jiffies(now) } else { now.as_micros() }
     }
     /// Whether HyStart has ended slow start since the last reset.
     pub fn hystart_found(&self) -> bool {
@@ -269,9 +397,11 @@ impl Cubic {
     }
 
     /// Linux `bictcp_hystart_reset`: a new round starts now and ends once `snd_nxt` is ACKed.
+    /// (Before 5.6 `curr_rtt` restarts at 0 and "0 or larger" takes the sample; a sample is
+    /// at least 1, so the running minimum from `u64::MAX` is the same rule.)
     fn hystart_reset(&mut self, tp: &TcpCcState) {
-        let now = tp.now.as_micros();
-        self.round = Round { start_us: now, end_seq: tp.snd_nxt, last_ack_us: now, curr_rtt_us: u64::MAX, sample_cnt: 0 };
+        let now = self.hystart_clock(tp.now);
+        self.round = Round { start: now, end_seq: tp.snd_nxt, last_ack: now, curr_rtt: u64::MAX, sample_cnt: 0 };
     }
 
     /// Linux `bictcp_update`: recompute `cnt`, the ACKs needed per +1 packet of cwnd.
@@ -302,8 +432,10 @@ impl Cubic {
                 now_j
             });
 
-            // Elapsed epoch time plus one delay_min (target one RTT ahead), in 2^-10 s.
-            let elapsed_j = now_j.saturating_sub(epoch_start) + usecs_to_jiffies(ca.delay_min_us);
+            // Elapsed epoch time plus one delay_min (target one RTT ahead), in 2^-10 s. Before
+            // 5.6: `msecs_to_jiffies(delay_min >> 3)`, the whole ms of the 1/8-ms delay_min.
+            let ahead_j = if self.version.ms_clock() { ca.delay_min >> 3 } else { usecs_to_jiffies(ca.delay_min) };
+            let elapsed_j = now_j.saturating_sub(epoch_start) + ahead_j;
             let t = (elapsed_j << BICTCP_HZ) / HZ;
             let offs = t.abs_diff(ca.k) as u128;
             let delta = (self.cube_rtt_scale as u128 * offs * offs * offs) >> (10 + 3 * BICTCP_HZ);
@@ -345,34 +477,46 @@ impl Cubic {
         (self.params.gso_max_size * 4 * 1_000_000 / rate).min(1_000)
     }
 
-    /// Linux `hystart_update`: the ACK-train and delay-increase exits from slow start.
-    fn hystart_update(&mut self, tp: &mut TcpCcState, delay_us: u64) {
-        if seq_after(tp.snd_una, self.round.end_seq) {
+    /// Linux `hystart_update`: the ACK-train and delay-increase exits from slow start, in the
+    /// instance's [`CubicVersion`] (today's: torvalds 617e407c `hystart_update`; V5_4: the
+    /// pre-5.6 function, chromi/sce `tcp_cubic_sce.c` 0139ea04 `hystart_update` ~l.330-375).
+    fn hystart_update(&mut self, tp: &mut TcpCcState, delay: u64) {
+        let v = self.version;
+        if v.reset_in_update() && seq_after(tp.snd_una, self.round.end_seq) {
             self.hystart_reset(tp);
         }
-        let now = tp.now.as_micros();
-        if self.params.hystart_detect & HYSTART_ACK_TRAIN != 0
-            && (now as i64 - self.round.last_ack_us as i64) <= self.params.hystart_ack_delta_us as i64
-        {
-            self.round.last_ack_us = now;
-            let mut threshold = self.ca.delay_min_us + self.hystart_ack_delay_us(tp);
-            // Unpaced, the train of a full window arrives within about half an RTT.
-            if !tp.paced {
-                threshold >>= 1;
-            }
-            if now as i64 - self.round.start_us as i64 > threshold as i64 {
+        let now = self.hystart_clock(tp.now);
+        // ACK spacing that continues a train: 2000 µs, or Linux ≤ 5.5's `hystart_ack_delta`
+        // = 2 ms on the ms clock.
+        let ack_delta = if v.ms_clock() { self.params.hystart_ack_delta_us / 1000 } else { self.params.hystart_ack_delta_us };
+        if self.params.hystart_detect & HYSTART_ACK_TRAIN != 0 && (now as i64 - self.round.last_ack as i64) <= ack_delta as i64 {
+            self.round.last_ack = now;
+            let threshold = if v.ms_clock() {
+                // `delay_min >> 4`: half the minimum RTT, in ms (delay_min is in 1/8 ms).
+                self.ca.delay_min >> 4
+            } else {
+                let t = self.ca.delay_min + self.hystart_ack_delay_us(tp);
+                // Unpaced, the train of a full window arrives within about half an RTT.
+                if tp.paced { t } else { t >> 1 }
+            };
+            if now as i64 - self.round.start as i64 > threshold as i64 {
                 self.ca.found = true;
                 tp.ssthresh = tp.cwnd;
             }
         }
         if self.params.hystart_detect & HYSTART_DELAY != 0 {
-            self.round.curr_rtt_us = self.round.curr_rtt_us.min(delay_us);
+            // Until 5.8-rc3 only the round's first 8 samples enter curr_rtt; later samples are
+            // compared against that minimum (the "spurious HYSTART_DELAY exit" Cardwell fixed).
+            if v.running_min() || self.round.sample_cnt < HYSTART_MIN_SAMPLES {
+                self.round.curr_rtt = self.round.curr_rtt.min(delay);
+            }
             if self.round.sample_cnt < HYSTART_MIN_SAMPLES {
                 self.round.sample_cnt += 1;
             } else {
-                let dm = self.ca.delay_min_us;
-                let thresh = (dm >> 3).clamp(HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US);
-                if self.round.curr_rtt_us > dm + thresh {
+                let dm = self.ca.delay_min;
+                // clamp(delay_min/8, 4 ms, 16 ms), in the version's unit.
+                let (lo, hi) = if v.ms_clock() { (4 << 3, 16 << 3) } else { (HYSTART_DELAY_MIN_US, HYSTART_DELAY_MAX_US) };
+                if self.round.curr_rtt > dm + (dm >> 3).clamp(lo, hi) {
                     self.ca.found = true;
                     tp.ssthresh = tp.cwnd;
                 }
@@ -413,8 +557,18 @@ impl CongestionControl for Cubic {
         ((cwnd * beta / BETA_SCALE) as u32).max(2)
     }
 
-    /// Linux `cubictcp_cong_avoid`: slow start, then +1 packet per `cnt` ACKed packets.
+    /// Linux `cubictcp_cong_avoid`: slow start, then +1 packet per `cnt` ACKed packets. Before
+    /// 5.16 HyStart's round also restarts here, when cwnd-limited in slow start and the ACK
+    /// passed the round's end (`bictcp_cong_avoid`: `if (hystart && after(ack, ca->end_seq))`).
     fn cong_avoid(&mut self, tp: &mut TcpCcState, acked: u32) {
+        if !self.version.reset_in_update()
+            && self.params.hystart
+            && tp.is_cwnd_limited
+            && tp.in_slow_start()
+            && seq_after(tp.snd_una, self.round.end_seq)
+        {
+            self.hystart_reset(tp);
+        }
         let Some(acked) = acked_for_avoidance(tp, acked) else { return };
         self.update(jiffies(tp.now), tp.cwnd, acked);
         cong_avoid_ai(tp, self.ca.cnt, acked);
@@ -429,12 +583,13 @@ impl CongestionControl for Cubic {
                 return;
             }
         }
-        let delay_us = rtt.as_micros().max(1);
-        if self.ca.delay_min_us == 0 || self.ca.delay_min_us > delay_us {
-            self.ca.delay_min_us = delay_us;
+        // µs, or before 5.6 `(rtt_us << 3) / USEC_PER_MSEC`: 1/8 ms, truncated; at least 1.
+        let delay = if self.version.ms_clock() { (rtt.as_micros() << 3) / 1000 } else { rtt.as_micros() }.max(1);
+        if self.ca.delay_min == 0 || self.ca.delay_min > delay {
+            self.ca.delay_min = delay;
         }
         if !self.ca.found && tp.in_slow_start() && self.params.hystart && tp.cwnd >= self.params.hystart_low_window {
-            self.hystart_update(tp, delay_us);
+            self.hystart_update(tp, delay);
         }
     }
 
@@ -703,7 +858,7 @@ mod tests {
             if f.cc.hystart_found() {
                 assert_eq!(f.tp.ssthresh, cwnd_before, "HyStart sets ssthresh = cwnd");
                 assert!(!f.tp.in_slow_start());
-                return Some((i, f.tp.now.as_micros() - f.cc.round.start_us, cwnd_before));
+                return Some((i, f.tp.now.as_micros() - f.cc.round.start, cwnd_before));
             }
         }
         None
@@ -728,7 +883,7 @@ mod tests {
         })
         .expect("delay increase ends slow start");
         assert_eq!(f.cc.round.sample_cnt, HYSTART_MIN_SAMPLES);
-        assert_eq!(f.cc.round.curr_rtt_us, 113_000);
+        assert_eq!(f.cc.round.curr_rtt, 113_000);
         assert!(cwnd > 30);
 
         // Clamps: delay_min 10 ms → threshold 4 ms (not 1.25); 200 ms → 16 ms (not 25).
