@@ -858,7 +858,9 @@ mod tests {
             if f.cc.hystart_found() {
                 assert_eq!(f.tp.ssthresh, cwnd_before, "HyStart sets ssthresh = cwnd");
                 assert!(!f.tp.in_slow_start());
-                return Some((i, f.tp.now.as_micros() - f.cc.round.start, cwnd_before));
+                // The round's age in µs (HyStart's clock is in ms before 5.6).
+                let age = f.cc.hystart_clock(f.tp.now) - f.cc.round.start;
+                return Some((i, if f.cc.version.ms_clock() { age * 1000 } else { age }, cwnd_before));
             }
         }
         None
@@ -1054,5 +1056,193 @@ mod tests {
         // cwnd changed but same jiffy: cubic part not recomputed.
         f.cc.update(last + 32, f.tp.cwnd + 1, 1);
         assert_eq!(f.cc.ca.last_cwnd, f.tp.cwnd);
+    }
+
+    // ------------------------------------------------------------------ HyStart generations
+
+    fn flow_v(v: CubicVersion) -> Flow {
+        let mut tp = test_state(10, u32::MAX);
+        let mut cc = Cubic::new(CubicParams { version: Some(v), ..CubicParams::default() });
+        cc.init(&mut tp);
+        Flow { tp, cc }
+    }
+
+    /// The first-8-samples rule (Linux < 5.8-rc3) against the running minimum (Cardwell's fix,
+    /// 24 Jun 2020). delay_min = 100 ms, so the exit threshold is 100 + clamp(12.5, 4, 16) =
+    /// 112.5 ms (1/8-ms units under 5.4: 800 + clamp(100, 32, 128) = 900). A round whose first
+    /// 8 samples are 113 ms (904) and whose later samples are back at 100 ms:
+    /// - 5.4 and 5.6 keep curr_rtt = 113 ms from the first 8 and exit on the 9th sample;
+    /// - 5.8 and today fold the 9th sample (100 ms) in first: curr_rtt = 100, no exit.
+    #[test]
+    fn hystart_first_eight_samples_vs_running_min() {
+        for v in [CubicVersion::V5_4, CubicVersion::V5_6, CubicVersion::V5_8, CubicVersion::Current] {
+            let mut f = flow_v(v);
+            f.tp.cwnd = 20; // above hystart_low_window
+            f.tp.is_cwnd_limited = false; // hold cwnd: the round must not end on its own
+            f.ack_n(Time::ZERO, Some(Time::from_millis(100)), 0); // delay_min = 100 ms
+            // A fresh round at the next ACK (both reset points need an ACK past end_seq).
+            f.tp.snd_nxt = f.tp.snd_una + 1000;
+            f.cc.hystart_reset(&f.tp);
+            for i in 0..8 {
+                f.ack_n(Time::from_millis(5), Some(Time::from_millis(113)), 0);
+                assert!(!f.cc.hystart_found(), "{v:?}: sample {i} is one of the first 8");
+            }
+            f.ack_n(Time::from_millis(5), Some(Time::from_millis(100)), 0);
+            let era = v < CubicVersion::V5_8;
+            assert_eq!(f.cc.hystart_found(), era, "{v:?}: 9th sample 100 ms after eight of 113 ms");
+            assert_eq!(f.cc.round.curr_rtt, if v.ms_clock() { 904 } else if era { 113_000 } else { 100_000 });
+            if era {
+                assert_eq!(f.tp.ssthresh, 20);
+            }
+        }
+    }
+
+    /// The 1/8-ms truncation of Linux ≤ 5.5 (`delay = (rtt_us << 3) / 1000`), the other way
+    /// round: delay_min = 24 ms gives the 4 ms floor (24/8 = 3 < 4), threshold 28 ms. A round
+    /// of 28.1 ms RTTs ends slow start today (28 100 µs > 28 000 µs) but not under 5.4
+    /// ((28 100 << 3) / 1000 = 224 = 192 + 32, not above); 28.125 ms (225) does.
+    #[test]
+    fn hystart_delay_rule_in_eighths_of_a_ms() {
+        let run = |v: CubicVersion, late_us: u64| {
+            let mut f = flow_v(v);
+            slow_start_until_exit(&mut f, Time::from_millis(5), 300, |f| {
+                if f.tp.cwnd < 30 { Time::from_millis(24) } else { Time::from_micros(late_us) }
+            })
+        };
+        assert!(run(CubicVersion::Current, 28_100).is_some());
+        assert!(run(CubicVersion::V5_4, 28_100).is_none());
+        assert!(run(CubicVersion::V5_4, 28_125).is_some());
+        // delay_min is kept in 1/8 ms: 40 ms exactly.
+        let mut f = flow_v(CubicVersion::V5_4);
+        f.ack_n(Time::ZERO, Some(Time::from_micros(40_110)), 0);
+        assert_eq!(f.cc.ca.delay_min, 320);
+        assert_eq!(f.cc.delay_min(), Time::from_millis(40));
+    }
+
+    /// The ACK-train rule of Linux ≤ 5.5: ms clock, threshold `delay_min >> 4` = half the
+    /// minimum RTT in ms, no `hystart_ack_delay` cushion, no pacing distinction. delay_min =
+    /// 40 ms (320 eighths) → 20 ms: with ACKs 1 ms apart slow start ends when the round is
+    /// 21 ms old, paced or not. Today's paced threshold is 40 + 1 = 41 ms (exit at 42 ms, test
+    /// 5b), so a paced CUBIC (e.g. under fq) leaves slow start at half the window in 5.4.
+    #[test]
+    fn hystart_ack_train_pre_5_6() {
+        let rtt = Time::from_millis(40);
+        for paced in [false, true] {
+            let mut f = flow_v(CubicVersion::V5_4);
+            f.tp.paced = paced;
+            f.tp.pacing_rate = 10e6;
+            let (_, age, cwnd) = slow_start_until_exit(&mut f, Time::from_millis(1), 2000, |_| rtt).expect("train exit");
+            // Round ages are in ms under 5.4.
+            assert_eq!(age, 21_000, "paced {paced}");
+            assert!(cwnd >= 21);
+            let mut g = flow_v(CubicVersion::Current);
+            g.tp.paced = paced;
+            g.tp.pacing_rate = 10e6;
+            let (_, age_now, _) = slow_start_until_exit(&mut g, Time::from_millis(1), 2000, |_| rtt).unwrap();
+            assert_eq!(age_now, if paced { 42_000 } else { 21_000 });
+        }
+        // 3 ms apart is no train on the ms clock either.
+        let mut f = flow_v(CubicVersion::V5_4);
+        assert!(slow_start_until_exit(&mut f, Time::from_millis(3), 2000, |_| rtt).is_none());
+    }
+
+    /// Before 5.16 the round restarts in `cong_avoid`, i.e. only while cwnd-limited; today it
+    /// restarts in `hystart_update` on any ACK past the round's end (4e1fddc98d25).
+    #[test]
+    fn hystart_round_reset_point() {
+        for v in [CubicVersion::V5_8, CubicVersion::Current] {
+            let mut f = flow_v(v);
+            f.tp.cwnd = 20;
+            f.tp.is_cwnd_limited = false;
+            f.ack_n(Time::ZERO, Some(Time::from_millis(40)), 0);
+            f.tp.snd_nxt = f.tp.snd_una;
+            f.cc.hystart_reset(&f.tp); // a round that ends at the next ACK
+            let start = f.cc.round.start;
+            f.ack(Time::from_millis(50), Time::from_millis(40)); // snd_una passes end_seq
+            let reset = f.cc.round.start != start;
+            assert_eq!(reset, v == CubicVersion::Current, "{v:?}");
+            // Cwnd-limited, the older code restarts the round in cong_avoid.
+            f.tp.is_cwnd_limited = true;
+            f.ack(Time::from_millis(50), Time::from_millis(40));
+            assert_eq!(f.cc.round.start, f.tp.now.as_micros());
+        }
+    }
+
+    /// `bictcp_update` looks ahead by the minimum RTT: today `usecs_to_jiffies(delay_min)`
+    /// (rounded up), before 5.6 `msecs_to_jiffies(delay_min >> 3)` (whole ms, truncated). With
+    /// delay_min = 80.6 ms the epoch's first target is computed at t = 81 vs 80 jiffies, in
+    /// 2^-10 s: ⌊81·1024/1000⌋ = 82 vs ⌊80·1024/1000⌋ = 81.
+    #[test]
+    fn cubic_look_ahead_unit() {
+        for (v, t) in [(CubicVersion::Current, 82u64), (CubicVersion::V5_4, 81)] {
+            let mut f = flow_v(v);
+            f.tp.cwnd = 1000;
+            f.tp.ssthresh = 1000;
+            f.cc.ca.found = true;
+            f.ack_n(Time::ZERO, Some(Time::from_micros(80_600)), 0);
+            f.tp.now = Time::from_secs(1);
+            f.loss();
+            f.ack(Time::from_millis(1), Time::from_micros(80_600));
+            let k = f.cc.ca.k;
+            let want = 1000 - f.cc.cubic_delta(k - t);
+            // target − cwnd = 1000 − C·(K − t)³ − 700; cnt = cwnd / that.
+            assert_eq!(f.cc.ca.cnt, (700 / (want - 700)).max(2), "{v:?}");
+        }
+    }
+
+    /// The profile picks the generation; an explicit `version` wins; `cubic-sce` has its own.
+    #[test]
+    fn version_from_profile_and_explicit_override() {
+        use crate::params::Params;
+        use crate::rng::Stream;
+        let build = |text: &str, stack: Stack| {
+            let t: Vec<String> = text.split_whitespace().map(String::from).collect();
+            parse(&mut Params::new("cubic", &t)).unwrap().build(Stream::new(1, "t"), stack)
+        };
+        // Drive the built instance: paced, ACKs 1 ms apart at 40 ms RTT; the train exits at a
+        // round age of 21 ms under 5.4 and 42 ms today (test above), so the time since the
+        // start at which slow start ends tells the generations apart.
+        let exit_age = |mut cc: Box<dyn CongestionControl>| {
+            let mut tp = test_state(10, u32::MAX);
+            tp.paced = true;
+            tp.pacing_rate = 10e6;
+            cc.init(&mut tp);
+            let start = tp.now;
+            for _ in 0..2000 {
+                tp.now += Time::from_millis(1);
+                tp.snd_una += 1;
+                let s = AckSample { acked: 1, rtt: Some(Time::from_millis(40)), prior_in_flight: tp.cwnd, ..AckSample::default() };
+                cc.pkts_acked(&mut tp, &s);
+                if !tp.in_slow_start() {
+                    return Some((tp.now - start).as_micros() / 1000);
+                }
+                cc.cong_avoid(&mut tp, 1);
+                tp.snd_nxt = tp.snd_una + tp.cwnd;
+            }
+            None
+        };
+        let of = |v: CubicVersion| exit_age(Box::new(Cubic::new(CubicParams { version: Some(v), ..CubicParams::default() })));
+        let (old, now) = (of(CubicVersion::V5_4), of(CubicVersion::Current));
+        assert!(old.is_some() && now.is_some() && old < now, "5.4 {old:?} vs today {now:?}");
+        assert_eq!(exit_age(build("", Stack::Linux)), now);
+        assert_eq!(exit_age(build("", Stack::L4steam2024)), now);
+        for st in [Stack::L4steam2020, Stack::L4steam2020Apr, Stack::Sce2020] {
+            assert_eq!(exit_age(build("", st)), old, "{st}");
+            assert_eq!(exit_age(build("version 5.16", st)), now, "explicit beats {st}");
+        }
+        assert_eq!(exit_age(build("version 5.4", Stack::Linux)), old);
+        assert_eq!(CubicParams::default().resolved(Stack::L4steam2020).version, Some(CubicVersion::V5_4));
+        let explicit = CubicParams { version: Some(CubicVersion::V5_8), ..CubicParams::default() };
+        assert_eq!(explicit.resolved(Stack::L4steam2020).version, Some(CubicVersion::V5_8));
+        let t = vec!["version".to_string(), "5.5".to_string()];
+        let e = parse(&mut Params::new("cubic", &t)).unwrap_err();
+        assert!(e.contains("5.16"), "{e}");
+        // cubic-sce: 5.4 on every profile (its own copy), 5.16 on request.
+        let sce = |text: &str, stack: Stack| {
+            let t: Vec<String> = text.split_whitespace().map(String::from).collect();
+            crate::cc::sce::parse_cubic_sce(&mut Params::new("cubic-sce", &t)).unwrap().build(Stream::new(1, "t"), stack)
+        };
+        assert_eq!(exit_age(sce("", Stack::Linux)), old);
+        assert_eq!(exit_age(sce("version 5.16", Stack::Sce2020)), now);
     }
 }
