@@ -87,8 +87,17 @@ pub enum CubicVersion {
     /// Linux 5.8-rc3 .. 5.15: `curr_rtt` is the running minimum of the round (Cardwell's fix);
     /// the round reset still in `cong_avoid`.
     V5_8,
-    /// Linux 5.16 and later (the model of torvalds 617e407c): round reset in `hystart_update`.
+    /// Linux 5.16 and later as the engine has modelled it (torvalds 617e407c as read): round
+    /// reset in `hystart_update` (4e1fddc98d25), but `hystart_update` only called from
+    /// `hystart_low_window` on, so no round restarts below cwnd 16 and the rounds that follow
+    /// start mid-flight. This is the `linux` profile's CUBIC.
     Current,
+    /// Mahdi Arghavani's 25c1a9ca53db "tcp_cubic: fix incorrect HyStart round start detection"
+    /// (upstream Dec 2024, release UNVERIFIED, named 6.13 here; backported to 6.1 stable Feb
+    /// 2025, stored id 7862183863): `hystart_update` runs at every cwnd, restarts the round
+    /// first and only then returns below `hystart_low_window`. Today's Linux has it; the
+    /// `linux` profile does not yet (switching it changes the golden outputs).
+    V6_13,
 }
 
 impl CubicVersion {
@@ -119,11 +128,12 @@ impl CubicVersion {
             CubicVersion::V5_6 => "5.6",
             CubicVersion::V5_8 => "5.8",
             CubicVersion::Current => "5.16",
+            CubicVersion::V6_13 => "6.13",
         }
     }
 
     fn parse(s: &str) -> Option<CubicVersion> {
-        [CubicVersion::V5_4, CubicVersion::V5_6, CubicVersion::V5_8, CubicVersion::Current].into_iter().find(|v| v.name() == s)
+        [CubicVersion::V5_4, CubicVersion::V5_6, CubicVersion::V5_8, CubicVersion::Current, CubicVersion::V6_13].into_iter().find(|v| v.name() == s)
     }
 
     /// HyStart's clock and `delay_min` in ms (1/8 ms) rather than µs.
@@ -136,7 +146,11 @@ impl CubicVersion {
     }
     /// The round restarts inside `hystart_update` (4e1fddc98d25, 5.16) instead of `cong_avoid`.
     fn reset_in_update(self) -> bool {
-        self == CubicVersion::Current
+        self >= CubicVersion::Current
+    }
+    /// `hystart_update` runs below `hystart_low_window` too (round restarts; 25c1a9ca53db).
+    fn update_below_low_window(self) -> bool {
+        self == CubicVersion::V6_13
     }
 }
 
@@ -201,7 +215,7 @@ impl CubicParams {
 
 /// `cubic [fast_convergence 0|1] [beta N] [bic_scale N] [tcp_friendliness 0|1] [hystart 0|1]
 /// [hystart_detect N] [hystart_low_window N] [hystart_ack_delta_us N] [initial_ssthresh N]
-/// [version 5.4|5.6|5.8|5.16]`: the module parameters of `tcp_cubic.c`, by their Linux names
+/// [version 5.4|5.6|5.8|5.16|6.13]`: the module parameters of `tcp_cubic.c`, by their Linux names
 /// and units, and the HyStart generation (default: the profile's). Under `version 5.4` the
 /// ACK spacing is Linux's `hystart_ack_delta` in whole ms: `hystart_ack_delta_us / 1000`.
 pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
@@ -229,10 +243,10 @@ pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
     Ok(Arc::new(c))
 }
 
-/// The value of a `version` key: `5.4`, `5.6`, `5.8` or `5.16`.
+/// The value of a `version` key: `5.4`, `5.6`, `5.8`, `5.16` or `6.13`.
 pub(crate) fn parse_version(p: &mut Params, k: &str) -> Result<CubicVersion, String> {
     let v = p.value(k)?;
-    CubicVersion::parse(v).ok_or_else(|| p.invalid(format!("{k} '{v}': expected 5.4, 5.6, 5.8 or 5.16")))
+    CubicVersion::parse(v).ok_or_else(|| p.invalid(format!("{k} '{v}': expected 5.4, 5.6, 5.8, 5.16 or 6.13")))
 }
 
 /// Linux `struct bictcp` minus the HyStart round fields: what `bictcp_reset` clears.
@@ -485,6 +499,9 @@ impl Cubic {
         if v.reset_in_update() && seq_after(tp.snd_una, self.round.end_seq) {
             self.hystart_reset(tp);
         }
+        if tp.cwnd < self.params.hystart_low_window {
+            return;
+        }
         let now = self.hystart_clock(tp.now);
         // ACK spacing that continues a train: 2000 µs, or Linux ≤ 5.5's `hystart_ack_delta`
         // = 2 ms on the ms clock.
@@ -588,7 +605,11 @@ impl CongestionControl for Cubic {
         if self.ca.delay_min == 0 || self.ca.delay_min > delay {
             self.ca.delay_min = delay;
         }
-        if !self.ca.found && tp.in_slow_start() && self.params.hystart && tp.cwnd >= self.params.hystart_low_window {
+        if !self.ca.found
+            && tp.in_slow_start()
+            && self.params.hystart
+            && (tp.cwnd >= self.params.hystart_low_window || self.version.update_below_low_window())
+        {
             self.hystart_update(tp, delay);
         }
     }
@@ -1168,6 +1189,21 @@ mod tests {
         }
     }
 
+    /// Below `hystart_low_window` the 5.16 model never restarts a round (hystart_update is not
+    /// called); 25c1a9ca53db (6.13) and every pre-5.16 generation (reset in cong_avoid) do.
+    #[test]
+    fn hystart_round_restarts_below_low_window() {
+        for v in [CubicVersion::V5_4, CubicVersion::V5_8, CubicVersion::Current, CubicVersion::V6_13] {
+            let mut f = flow_v(v); // cwnd 10 < 16, cwnd-limited
+            f.ack_n(Time::ZERO, Some(Time::from_millis(40)), 0);
+            f.tp.snd_nxt = f.tp.snd_una;
+            f.cc.hystart_reset(&f.tp);
+            f.ack(Time::from_millis(50), Time::from_millis(40)); // past end_seq, cwnd 10 -> 11
+            let restarted = f.cc.round.start == f.cc.hystart_clock(f.tp.now);
+            assert_eq!(restarted, v != CubicVersion::Current, "{v:?}");
+        }
+    }
+
     /// `bictcp_update` looks ahead by the minimum RTT: today `usecs_to_jiffies(delay_min)`
     /// (rounded up), before 5.6 `msecs_to_jiffies(delay_min >> 3)` (whole ms, truncated). With
     /// delay_min = 80.6 ms the epoch's first target is computed at t = 81 vs 80 jiffies, in
@@ -1236,7 +1272,7 @@ mod tests {
         assert_eq!(explicit.resolved(Stack::L4steam2020).version, Some(CubicVersion::V5_8));
         let t = vec!["version".to_string(), "5.5".to_string()];
         let e = parse(&mut Params::new("cubic", &t)).unwrap_err();
-        assert!(e.contains("5.16"), "{e}");
+        assert!(e.contains("6.13"), "{e}");
         // cubic-sce: 5.4 on every profile (its own copy), 5.16 on request.
         let sce = |text: &str, stack: Stack| {
             let t: Vec<String> = text.split_whitespace().map(String::from).collect();
