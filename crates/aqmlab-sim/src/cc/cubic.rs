@@ -90,20 +90,21 @@ pub enum CubicVersion {
     /// Linux 5.16 and later as the engine has modelled it (torvalds 617e407c as read): round
     /// reset in `hystart_update` (4e1fddc98d25), but `hystart_update` only called from
     /// `hystart_low_window` on, so no round restarts below cwnd 16 and the rounds that follow
-    /// start mid-flight. This is the `linux` profile's CUBIC.
+    /// start mid-flight. The `l4steam-2024` profile's CUBIC (and the `linux` one's until
+    /// 2026-11).
     Current,
     /// Mahdi Arghavani's 25c1a9ca53db "tcp_cubic: fix incorrect HyStart round start detection"
     /// (upstream Dec 2024, release UNVERIFIED, named 6.13 here; backported to 6.1 stable Feb
     /// 2025, stored id 7862183863): `hystart_update` runs at every cwnd, restarts the round
-    /// first and only then returns below `hystart_low_window`. Today's Linux has it; the
-    /// `linux` profile does not yet (switching it changes the golden outputs).
+    /// first and only then returns below `hystart_low_window`. Today's Linux: the `linux`
+    /// profile's CUBIC.
     V6_13,
 }
 
 impl CubicVersion {
     /// The `tcp_cubic.c` HyStart generation of each profile's kernel.
     ///
-    /// - `linux`: today's.
+    /// - `linux`: today's, with 25c1a9ca53db ([`CubicVersion::V6_13`]).
     /// - `l4steam-2020`, `l4steam-2020-04`, `sce-2020`: v5.4. Evidence: L4STeam/linux issue #3
     ///   (Nov 2020): a kernel built from the L4STeam testing tree reports `uname -r`
     ///   `5.4.0-rc3+`, three months after b256daed (4 Aug 2020) and seven after e741f5ac;
@@ -116,7 +117,8 @@ impl CubicVersion {
     ///   cwnd-limited).
     pub fn for_stack(stack: Stack) -> CubicVersion {
         match stack {
-            Stack::Linux | Stack::L4steam2024 => CubicVersion::Current,
+            Stack::Linux => CubicVersion::V6_13,
+            Stack::L4steam2024 => CubicVersion::Current,
             Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 => CubicVersion::V5_4,
         }
     }
@@ -349,7 +351,7 @@ impl Cubic {
         let bic_scale = params.bic_scale.max(1) as u64;
         Cubic {
             params,
-            version: params.version.unwrap_or(CubicVersion::Current),
+            version: params.version.unwrap_or(CubicVersion::for_stack(Stack::Linux)),
             beta_scale: 8 * (BETA_SCALE + beta) / 3 / (BETA_SCALE - beta),
             cube_rtt_scale: bic_scale * 10,
             cube_factor: (1u64 << (10 + 3 * BICTCP_HZ)) / (bic_scale * 10),

@@ -60,25 +60,25 @@ fn slow_start_exit(stack: &str, cc: &str) -> SlowStartExit {
     r
 }
 
-/// Printed comparison (issue 11 §1), with today's upstream (25c1a9ca53db, `version 6.13`)
-/// beside the `linux` profile's 5.16 model. The 5.16 model restarts no HyStart round below
-/// cwnd 16, so its rounds start mid-flight; 5.4 (reset in `cong_avoid`) and 6.13 restart one
-/// at every round from the first, so both see the same rounds. What must then hold by
-/// construction: every 5.4 difference (ACK-train threshold delay_min/2 instead of
-/// (delay_min + 1 ms)/2, no pacing term; curr_rtt from the first 8 samples, never below the
-/// running minimum) can only end slow start earlier for the same ACK stream, and HyStart (not
-/// a loss) ends it in all three.
+/// Printed comparison (issue 11 §1): the `linux` profile (today's upstream, with 25c1a9ca53db,
+/// `version 6.13`), `l4steam-2020` (5.4) and the engine's CUBIC before 2026-11 (`version
+/// 5.16`), which restarts no HyStart round below cwnd 16, so its rounds start mid-flight; 5.4
+/// (reset in `cong_avoid`) and 6.13 restart one at every round from the first, so both see
+/// the same rounds. What must then hold by construction: every 5.4 difference (ACK-train
+/// threshold delay_min/2 instead of (delay_min + 1 ms)/2, no pacing term; curr_rtt from the
+/// first 8 samples, never below the running minimum) can only end slow start earlier for the
+/// same ACK stream, and HyStart (not a loss) ends it in all three.
 #[test]
 fn cubic_slow_start_exit_linux_vs_l4steam_2020() {
     let linux = slow_start_exit("linux", "cubic");
     let era = slow_start_exit("l4steam-2020", "cubic");
-    let upstream = slow_start_exit("linux", "cubic version 6.13");
-    for r in [&linux, &era, &upstream] {
+    let v516 = slow_start_exit("linux", "cubic version 5.16");
+    for r in [&linux, &era, &v516] {
         assert!(!r.by_recovery, "HyStart, not a loss, ends slow start: {r:?}");
         assert_eq!(r.ssthresh, r.cwnd, "HyStart sets ssthresh = cwnd: {r:?}");
         // Somewhere between the low window and twice the 330-packet BDP.
         assert!(r.cwnd > 16 && r.cwnd < 660, "{r:?}");
     }
-    assert!(era.at_ms <= upstream.at_ms, "5.4 HyStart exits no later than 6.13 on the same rounds: {era:?} vs {upstream:?}");
-    assert_ne!((era.at_ms, era.cwnd), (linux.at_ms, linux.cwnd), "the profile changes the exit");
+    assert!(era.at_ms <= linux.at_ms, "5.4 HyStart exits no later than 6.13 on the same rounds: {era:?} vs {linux:?}");
+    assert_ne!((v516.at_ms, v516.cwnd), (linux.at_ms, linux.cwnd), "rounds restarted below cwnd 16 change the exit");
 }
