@@ -23,7 +23,7 @@
 //! comments say by mss/536 ≈ 2.7 with a 1448-byte MSS. That is modelled (parameter
 //! `rcv_mss`, default 536); `rcv_mss 1448` gives the intended unit behaviour.
 
-use super::cubic::jiffies;
+use super::cubic::{jiffies, parse_version, CubicParams, CubicVersion};
 use super::{slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, Cubic, TcpCcState};
 use crate::params::Params;
 use crate::rng::Stream;
@@ -214,15 +214,26 @@ impl CongestionControl for RenoSce {
 
 // ----------------------------------------------------------------------------- CUBIC-SCE
 
-/// `cubic-sce [rcv_mss N]` (CUBIC's module parameters at their defaults).
+/// `cubic-sce [rcv_mss N] [version 5.4|5.6|5.8|5.16]` (CUBIC's module parameters at their
+/// defaults).
+///
+/// `version`: the HyStart generation of the embedded CUBIC, default 5.4 on every profile.
+/// `tcp_cubic_sce.c` carries its own copy of CUBIC rather than calling the kernel's, and both
+/// stored versions (0139ea04, id 10669998327; 1280a6d0, id 9884018069) have the pre-5.6
+/// HyStart: `bictcp_clock` in ms, `delay_min` in ms << 3, `hystart_ack_delta` = 2 ms, ACK
+/// train past `delay_min >> 4`, `curr_rtt` from the first 8 samples, round reset in
+/// `bictcp_cong_avoid` ([`CubicVersion::V5_4`]). So it is not a property of a profile's base
+/// kernel. (Until this was modelled the engine's cubic-sce ran today's µs HyStart; `version
+/// 5.16` gives that back.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CubicSceParams {
     pub rcv_mss: u32,
+    pub version: CubicVersion,
 }
 
 impl Default for CubicSceParams {
     fn default() -> Self {
-        CubicSceParams { rcv_mss: DEFAULT_RCV_MSS }
+        CubicSceParams { rcv_mss: DEFAULT_RCV_MSS, version: CubicVersion::V5_4 }
     }
 }
 
@@ -236,7 +247,15 @@ impl CcConfig for CubicSceParams {
 }
 
 pub fn parse_cubic_sce(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    Ok(Arc::new(CubicSceParams { rcv_mss: parse_rcv_mss(p)? }))
+    let mut c = CubicSceParams::default();
+    while let Some(k) = p.next_key() {
+        match k {
+            "rcv_mss" => c.rcv_mss = p.uint(k, 64..=65_535)? as u32,
+            "version" => c.version = parse_version(p, k)?,
+            _ => return Err(p.unknown(k, "rcv_mss, version")),
+        }
+    }
+    Ok(Arc::new(c))
 }
 
 /// CUBIC with the SCE response (chromi/sce `tcp_cubic_sce.c`): the crate's Linux CUBIC
@@ -255,7 +274,8 @@ pub struct CubicSce {
 
 impl CubicSce {
     pub fn new(p: CubicSceParams) -> Self {
-        CubicSce { inner: Cubic::default(), rcv_mss: p.rcv_mss, debt_frac: 0, sqrt_cnt: 1, recent_sce: 0 }
+        let inner = Cubic::new(CubicParams { version: Some(p.version), ..CubicParams::default() });
+        CubicSce { inner, rcv_mss: p.rcv_mss, debt_frac: 0, sqrt_cnt: 1, recent_sce: 0 }
     }
     pub fn cubic(&self) -> &Cubic {
         &self.inner
@@ -484,7 +504,7 @@ mod tests {
     fn cubic_in_ca(w: u32, mss: u32, rcv_mss: u32) -> (TcpCcState, CubicSce) {
         let mut tp = test_state(w, w / 2);
         tp.mss = mss;
-        let mut c = CubicSce::new(CubicSceParams { rcv_mss });
+        let mut c = CubicSce::new(CubicSceParams { rcv_mss, ..CubicSceParams::default() });
         c.init(&mut tp);
         tp.now = Time::from_secs(10);
         c.cong_avoid(&mut tp, 1); // starts the epoch, sets √cwnd
