@@ -24,13 +24,6 @@ pub fn scenario(text: &str) -> Scenario {
     Scenario::from_toml(text, &[]).expect("valid scenario")
 }
 
-/// The scenario-text helper of the files not converted to [`Dumbbell`] yet.
-pub fn dumbbell(rate: &str, qdisc: &str, duration: &str, flows: &str) -> Scenario {
-    scenario(&format!(
-        "duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}"
-    ))
-}
-
 /// A value of a scenario key: text (times, rates, names, specs), a number or a flag.
 pub trait Val {
     fn val(self) -> Value;
