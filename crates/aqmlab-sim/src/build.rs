@@ -241,6 +241,7 @@ impl Built {
             transients.push(TransientGroup { name, start, flows: first..plans.len() });
         }
         let mut endpoints = Vec::new();
+        let mut routes = Vec::new();
         let tcp_flows = plans.len();
         for (id, p) in plans.into_iter().enumerate() {
             let id = id as u32;
@@ -260,7 +261,8 @@ impl Built {
             let route = shared.route(&mut elements, p.rtt, sides, p.host, data_down);
             let series = FlowSeries::register(&mut recorder, &p.name);
             let (sender, receiver) = (TcpSender::new(id, p.cfg.clone(), cc), TcpReceiver::new(id, &p.cfg));
-            endpoints.push(Endpoint::Tcp(TcpFlow::new(p.name, p.rtt + path_delay, p.start, p.stop, p.listed, route, sender, receiver, series, ticks)));
+            routes.push(route);
+            endpoints.push(Endpoint::Tcp(TcpFlow::new(p.name, p.rtt + path_delay, p.start, p.stop, p.listed, sender, receiver, series, ticks)));
         }
         for (i, spec) in sc.probes.iter().enumerate() {
             let id = endpoints.len() as u32;
@@ -278,7 +280,8 @@ impl Built {
                 ProbeKind::Irtt => "irtt",
                 ProbeKind::Ping => "ping",
             };
-            endpoints.push(Endpoint::Probe(ProbeFlow::new(name, kind, spec.rtt + path_delay, spec.start, route, Probe::new(id, cfg), &mut recorder)));
+            routes.push(route);
+            endpoints.push(Endpoint::Probe(ProbeFlow::new(name, kind, spec.rtt + path_delay, spec.start, Probe::new(id, cfg), &mut recorder)));
         }
         for (i, spec) in sc.media.iter().enumerate() {
             let id = endpoints.len() as u32;
@@ -308,7 +311,8 @@ impl Built {
                 Codepoint::Ce => "ce",
             };
             let app = Scream::new(id, cfg, Stream::new(sc.seed, &format!("scream/{name}")));
-            endpoints.push(Endpoint::Media(Box::new(MediaFlow::new(name, ecn, spec.rtt + path_delay, spec.start, spec.stop, route, app, &mut recorder))));
+            routes.push(route);
+            endpoints.push(Endpoint::Media(Box::new(MediaFlow::new(name, ecn, spec.rtt + path_delay, spec.start, spec.stop, app, &mut recorder))));
         }
         for (i, spec) in sc.udp.iter().enumerate() {
             let id = endpoints.len() as u32;
@@ -326,7 +330,8 @@ impl Built {
             };
             let cfg = UdpConfig { pattern, rate: spec.rate, packet_size: spec.packet_size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             let app = UdpSource::new(id, cfg, Stream::new(sc.seed, &format!("udp/{name}")));
-            endpoints.push(Endpoint::Udp(UdpFlow::new(name, kind, spec.start, spec.stop, route, app, &mut recorder)));
+            routes.push(route);
+            endpoints.push(Endpoint::Udp(UdpFlow::new(name, kind, spec.start, spec.stop, app, &mut recorder)));
         }
         let configs = (sc.workloads.iter().enumerate())
             .map(|(i, s)| WorkloadConfig {
@@ -360,6 +365,6 @@ impl Built {
         }
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
-        Built { events, elements, endpoints: Endpoints::new(endpoints), transients, tunnels, links, changes, recorder }
+        Built { events, elements, endpoints: Endpoints::new(endpoints, routes), transients, tunnels, links, changes, recorder }
     }
 }

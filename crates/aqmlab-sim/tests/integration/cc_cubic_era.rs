@@ -3,7 +3,8 @@
 //! of Linux ≥ 5.16) and on `l4steam-2020` (a 5.4-based kernel: ms clock, ACK train past half
 //! the minimum RTT with no ack-delay cushion, `curr_rtt` from the first 8 samples of a round).
 
-use aqmlab_sim::{Scenario, Simulation, Time};
+use crate::common::{Dumbbell, Flow};
+use aqmlab_sim::Time;
 
 /// How slow start ended: the first time ssthresh is set, cwnd and ssthresh then, whether a
 /// loss/mark recovery was under way (else HyStart ended it), and the flow after 10 s.
@@ -19,12 +20,7 @@ struct SlowStartExit {
 }
 
 fn slow_start_exit(stack: &str, cc: &str) -> SlowStartExit {
-    let text = format!(
-        "duration = \"10s\"\nstack = \"{stack}\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"fq_codel\"\n\
-         [[flows]]\ncc = \"{cc}\"\nrtt = \"80ms\"\n"
-    );
-    let sc = Scenario::from_toml(&text, &[]).expect("valid scenario");
-    let mut sim = Simulation::new(&sc);
+    let mut sim = Dumbbell::new("50Mbit", "fq_codel").duration("10s").stack(stack).flow(Flow::new(cc).rtt("80ms")).sim();
     let mut exit = None;
     let mut t = Time::ZERO;
     while t < Time::from_secs(10) {
