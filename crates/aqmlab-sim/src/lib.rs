@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod packet;
 pub mod params;
 pub mod path;
+pub mod profile;
 pub mod qdisc;
 pub mod rng;
 pub mod scenario;

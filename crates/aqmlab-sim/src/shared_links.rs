@@ -16,6 +16,7 @@ use crate::qdisc::{self, Qdisc};
 use crate::rng::Stream;
 use crate::scenario::{Scenario, LINK_MTU};
 use crate::time::{Rate, Time};
+use std::sync::Arc;
 
 /// A shared link and its series.
 pub struct SharedLink {
@@ -130,6 +131,8 @@ pub struct ScheduledChange {
     /// Built when the schedule is made (for the rate the link will have then), installed
     /// when due.
     qdisc: Option<Box<dyn Qdisc>>,
+    /// Its parsed parameters, for a same-kind change (`Qdisc::change`).
+    params: Option<Arc<qdisc::Args>>,
 }
 
 impl ScheduledChange {
@@ -144,7 +147,7 @@ impl ScheduledChange {
         if let Some(r) = self.rate {
             link.set_rate(r);
         }
-        self.qdisc.take().map_or(0, |q| link.replace_qdisc(q, now))
+        self.qdisc.take().map_or(0, |q| link.replace_qdisc_with(q, self.params.as_deref(), now))
     }
 }
 
@@ -166,7 +169,8 @@ pub fn schedule(sc: &Scenario, bottleneck: usize, return_link: usize, mut rates:
                 let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
                 spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng })
             });
-            out.push(ScheduledChange { at: c.at, link, rate: c.rate, qdisc });
+            let params = c.qdisc.as_ref().map(|spec| Arc::new(spec.args().clone()));
+            out.push(ScheduledChange { at: c.at, link, rate: c.rate, qdisc, params });
         }
     }
     out

@@ -35,7 +35,9 @@
 //! - Without ECN the connection runs Reno (`prague_reno`) unpaced.
 
 use super::{acked_for_avoidance, cong_avoid_ai, slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, RateSample, TcpCcState};
-use crate::params::Params;
+use super::CcKind;
+use crate::params::{Args, Param};
+use crate::profile::Stack;
 use crate::time::Time;
 use std::sync::Arc;
 
@@ -79,7 +81,7 @@ pub const RTT_CONTROL_SCALABLE: u8 = 2;
 pub const RTT_CONTROL_ADDITIVE: u8 = 3;
 
 /// Module parameters (`prague_*`), with the defaults of the versions read.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct PragueParams {
     /// `prague_rtt_scaling`: 0 none, 1 rate (default), 2 scalable, 3 additive.
     pub rtt_scaling: u8,
@@ -94,20 +96,27 @@ pub struct PragueParams {
 }
 
 impl Default for PragueParams {
+    /// The module parameter defaults (the table's).
     fn default() -> Self {
+        PragueParams::from_args(&PRAGUE.defaults(Stack::Linux))
+    }
+}
+
+impl PragueParams {
+    fn from_args(a: &Args) -> Self {
         PragueParams {
-            rtt_scaling: RTT_CONTROL_RATE,
-            rtt_target: Time::from_millis(25),
-            rtt_transition: 500,
-            ecn_fallback: 0,
-            burst_shift: 12,
+            rtt_scaling: a.uint("rtt_scaling") as u8,
+            rtt_target: a.time("rtt_target"),
+            rtt_transition: a.u32("rtt_transition"),
+            ecn_fallback: a.uint("classic_ecn_detection") as u8,
+            burst_shift: a.u32("burst_shift"),
         }
     }
 }
 
 impl CcConfig for PragueParams {
     fn name(&self) -> &'static str {
-        "prague"
+        PRAGUE.name
     }
     fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
         Box::new(Prague::new(*self))
@@ -117,23 +126,26 @@ impl CcConfig for PragueParams {
 /// `prague rtt_target 25ms rtt_scaling 1 rtt_transition 500 classic_ecn_detection 1
 /// burst_shift 12` (Linux `prague_*` module parameters; `ecn_fallback` is a synonym of
 /// `classic_ecn_detection`).
-pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    let mut c = PragueParams::default();
-    while let Some(k) = p.next_key() {
-        match k {
-            "rtt_scaling" => c.rtt_scaling = p.uint(k, 0..=3)? as u8,
-            "rtt_target" => c.rtt_target = p.time(k)?,
-            "rtt_transition" => c.rtt_transition = p.uint(k, 0..=u32::MAX as u64)? as u32,
-            "classic_ecn_detection" | "ecn_fallback" => c.ecn_fallback = p.uint(k, 0..=2)? as u8,
-            "burst_shift" => c.burst_shift = p.uint(k, 0..=30)? as u32,
-            _ => return Err(p.unknown(k, "rtt_scaling, rtt_target, rtt_transition, classic_ecn_detection (ecn_fallback), burst_shift")),
+pub const PRAGUE: CcKind = CcKind {
+    name: "prague",
+    doc: "TCP Prague, the L4S scalable congestion control (L4STeam/linux tcp_prague.c)",
+    params: &[
+        Param::uint("rtt_scaling", 0, 3, RTT_CONTROL_RATE as u64).doc("RTT independence: 0 none, 1 rate, 2 scalable, 3 additive"),
+        Param::time("rtt_target", Time::from_millis(25)).doc("RTT that flows behave as if they had; 0 disables RTT independence"),
+        Param::uint("rtt_transition", 0, u32::MAX as u64, 500).unit("rounds").doc("rounds after slow start before RTT independence"),
+        Param::uint("classic_ecn_detection", 0, 2, 0)
+            .aliases(&["ecn_fallback"])
+            .doc("classic ECN AQM detection: 0 off, 1 detect and fall back, 2 detect only"),
+        Param::uint("burst_shift", 0, 30, 12).doc("GSO burst at most 2^-shift s of the pacing rate"),
+    ],
+    build: |a| {
+        let c = PragueParams::from_args(a);
+        if c.rtt_target.as_micros() >> RTT_UNIT > u32::MAX as u64 {
+            return Err(a.invalid("rtt_target too large"));
         }
-    }
-    if c.rtt_target.as_micros() >> RTT_UNIT > u32::MAX as u64 {
-        return Err(p.invalid("rtt_target too large"));
-    }
-    Ok(Arc::new(c))
-}
+        Ok(Arc::new(c))
+    },
+};
 
 /// Floor of log2 (x > 0), Linux `ilog2`.
 fn ilog2(x: u64) -> u32 {

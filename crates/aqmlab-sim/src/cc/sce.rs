@@ -25,7 +25,9 @@
 
 use super::cubic::jiffies;
 use super::{slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, Cubic, TcpCcState};
-use crate::params::Params;
+use super::CcKind;
+use crate::params::{Args, Param, Params};
+use crate::profile::Stack;
 use crate::rng::Stream;
 use std::sync::Arc;
 
@@ -62,16 +64,10 @@ fn acked_bytes(tp: &TcpCcState, s: &AckSample, rcv_mss: u32) -> i64 {
     }
 }
 
-fn parse_rcv_mss(p: &mut Params) -> Result<u32, String> {
-    let mut rcv_mss = DEFAULT_RCV_MSS;
-    while let Some(k) = p.next_key() {
-        match k {
-            "rcv_mss" => rcv_mss = p.uint(k, 64..=65_535)? as u32,
-            _ => return Err(p.unknown(k, "rcv_mss")),
-        }
-    }
-    Ok(rcv_mss)
-}
+/// `rcv_mss`, the one parameter of both SCE congestion controls.
+const RCV_MSS: Param = Param::uint("rcv_mss", 64, 65_535, DEFAULT_RCV_MSS as u64)
+    .unit("bytes")
+    .doc("bytes per packet of the window counter (icsk_ack.rcv_mss)");
 
 // ------------------------------------------------------------------------------ Reno-SCE
 
@@ -84,21 +80,36 @@ pub struct RenoSceParams {
 
 impl Default for RenoSceParams {
     fn default() -> Self {
-        RenoSceParams { rcv_mss: DEFAULT_RCV_MSS }
+        RenoSceParams::from_args(&RENO_SCE.defaults(Stack::Linux))
+    }
+}
+
+impl RenoSceParams {
+    fn from_args(a: &Args) -> Self {
+        RenoSceParams { rcv_mss: a.u32("rcv_mss") }
     }
 }
 
 impl CcConfig for RenoSceParams {
     fn name(&self) -> &'static str {
-        "reno-sce"
+        RENO_SCE.name
     }
     fn build(&self, _rng: Stream) -> Box<dyn CongestionControl> {
         Box::new(RenoSce::new(*self))
     }
 }
 
+/// `reno-sce [rcv_mss N]`.
+pub const RENO_SCE: CcKind = CcKind {
+    name: "reno-sce",
+    doc: "NewReno with the SCE response (chromi/sce tcp_reno_sce.c)",
+    params: &[RCV_MSS],
+    build: |a| Ok(Arc::new(RenoSceParams::from_args(a))),
+};
+
+/// `reno-sce ...` read from `p`.
 pub fn parse_reno_sce(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    Ok(Arc::new(RenoSceParams { rcv_mss: parse_rcv_mss(p)? }))
+    RENO_SCE.parse(p)
 }
 
 /// NewReno with the SCE response (chromi/sce `tcp_reno_sce.c`, version 07bbe597).
@@ -222,21 +233,36 @@ pub struct CubicSceParams {
 
 impl Default for CubicSceParams {
     fn default() -> Self {
-        CubicSceParams { rcv_mss: DEFAULT_RCV_MSS }
+        CubicSceParams::from_args(&CUBIC_SCE.defaults(Stack::Linux))
+    }
+}
+
+impl CubicSceParams {
+    fn from_args(a: &Args) -> Self {
+        CubicSceParams { rcv_mss: a.u32("rcv_mss") }
     }
 }
 
 impl CcConfig for CubicSceParams {
     fn name(&self) -> &'static str {
-        "cubic-sce"
+        CUBIC_SCE.name
     }
     fn build(&self, _rng: Stream) -> Box<dyn CongestionControl> {
         Box::new(CubicSce::new(*self))
     }
 }
 
+/// `cubic-sce [rcv_mss N]` (CUBIC's module parameters at their defaults).
+pub const CUBIC_SCE: CcKind = CcKind {
+    name: "cubic-sce",
+    doc: "CUBIC with the SCE response (chromi/sce tcp_cubic_sce.c)",
+    params: &[RCV_MSS],
+    build: |a| Ok(Arc::new(CubicSceParams::from_args(a))),
+};
+
+/// `cubic-sce ...` read from `p`.
 pub fn parse_cubic_sce(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    Ok(Arc::new(CubicSceParams { rcv_mss: parse_rcv_mss(p)? }))
+    CUBIC_SCE.parse(p)
 }
 
 /// CUBIC with the SCE response (chromi/sce `tcp_cubic_sce.c`): the crate's Linux CUBIC
