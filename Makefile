@@ -2,7 +2,7 @@
 #
 #   make demo   set up .venv, build the engine into it, run the two-CUBIC demo and the
 #               l4s-tests S6 suite plus a slice of S1 -> out/demo/ (REPORT.md per suite)
-#   make test   cargo tests (release) + pytest
+#   make test   cargo tests (profile test-release) + pytest
 #   make bench  engine benchmark
 #
 # Setup is cached with stamp files in .venv/, so a second run only rebuilds what changed.
@@ -53,7 +53,7 @@ demo: $(EXT_STAMP)
 test: test-rust test-python
 
 test-rust:
-	cargo test --workspace --release
+	cargo test --workspace --profile test-release
 
 test-python: $(EXT_STAMP)
 	$(VPY) -m pytest tests/python

@@ -97,7 +97,9 @@ def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
             f"transient {g['name']}: start {_fmt(g.get('start_s'), '.3f')} s, response {_fmt(g.get('response_s'), '.3f')} s"
         )
     if out_dir is not None:
-        console.print(f"wrote {out_dir}/: summary.json, timeseries.parquet/.csv, throughput_rtt.png")
+        from .output import CSV, PARQUET, PLOT, SUMMARY
+
+        console.print(f"wrote {out_dir}/: {SUMMARY}, {PARQUET}/{Path(CSV).suffix}, {PLOT}")
 
 
 def _bad_input(msg: str) -> None:
@@ -169,13 +171,15 @@ app.add_typer(suite_app, name="suite")
 def _guard(debug: bool, fn) -> None:
     """Runs ``fn``; bad input (SuiteError, ScenarioError) -> exit 2 with one line."""
     from ._sim import ScenarioError
-    from .suite import ExecutorUnavailable, SuiteError
+    from .output import SummaryFormatError
+    from .runner import ExecutorUnavailable
+    from .suite import SuiteError
 
     try:
         fn()
     except typer.Exit:
         raise
-    except (SuiteError, ScenarioError, ExecutorUnavailable) as e:
+    except (SuiteError, ScenarioError, ExecutorUnavailable, SummaryFormatError) as e:
         _bad_input(f"aqmlab: {e}")
     except KeyboardInterrupt:
         sys.stderr.write("aqmlab: interrupted (finished runs are kept; run again to resume)\n")
@@ -193,18 +197,6 @@ def _default_jobs() -> int:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # not on Linux
         return max(1, os.cpu_count() or 1)
-
-
-def _suite_command(name: str, filters: list[str], seeds: Optional[int], set_: list[str]) -> str:
-    """The command line that reproduces a report (options that do not change results left out)."""
-    parts = ["aqmlab", "suite", "run", name]
-    for f in filters:
-        parts += ["--filter", f]
-    if seeds is not None:
-        parts += ["--seeds", str(seeds)]
-    for s in set_:
-        parts += ["--set", s]
-    return shlex.join(parts)
 
 
 @suite_app.command("list")
@@ -238,6 +230,7 @@ def suite_show(
     """Show a suite's axes and the cells a filter selects."""
 
     def go() -> None:
+        from .output import SCENARIO
         from .suite import load_suite, parse_filters, parse_overrides, plan_runs
 
         s = load_suite(name)
@@ -249,7 +242,7 @@ def suite_show(
         for r in runs:
             print(f"  {r.cell.id}")
         if scenario and runs:
-            print(f"\n# {runs[0].rel_dir}/scenario.toml\n{runs[0].text}", end="")
+            print(f"\n# {runs[0].rel_dir}/{SCENARIO}\n{runs[0].text}", end="")
 
     _guard(debug, go)
 
@@ -276,7 +269,8 @@ def suite_run(
     """Run a suite's matrix (skipping finished runs) and write REPORT.md and results.csv."""
 
     def go() -> None:
-        from .suite import SuiteError, load_suite, parse_filters, parse_overrides, run_suite
+        from .runner import run_suite
+        from .suite import SuiteError, load_suite, parse_filters, parse_overrides, suite_command
 
         if executor not in ("local", "dask"):
             raise SuiteError(f"--executor {executor}: expected local or dask")
@@ -299,7 +293,7 @@ def suite_run(
             dask_address=dask,
             force=force,
             progress=not quiet,
-            command=_suite_command(name, filter_, seeds, set_),
+            command=suite_command(name, filter_, seeds, set_),
         )
         if not quiet:
             print(
@@ -330,16 +324,18 @@ def suite_report(
 
     def go() -> None:
         from . import report as rep
-        from .suite import SuiteOutcome, load_suite, parse_filters, parse_overrides, plan_runs
+        from .output import REPORT, RESULTS
+        from .runner import SuiteOutcome
+        from .suite import load_suite, parse_filters, parse_overrides, plan_runs, suite_command
 
         s = load_suite(name)
         out_dir = out if out is not None else Path("out") / s.name
         runs = plan_runs(s, out_dir, filters=parse_filters(filter_), seeds=seeds, overrides=parse_overrides(set_))
         outcome = SuiteOutcome(s, out_dir, runs, 0, 0, [], 0.0, rep.load_records(runs))
-        cmd = _suite_command(name, filter_, seeds, set_)
+        cmd = suite_command(name, filter_, seeds, set_)
         out_dir.mkdir(parents=True, exist_ok=True)
-        rep.write_results_csv(outcome.records, s, out_dir / "results.csv")
-        rep.write_report(outcome, out_dir / "REPORT.md", command=cmd)
+        rep.write_results_csv(outcome.records, s, out_dir / RESULTS)
+        rep.write_report(outcome, out_dir / REPORT, command=cmd)
         sys.stdout.write(rep.report_markdown(outcome, cmd, plot_links_column=plot_links))
 
     _guard(debug, go)

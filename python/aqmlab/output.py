@@ -1,26 +1,78 @@
-"""Writing a run's files crash-safely.
+"""The output directory: its layout, writing a run's files crash-safely, reading them back.
+
+This module is the one place that names the files of a run directory and of a suite's
+output directory; the runner, the report and the CLI use these names.
+
+A run directory (``aqmlab run --out DIR``, or ``runs/<cell>/seed-<seed>/`` of a suite)::
+
+    scenario.toml         the complete scenario that ran (suites only; written first)
+    timeseries.parquet    the tidy series (time, flow, metric, value)     writer "parquet"
+    timeseries.csv        the same as CSV                                 writer "csv"
+    throughput_rtt.png    the flent-style throughput/RTT plot             writer "plot"
+    summary.json          the engine's summary + ``format_version``; written last
+
+A suite's output directory holds ``REPORT.md``, ``results.csv`` and ``runs/``.
 
 Every file is written to a temporary file in the output directory and then moved into
 place with ``os.replace``, so an interrupted run never leaves a half-written file under
 its final name. ``summary.json`` is written last: its presence means the run's files
 are complete.
+
+Output formats are *writers*: one function per format, registered with
+``@writer("name", file=...)`` in :data:`WRITERS`. A writer gets the run's result and a
+temporary path and writes its file there; :func:`write_outputs` moves it into place.
+Adding a format is adding one function.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
+from . import plot as _plot
 from .api import RunResult
 
+# --------------------------------------------------------------------------------------
+# Layout
+# --------------------------------------------------------------------------------------
+
+#: Files of a run directory.
 SUMMARY = "summary.json"
+SCENARIO = "scenario.toml"
 PARQUET = "timeseries.parquet"
 CSV = "timeseries.csv"
 PLOT = "throughput_rtt.png"
+
+#: Files of a suite's output directory.
+REPORT = "REPORT.md"
+RESULTS = "results.csv"
+RUNS = "runs"
+
+
+def run_rel_dir(cell_id: str, seed: int | str) -> str:
+    """A suite run's directory relative to the suite's output directory."""
+    return f"{RUNS}/{cell_id}/seed-{seed}"
+
+
+#: The version of the run-directory format, written into summary.json as ``format_version``.
+#: Bump it when the meaning of a file or of a summary key changes; summaries written before
+#: the field existed read as version 0 (the same layout as version 1).
+FORMAT_VERSION = 1
+
+
+class SummaryFormatError(ValueError):
+    """A summary.json this version of aqmlab cannot read (newer or malformed format_version)."""
+
+
+# --------------------------------------------------------------------------------------
+# Writing files atomically
+# --------------------------------------------------------------------------------------
 
 
 def _umask() -> int:
@@ -52,6 +104,11 @@ def atomic_write(final: Path, write: Callable[[IO[bytes]], None]) -> None:
         write(f)
 
 
+def atomic_write_text(final: Path, text: str) -> None:
+    data = text.encode("utf-8")
+    atomic_write(final, lambda f: f.write(data))
+
+
 def _fsync_dir(d: Path) -> None:
     with contextlib.suppress(OSError):
         fd = os.open(d, os.O_RDONLY)
@@ -61,35 +118,123 @@ def _fsync_dir(d: Path) -> None:
             os.close(fd)
 
 
-def write_outputs(result: RunResult, out_dir: Path, *, plot: bool = True, csv: bool = True) -> list[Path]:
-    """Writes timeseries.parquet, timeseries.csv (unless ``csv=False``), throughput_rtt.png
-    (unless ``plot=False``) and, last, summary.json."""
+# --------------------------------------------------------------------------------------
+# Writers
+# --------------------------------------------------------------------------------------
+
+WriteFn = Callable[[RunResult, Path], None]
+
+
+@dataclass(frozen=True)
+class Writer:
+    """An output format: ``write(result, path)`` writes ``file`` at ``path`` (a temporary name)."""
+
+    name: str
+    file: str
+    write: WriteFn
+
+
+#: The registered writers in registration order (the order their files are written in).
+WRITERS: dict[str, Writer] = {}
+
+
+def writer(name: str, *, file: str) -> Callable[[WriteFn], WriteFn]:
+    """Registers an output format ``name`` that writes the run-directory file ``file``."""
+
+    def deco(fn: WriteFn) -> WriteFn:
+        if name in WRITERS:
+            raise ValueError(f"writer '{name}' is registered twice")
+        WRITERS[name] = Writer(name, file, fn)
+        return fn
+
+    return deco
+
+
+@writer("parquet", file=PARQUET)
+def write_parquet(result: RunResult, path: Path) -> None:
+    result.timeseries.to_parquet(path, index=False, engine="pyarrow")
+
+
+@writer("csv", file=CSV)
+def write_csv(result: RunResult, path: Path) -> None:
+    result.timeseries.to_csv(path, index=False, lineterminator="\n")
+
+
+@writer("plot", file=PLOT)
+def write_plot(result: RunResult, path: Path) -> None:
+    _plot.plot_throughput_rtt(result, path)
+
+
+def summary_text(summary: Mapping[str, Any]) -> str:
+    """summary.json's text: ``format_version`` first, then the summary in engine order."""
+    doc = {"format_version": FORMAT_VERSION, **{k: v for k, v in summary.items() if k != "format_version"}}
+    return json.dumps(doc, indent=2, allow_nan=False) + "\n"
+
+
+def write_outputs(
+    result: RunResult,
+    out_dir: Path,
+    *,
+    plot: bool = True,
+    csv: bool = True,
+    formats: Iterable[str] | None = None,
+) -> list[Path]:
+    """Writes the files of the writers in ``formats`` (default: every registered writer,
+    less ``csv`` when ``csv=False`` and ``plot`` when ``plot=False``), in registration
+    order, and, last, summary.json."""
+    names = list(WRITERS) if formats is None else list(formats)
+    unknown = [n for n in names if n not in WRITERS]
+    if unknown:
+        raise ValueError(f"unknown output format {', '.join(unknown)} (known: {', '.join(WRITERS)})")
+    skip = {n for n, on in (("csv", csv), ("plot", plot)) if not on}
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    ts = result.timeseries
-
-    p = out_dir / PARQUET
-    with atomic_path(p) as tmp:
-        ts.to_parquet(tmp, index=False, engine="pyarrow")
-    written.append(p)
-
-    if csv:
-        p = out_dir / CSV
+    for w in WRITERS.values():
+        if w.name not in names or w.name in skip:
+            continue
+        p = out_dir / w.file
         with atomic_path(p) as tmp:
-            ts.to_csv(tmp, index=False, lineterminator="\n")
-        written.append(p)
-
-    if plot:
-        from .plot import plot_throughput_rtt
-
-        p = out_dir / PLOT
-        with atomic_path(p) as tmp:
-            plot_throughput_rtt(result, tmp)
+            w.write(result, tmp)
         written.append(p)
 
     p = out_dir / SUMMARY
-    text = result.summary_json(indent=2) + "\n"
-    atomic_write(p, lambda f: f.write(text.encode("utf-8")))
+    atomic_write_text(p, summary_text(result.summary))
     written.append(p)
     _fsync_dir(out_dir)
     return written
+
+
+# --------------------------------------------------------------------------------------
+# Reading
+# --------------------------------------------------------------------------------------
+
+
+def summary_version(summary: Mapping[str, Any], where: str = "summary.json") -> int:
+    """The ``format_version`` of a summary (0 when absent: written before the field existed).
+
+    Raises :class:`SummaryFormatError` for a version newer than :data:`FORMAT_VERSION` or
+    a value that is not a non-negative integer.
+    """
+    v = summary.get("format_version", 0)
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise SummaryFormatError(f"{where}: format_version {v!r} is not a non-negative integer")
+    if v > FORMAT_VERSION:
+        raise SummaryFormatError(
+            f"{where}: format_version {v} is newer than this aqmlab reads ({FORMAT_VERSION}); "
+            "use a newer aqmlab, or run again with --force"
+        )
+    return v
+
+
+def read_summary(run_dir: Path) -> dict[str, Any] | None:
+    """A run directory's summary.json, or None when it is absent or not valid JSON (a run that
+    has not finished); raises :class:`SummaryFormatError` when its format is newer."""
+    path = run_dir / SUMMARY
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(summary, dict):
+        return None
+    summary_version(summary, str(path))
+    return summary

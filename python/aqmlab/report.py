@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .suite import PLOT_FILE, Cell, RunSpec, Suite, SuiteError, get_key, summary_of
+from .analysis import FCT_STATISTICS, fct_harm, fct_stats
+from .output import PARQUET, PLOT, RESULTS, SCENARIO, SUMMARY, atomic_path, atomic_write_text, read_summary, run_rel_dir
+from .suite import Cell, RunSpec, Suite, SuiteError, get_key
 
 # --------------------------------------------------------------------------------------
 # Records and metrics
@@ -138,7 +140,7 @@ def _flow_stem(name: str) -> str:
 def load_records(runs: Sequence[RunSpec]) -> list[Record]:
     out = []
     for r in runs:
-        s = summary_of(r)
+        s = read_summary(r.run_dir)
         out.append(Record(r, s, run_metrics(s) if s is not None else {}))
     return out
 
@@ -196,8 +198,6 @@ def _csv_value(v: Any) -> str:
 
 def write_results_csv(records: Sequence[Record], suite: Suite, path: Path) -> None:
     """One row per run: suite, cell, seed, every axis, the metrics, the run directory."""
-    from .output import atomic_write
-
     metric_cols: list[str] = []
     for r in records:
         for k in r.metrics:
@@ -213,8 +213,7 @@ def write_results_csv(records: Sequence[Record], suite: Suite, path: Path) -> No
         row += [_csv_value(r.metrics.get(k)) for k in metric_cols]
         row += [r.run.rel_dir, "ok" if r.summary is not None else "missing"]
         w.writerow(row)
-    data = buf.getvalue().encode("utf-8")
-    atomic_write(path, lambda f: f.write(data))
+    atomic_write_text(path, buf.getvalue())
 
 
 # --------------------------------------------------------------------------------------
@@ -305,17 +304,28 @@ def format_ratio(values: Sequence[float]) -> str:
 
 def plot_links(group: Sequence[Record]) -> str:
     """``[plot](runs/.../throughput_rtt.png)``; one numbered link per seed with several seeds."""
-    have = [r for r in group if r.summary is not None and (r.run.run_dir / PLOT_FILE).is_file()]
+    have = [r for r in group if r.summary is not None and (r.run.run_dir / PLOT).is_file()]
     if not have:
         return "-"
     if len(group) == 1:
-        return f"[plot]({have[0].run.rel_dir}/{PLOT_FILE})"
-    return " ".join(f"[{r.run.seed}]({r.run.rel_dir}/{PLOT_FILE})" for r in have)
+        return f"[plot]({have[0].run.rel_dir}/{PLOT})"
+    return " ".join(f"[{r.run.seed}]({r.run.rel_dir}/{PLOT})" for r in have)
 
 
 # --------------------------------------------------------------------------------------
 # Tables
 # --------------------------------------------------------------------------------------
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]], align: Sequence[str] | None = None) -> str:
+    """A Markdown (GFM) table; ``align`` is ``"l"`` or ``"r"`` per column (default left).
+    A ``|`` inside a row's cell is escaped; headers are written as given."""
+    align = list(align) if align is not None else ["l"] * len(headers)
+    out = ["| " + " | ".join(headers) + " |"]
+    out.append("| " + " | ".join("---:" if a == "r" else "---" for a in align) + " |")
+    for row in rows:
+        out.append("| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |")
+    return "\n".join(out)
 
 
 @dataclass
@@ -329,11 +339,9 @@ class Table:
     def markdown(self, drop: Sequence[str] = ()) -> str:
         keep = [i for i, h in enumerate(self.headers) if h not in drop]
         align = self.align or ["l"] * len(self.headers)
-        out = ["| " + " | ".join(self.headers[i] for i in keep) + " |"]
-        out.append("| " + " | ".join("---:" if align[i] == "r" else "---" for i in keep) + " |")
-        for row in self.rows:
-            out.append("| " + " | ".join(row[i].replace("|", "\\|") for i in keep) + " |")
-        return "\n".join(out)
+        return markdown_table(
+            [self.headers[i] for i in keep], [[row[i] for i in keep] for row in self.rows], [align[i] for i in keep]
+        )
 
 
 TableBuilder = Callable[[Mapping[str, Any], Suite, list[Record]], Table]
@@ -540,8 +548,6 @@ def table_fct_harm(spec: Mapping[str, Any], suite: Suite, records: list[Record])
     :func:`aqmlab.analysis.fct_stats`); harm per statistic is :func:`aqmlab.analysis.fct_harm`.
     Options: ``axis`` (default ``competitor``), ``baseline`` (``none``), ``workload`` (index, 0).
     """
-    from .analysis import FCT_STATISTICS, fct_harm, fct_stats
-
     axis, base, w = spec.get("axis", "competitor"), str(spec.get("baseline", "none")), int(spec.get("workload", 0))
 
     def pooled(group: Sequence[Record]) -> tuple[dict[str, float] | None, int, int]:
@@ -585,8 +591,6 @@ def table_fct_harm(spec: Mapping[str, Any], suite: Suite, records: list[Record])
 def run_series(record: Record, entity: str, metric: str) -> tuple[list[float], list[float]] | None:
     """One series of a finished run (times in s, values) from its timeseries.parquet; None if absent."""
     import pandas as pd
-
-    from .output import PARQUET
 
     path = record.run.run_dir / PARQUET
     if record.summary is None or not path.is_file():
@@ -691,8 +695,6 @@ def table_cdf(spec: Mapping[str, Any], suite: Suite, records: list[Record]) -> T
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        from .output import atomic_path
-
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for name, x, y, _ in curves:
             ax.step(x, y, where="post", label=name)
@@ -732,8 +734,8 @@ def report_markdown(outcome: Any, command: str | None = None, *, plot_links_colu
         lines += [f"Made by `{command}`.", ""]
     lines += [
         f"{len(runs)} runs: {cells} cells x {len(seeds)} seed{'s' if len(seeds) != 1 else ''}. "
-        f"Per-run files are in `runs/<cell>/seed-<seed>/` (scenario.toml, summary.json, "
-        f"timeseries.parquet, {PLOT_FILE}); every run's metrics are in `results.csv`.",
+        f"Per-run files are in `{run_rel_dir('<cell>', '<seed>')}/` ({SCENARIO}, {SUMMARY}, "
+        f"{PARQUET}, {PLOT}); every run's metrics are in `{RESULTS}`.",
         "",
     ]
     specs = suite.tables or [{"kind": "metrics"}]
@@ -754,7 +756,4 @@ def report_markdown(outcome: Any, command: str | None = None, *, plot_links_colu
 
 
 def write_report(outcome: Any, path: Path, command: str | None = None) -> None:
-    from .output import atomic_write
-
-    text = report_markdown(outcome, command).encode("utf-8")
-    atomic_write(path, lambda f: f.write(text))
+    atomic_write_text(path, report_markdown(outcome, command))

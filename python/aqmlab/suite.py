@@ -6,6 +6,9 @@ tables to build. Expanding a suite gives :class:`Cell` objects (one scenario eac
 runs once per seed. Every run writes its ``scenario.toml`` next to its results, so any run
 can be repeated with ``aqmlab run``.
 
+This module is the suite model only (loading, the matrix, filters and overrides, the run
+plan); running the plan is :mod:`aqmlab.runner`, the files of a run are :mod:`aqmlab.output`.
+
 Suite file (see docs/suites.md for the full description)::
 
     name = "l4s-tests/s1"            # optional; default: the path under aqmlab/suites
@@ -53,22 +56,17 @@ import itertools
 import json
 import os
 import re
-import sys
-import time
+import shlex
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from .output import SUMMARY, run_rel_dir
+
 SUITE_SUFFIX = ".toml"
-SCENARIO_FILE = "scenario.toml"
-SUMMARY_FILE = "summary.json"
-PLOT_FILE = "throughput_rtt.png"
-SERIES_FILE = "timeseries.parquet"
-REPORT_FILE = "REPORT.md"
-RESULTS_FILE = "results.csv"
 
 
 class SuiteError(ValueError):
@@ -542,7 +540,7 @@ class RunSpec:
 
     @property
     def summary_path(self) -> Path:
-        return self.run_dir / SUMMARY_FILE
+        return self.run_dir / SUMMARY
 
 
 def _toml_dumps(doc: Mapping[str, Any]) -> str:
@@ -587,253 +585,31 @@ def plan_runs(
             d["seed"] = seed
             # name and seed first, so scenario.toml reads like the hand-written ones
             ordered = {"name": d.pop("name"), "seed": d.pop("seed"), **d}
-            rel = f"runs/{cell.id}/seed-{seed}"
+            rel = run_rel_dir(cell.id, seed)
             runs.append(
                 RunSpec(cell=cell, seed=seed, replicate=k, run_dir=out_dir / rel, rel_dir=rel, text=_toml_dumps(ordered))
             )
     return runs
 
 
-def is_done(run: RunSpec) -> bool:
-    """A run is done when its summary.json exists (written last, atomically) and its
-    scenario.toml is the scenario this plan would run (else the results are stale)."""
-    try:
-        if not run.summary_path.is_file():
-            return False
-        return (run.run_dir / SCENARIO_FILE).read_text(encoding="utf-8") == run.text
-    except OSError:
-        return False
-
-
-# --------------------------------------------------------------------------------------
-# Executing one run (in a worker)
-# --------------------------------------------------------------------------------------
-
-
-def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
-    """Runs one scenario and writes its files; the unit of work sent to every executor.
-
-    ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir``, ``plot``.
-    Order on disk: the old summary.json goes first, then scenario.toml, then the series and
-    the plot, and summary.json last (atomic rename), so a killed run never looks finished.
-    ``wall_seconds`` is left out of this summary.json so that the same scenario and seed give
-    byte-identical files whatever the executor or the number of jobs.
-    """
-    from .api import run as api_run
-    from .output import atomic_write, write_outputs
-
-    run_dir = Path(task["run_dir"])
-    t0 = time.perf_counter()
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        try:
-            (run_dir / SUMMARY_FILE).unlink()
-        except FileNotFoundError:
-            pass
-        text = task["text"]
-        atomic_write(run_dir / SCENARIO_FILE, lambda f: f.write(text.encode("utf-8")))
-        result = api_run(text)
-        result.summary.pop("wall_seconds", None)
-        write_outputs(result, run_dir, plot=bool(task.get("plot", True)), csv=False)
-        return {"ok": True, "run_dir": str(run_dir), "seconds": time.perf_counter() - t0}
-    except Exception as e:  # noqa: BLE001 - reported per run, the suite goes on
-        msg = str(e).replace("\n", " ").strip() or type(e).__name__
-        return {"ok": False, "run_dir": str(run_dir), "error": f"{type(e).__name__}: {msg}", "seconds": 0.0}
-
-
-def _init_worker(plots: bool = True) -> None:
-    """Imports the engine (and matplotlib when plotting) once per worker process."""
-    if plots:
-        import matplotlib
-
-        matplotlib.use("Agg", force=True)
-        import matplotlib.pyplot  # noqa: F401
-
-    from . import _sim, api, output  # noqa: F401
-
-
-# --------------------------------------------------------------------------------------
-# Executors
-# --------------------------------------------------------------------------------------
-
-Callback = Callable[[int, dict[str, Any]], None]
-
-
-class ExecutorUnavailable(RuntimeError):
-    pass
-
-
-def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None:
-    """Runs tasks in this process (jobs == 1) or a pool of ``jobs`` spawned worker processes."""
-    plots = any(t.get("plot", True) for t in tasks)
-    if jobs <= 1 or len(tasks) <= 1:
-        _init_worker(plots)
-        for i, t in enumerate(tasks):
-            on_done(i, execute_run(t))
-        return
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-
-    ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_init_worker, initargs=(plots,)) as pool:
-        futures = {pool.submit(execute_run, t): i for i, t in enumerate(tasks)}
-        pending = set(futures)
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    i = futures[f]
-                    try:
-                        res = f.result()
-                    except Exception as e:  # noqa: BLE001 - a worker that died
-                        res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": f"worker failed: {e}"}
-                    on_done(i, res)
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
-
-
-def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None) -> None:
-    """Runs tasks on a Dask cluster (``address``), or a local one with ``jobs`` workers."""
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ExecutorUnavailable(
-            "the dask executor needs dask.distributed: pip install 'dask[distributed]'"
-        ) from None
-    cluster = None
-    if address:
-        client = Client(address)
-    else:
-        cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None)
-        client = Client(cluster)
-    try:
-        futures = client.map(execute_run, tasks, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        for f in as_completed(futures):
-            i = index[f.key]
-            try:
-                res = f.result()
-            except Exception as e:  # noqa: BLE001
-                res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": f"dask task failed: {e}"}
-            on_done(i, res)
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
-
-
-# --------------------------------------------------------------------------------------
-# Running a suite
-# --------------------------------------------------------------------------------------
-
-
-@dataclass
-class SuiteOutcome:
-    suite: Suite
-    out_dir: Path
-    runs: list[RunSpec]
-    ran: int
-    reused: int
-    failed: list[tuple[RunSpec, str]]
-    seconds: float
-    records: list[Any] = field(default_factory=list)
-
-
-def run_suite(
-    suite: Suite,
-    out_dir: Path,
-    *,
-    filters: Mapping[str, Sequence[str]] | None = None,
+def suite_command(
+    name: str,
+    filters: Mapping[str, Sequence[str]] | Iterable[str] = (),
     seeds: int | None = None,
-    overrides: Sequence[tuple[str, Any]] = (),
-    jobs: int = 1,
-    plots: bool = True,
-    executor: str = "local",
-    dask_address: str | None = None,
-    force: bool = False,
-    progress: bool = True,
-    report: bool = True,
-    command: str | None = None,
-) -> SuiteOutcome:
-    """Runs the suite's missing runs, then writes results.csv and REPORT.md into ``out_dir``."""
-    from . import report as rep
+    overrides: Iterable[str | tuple[str, Any]] = (),
+) -> str:
+    """The ``aqmlab suite run`` command line that reproduces a report, quoted for a POSIX
+    shell (``shlex.join``); options that do not change results (jobs, plots, out) are left out.
 
-    runs = plan_runs(suite, out_dir, filters=filters, seeds=seeds, overrides=overrides)
-    todo = [r for r in runs if force or not is_done(r)]
-    reused = len(runs) - len(todo)
-    failed: list[tuple[RunSpec, str]] = []
-    t0 = time.perf_counter()
-    tasks = [{"text": r.text, "run_dir": str(r.run_dir), "plot": plots} for r in todo]
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    prog = _Progress(suite.name, len(runs), reused, enabled=progress)
-    with prog:
-
-        def on_done(i: int, res: dict[str, Any]) -> None:
-            if not res.get("ok"):
-                failed.append((todo[i], str(res.get("error"))))
-            prog.advance(ok=bool(res.get("ok")))
-
-        if tasks:
-            if executor == "dask" or dask_address:
-                run_dask(tasks, jobs, on_done, dask_address)
-            elif executor == "local":
-                run_local(tasks, jobs, on_done)
-            else:
-                raise SuiteError(f"--executor {executor}: expected local or dask")
-    failed.sort(key=lambda f: runs.index(f[0]))
-    outcome = SuiteOutcome(suite, out_dir, runs, len(todo) - len(failed), reused, failed, time.perf_counter() - t0)
-    if report:
-        outcome.records = rep.load_records(runs)
-        rep.write_results_csv(outcome.records, suite, out_dir / RESULTS_FILE)
-        rep.write_report(outcome, out_dir / REPORT_FILE, command=command)
-    return outcome
-
-
-class _Progress:
-    """A rich progress bar on stderr (a plain final line when stderr is not a terminal)."""
-
-    def __init__(self, name: str, total: int, done: int, enabled: bool) -> None:
-        self.enabled = enabled
-        self.total, self.done, self.failed = total, done, 0
-        self.name = name
-        self._p = None
-
-    def __enter__(self) -> "_Progress":
-        if self.enabled and sys.stderr.isatty():
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-
-            self._p = Progress(
-                TextColumn("[bold]{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                TextColumn("{task.fields[failed]}"),
-                TimeElapsedColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-            )
-            self._p.start()
-            self._task = self._p.add_task(self.name, total=self.total, completed=self.done, failed="")
-        return self
-
-    def advance(self, ok: bool) -> None:
-        self.done += 1
-        if not ok:
-            self.failed += 1
-        if self._p is not None:
-            self._p.update(self._task, advance=1, failed=f"[red]{self.failed} failed" if self.failed else "")
-
-    def __exit__(self, *exc: Any) -> None:
-        if self._p is not None:
-            self._p.stop()
-
-
-def summary_of(run: RunSpec) -> dict[str, Any] | None:
-    try:
-        return json.loads(run.summary_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
+    ``filters`` are ``AXIS=VALUES`` strings as typed, or a mapping axis -> labels;
+    ``overrides`` are ``KEY=VALUE`` strings as typed, or parsed ``(key, value)`` pairs.
+    """
+    parts = ["aqmlab", "suite", "run", name]
+    items = [f"{k}={','.join(v)}" for k, v in filters.items()] if isinstance(filters, Mapping) else list(filters)
+    for f in items:
+        parts += ["--filter", f]
+    if seeds is not None:
+        parts += ["--seeds", str(seeds)]
+    for o in overrides:
+        parts += ["--set", o if isinstance(o, str) else f"{o[0]}={override_text(o[1])}"]
+    return shlex.join(parts)

@@ -20,8 +20,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .report import Record, group_by_cell
-from .suite import Suite, SuiteError, get_key, load_suite, override_text, run_suite
+from .output import atomic_write_text
+from .report import Record, group_by_cell, markdown_table
+from .runner import run_suite
+from .suite import Suite, SuiteError, get_key, load_suite, override_text, suite_command
 
 VALIDATION_FILE = "VALIDATION.md"
 
@@ -89,9 +91,8 @@ def _stats_line(label: str, diffs: Sequence[float], spec: str) -> str:
 
 
 def _md_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[int] = ()) -> list[str]:
-    out = ["| " + " | ".join(headers) + " |", "| " + " | ".join("---:" if i in right else "---" for i in range(len(headers))) + " |"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return out
+    """:func:`aqmlab.report.markdown_table` as lines, the columns ``right`` right-aligned."""
+    return markdown_table(headers, rows, ["r" if i in right else "l" for i in range(len(headers))]).split("\n")
 
 
 @dataclass
@@ -430,7 +431,7 @@ def validate(
             jobs=jobs,
             plots=plots,
             progress=progress,
-            command=_suite_command(c.suite, flt, seeds, overrides),
+            command=suite_command(c.suite, flt, seeds, overrides),
         )
         if overrides:
             lines += ["Overrides: " + ", ".join(f"`{k}={override_text(v)}`" for k, v in overrides) + " (the runs differ from the study's).", ""]
@@ -438,17 +439,6 @@ def validate(
         lines.append("")
     path = report_path or out_dir / VALIDATION_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    from .output import atomic_write
-
-    data = ("\n".join(lines).rstrip() + "\n").encode("utf-8")
-    atomic_write(path, lambda f: f.write(data))
+    atomic_write_text(path, "\n".join(lines).rstrip() + "\n")
     return path
 
-
-def _suite_command(name: str, filters: Mapping[str, list[str]], seeds: int | None, overrides: Sequence[tuple[str, Any]]) -> str:
-    parts = ["aqmlab suite run", name]
-    parts += [f"--filter {k}={','.join(v)}" for k, v in filters.items()]
-    if seeds is not None:
-        parts.append(f"--seeds {seeds}")
-    parts += [f"--set {k}={override_text(v)}" for k, v in overrides]
-    return " ".join(parts)

@@ -43,3 +43,108 @@ def test_failed_rewrite_keeps_previous_file(result, tmp_path, monkeypatch):
     assert (tmp_path / "summary.json").read_bytes() == before
     assert json.loads(before)["sim_seconds"] == pytest.approx(2.0)
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+# --------------------------------------------------------------------------------------
+# The writer registry
+# --------------------------------------------------------------------------------------
+
+
+def test_builtin_writers_name_the_layout_files():
+    assert {n: w.file for n, w in output.WRITERS.items()} == {
+        "parquet": output.PARQUET,
+        "csv": output.CSV,
+        "plot": output.PLOT,
+    }
+    assert [output.PARQUET, output.CSV, output.PLOT, output.SUMMARY] == [
+        "timeseries.parquet", "timeseries.csv", "throughput_rtt.png", "summary.json"
+    ]
+
+
+def test_new_format_is_one_function_written_atomically_before_the_summary(result, tmp_path, monkeypatch):
+    monkeypatch.setattr(output, "WRITERS", dict(output.WRITERS))
+    seen = []
+
+    @output.writer("flows", file="flows.txt")
+    def write_flows(res, path):
+        # a temporary name beside the final file, and summary.json not there yet
+        seen.append((path.parent, path.name, (tmp_path / "summary.json").exists(), (tmp_path / "flows.txt").exists()))
+        path.write_text("\n".join(res.flows) + "\n")
+
+    written = output.write_outputs(result, tmp_path, plot=False)
+    assert [p.name for p in written] == ["timeseries.parquet", "timeseries.csv", "flows.txt", "summary.json"]
+    assert len(seen) == 1
+    parent, name, summary_existed, final_existed = seen[0]
+    assert parent == tmp_path and name != "flows.txt" and name.startswith(".flows.txt.")
+    assert not summary_existed and not final_existed
+    assert (tmp_path / "flows.txt").read_text() == "cubic-0\ncubic-1\n"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_failing_new_writer_leaves_no_summary(result, tmp_path, monkeypatch):
+    monkeypatch.setattr(output, "WRITERS", dict(output.WRITERS))
+
+    @output.writer("broken", file="broken.bin")
+    def write_broken(res, path):
+        path.write_bytes(b"half")
+        raise RuntimeError("disk went away")
+
+    with pytest.raises(RuntimeError):
+        output.write_outputs(result, tmp_path, plot=False, csv=False)
+    assert {p.name for p in tmp_path.iterdir()} == {"timeseries.parquet"}
+
+
+def test_formats_select_writers_and_unknown_or_duplicate_names_are_errors(result, tmp_path, monkeypatch):
+    written = output.write_outputs(result, tmp_path, formats=["csv"])
+    assert [p.name for p in written] == ["timeseries.csv", "summary.json"]
+    assert {p.name for p in tmp_path.iterdir()} == {"timeseries.csv", "summary.json"}
+    with pytest.raises(ValueError, match="unknown output format pcap"):
+        output.write_outputs(result, tmp_path, formats=["csv", "pcap"])
+    monkeypatch.setattr(output, "WRITERS", dict(output.WRITERS))
+    with pytest.raises(ValueError, match="registered twice"):
+        output.writer("csv", file="other.csv")(lambda res, path: None)
+
+
+# --------------------------------------------------------------------------------------
+# format_version
+# --------------------------------------------------------------------------------------
+
+
+def test_summary_json_starts_with_format_version_then_the_engine_summary(result, tmp_path):
+    output.write_outputs(result, tmp_path, plot=False, csv=False)
+    text = (tmp_path / "summary.json").read_text()
+    doc = json.loads(text)
+    assert list(doc)[0] == "format_version"
+    assert doc["format_version"] == output.FORMAT_VERSION == 1
+    rest = {k: v for k, v in doc.items() if k != "format_version"}
+    assert rest == result.summary and list(rest) == list(result.summary)
+    # apart from the new first line, the text is the engine summary as before
+    lines = text.splitlines()
+    assert lines[1] == '  "format_version": 1,'
+    assert "\n".join([lines[0], *lines[2:]]) + "\n" == result.summary_json(indent=2) + "\n"
+
+
+def _write_summary(d, doc):
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "summary.json").write_text(json.dumps(doc))
+
+
+def test_read_summary_versions(tmp_path):
+    legacy = {"sim_seconds": 2.0, "flows": []}
+    _write_summary(tmp_path / "old", legacy)
+    s = output.read_summary(tmp_path / "old")
+    assert s == legacy and output.summary_version(s) == 0
+    _write_summary(tmp_path / "v1", {"format_version": 1, **legacy})
+    assert output.summary_version(output.read_summary(tmp_path / "v1")) == 1
+    _write_summary(tmp_path / "new", {"format_version": output.FORMAT_VERSION + 1, **legacy})
+    with pytest.raises(output.SummaryFormatError, match=r"format_version 2 is newer than this aqmlab reads \(1\)"):
+        output.read_summary(tmp_path / "new")
+    for bad in ("1", 1.5, True, -1):
+        _write_summary(tmp_path / "bad", {"format_version": bad})
+        with pytest.raises(output.SummaryFormatError, match="not a non-negative integer"):
+            output.read_summary(tmp_path / "bad")
+    # an unfinished run: no summary.json, or one that is not JSON
+    assert output.read_summary(tmp_path / "missing") is None
+    (tmp_path / "torn").mkdir()
+    (tmp_path / "torn" / "summary.json").write_text('{"sim_sec')
+    assert output.read_summary(tmp_path / "torn") is None

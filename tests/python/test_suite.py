@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from aqmlab import _sim
+from aqmlab import runner
 from aqmlab import suite as S
 from aqmlab.cli import app
 from conftest import run_cli
@@ -226,16 +227,66 @@ def test_resume_skips_finished_runs_and_reruns_stale_ones(tiny, tmp_path):
     # a half-finished run (no summary.json) and a run of another scenario are not "done"
     runs = S.plan_runs(S.load_suite("l4s-tests/s6"), out, filters={"classic": ["cubic"], "qdisc": ["pie", "red_400000"]},
                        overrides=S.parse_overrides(["duration=4s"]))
-    assert all(S.is_done(r) for r in runs)
+    assert all(runner.is_done(r) for r in runs)
     other = S.plan_runs(S.load_suite("l4s-tests/s6"), out, filters={"classic": ["cubic"], "qdisc": ["pie"]},
                         overrides=S.parse_overrides(["duration=3s"]))
-    assert not any(S.is_done(r) for r in other)
+    assert not any(runner.is_done(r) for r in other)
     d = tmp_path / "half"
     d.mkdir()
     (d / "scenario.toml").write_text(runs[0].text)
     half = S.RunSpec(runs[0].cell, runs[0].seed, 0, d, "half", runs[0].text)
-    assert not S.is_done(half)
+    assert not runner.is_done(half)
 
+
+
+def test_runs_from_before_format_version_are_reused_and_reported_alike(tiny, tmp_path):
+    import shutil
+
+    _, done = tiny
+    out = tmp_path / "s6"
+    shutil.copytree(done, out)
+    for p in out.glob("runs/*/seed-*/summary.json"):
+        doc = json.loads(p.read_text())
+        assert doc.pop("format_version") == 1
+        p.write_text(json.dumps(doc, indent=2) + "\n")  # as written before the field existed
+    code, stdout, stderr = cli("suite", "run", *TINY, "--jobs", "2", "--out", out)
+    assert code == 0, stderr
+    assert "(0 run, 4 reused, 0 failed)" in stdout
+    assert (out / "REPORT.md").read_bytes() == (done / "REPORT.md").read_bytes()
+    assert (out / "results.csv").read_bytes() == (done / "results.csv").read_bytes()
+
+
+def test_a_summary_from_a_newer_format_stops_the_report_with_one_line(tiny, tmp_path):
+    import shutil
+
+    _, done = tiny
+    out = tmp_path / "s6"
+    shutil.copytree(done, out)
+    p = sorted(out.glob("runs/*/seed-*/summary.json"))[0]
+    doc = json.loads(p.read_text())
+    doc["format_version"] = 99
+    p.write_text(json.dumps(doc, indent=2) + "\n")
+    code, stdout, stderr = cli("suite", "report", *TINY, "--out", out)
+    assert code == 2
+    assert stderr.count("\n") == 1 and "format_version 99 is newer than this aqmlab reads (1)" in stderr
+    assert str(p) in stderr
+
+
+def test_suite_command_quotes_like_a_shell_whatever_the_form():
+    from aqmlab import report as R
+
+    typed = S.suite_command("l4s-tests/s6", ["classic=cubic", "qdisc=pie,red_400000"], 3, ["duration=4s", "flows[0].rtt=a b"])
+    parsed = S.suite_command(
+        "l4s-tests/s6", {"classic": ["cubic"], "qdisc": ["pie", "red_400000"]}, 3, [("duration", "4s"), ("flows[0].rtt", "a b")]
+    )
+    assert typed == parsed == (
+        "aqmlab suite run l4s-tests/s6 --filter classic=cubic --filter qdisc=pie,red_400000 --seeds 3 "
+        "--set duration=4s --set 'flows[0].rtt=a b'"
+    )
+    assert S.suite_command("x", {}, None, [("k", [1, 2]), ("on", True)]) == "aqmlab suite run x --set 'k=[1, 2]' --set on=true"
+    # one Markdown renderer for the report's and the validation's tables
+    assert R.markdown_table(["a", "b|c"], [["x|y", "1"]], ["l", "r"]) == "| a | b|c |\n| --- | ---: |\n| x\\|y | 1 |"
+    assert R.Table("t", ["a", "Plot"], [["1", "p"]], align=["r", "l"]).markdown(drop=("Plot",)) == "| a |\n| ---: |\n| 1 |"
 
 def test_seeds_give_rows_per_seed_and_mean_spread(tmp_path):
     out = tmp_path / "seeds"

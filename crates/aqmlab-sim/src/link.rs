@@ -145,10 +145,14 @@ impl Link {
     pub fn rate(&self) -> Rate {
         self.rate
     }
-    /// Changes the rate, as HTB `tc class change`: the packet on the wire completes at the
-    /// old rate, the next one is serialised at the new rate; the discipline is not touched.
-    pub fn set_rate(&mut self, rate: Rate) {
+    /// Changes the rate at `now`, as HTB `tc class change`: the packet on the wire completes at
+    /// the old rate, the next one is serialised at the new rate; the discipline is not touched.
+    /// The spike tracker's delay thresholds follow the rate.
+    pub fn set_rate(&mut self, rate: Rate, now: Time) {
         self.rate = rate;
+        if let Some(s) = &mut self.stats.spikes {
+            s.set_rate(now, rate, self.qdisc.backlog_bytes());
+        }
     }
     /// Packets dropped by this link's disciplines, the replaced ones included.
     pub fn drops(&self) -> u64 {

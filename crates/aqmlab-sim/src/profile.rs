@@ -1,34 +1,40 @@
-//! Era profiles: which kernel's (or fork's) parameter defaults a scenario models.
+//! Era profiles (`stack = "..."` in a scenario): which version of each algorithm runs.
 //!
-//! A qdisc or congestion-control parameter declares a base default (today's Linux) and may
-//! override it per [`Stack`] (`crate::params::Param::defaults`). A parameter given
-//! explicitly in the scenario always wins over a profile default.
+//! aqmlab's models follow today's Linux unless told otherwise; the published testbed studies
+//! ran 2020-2024 kernels whose Prague, DualPI2 and send path differ from today's in ways that
+//! change their results. A profile names the kernel a study ran; each algorithm whose
+//! behaviour differed in that kernel reads the profile when it is built and takes that
+//! version's defaults. A parameter given explicitly in the scenario always wins over a
+//! profile's default. What each profile changes, and the source read for it, is listed on
+//! each algorithm's page in `docs/algorithms/` and in `docs/profiles.md`.
 
+use serde::{Deserialize, Deserializer};
 use std::fmt;
 use std::str::FromStr;
 
-/// A network stack whose defaults a scenario can select.
+/// A named software stack: the kernel (and its qdiscs and TCP) a study ran.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Stack {
-    /// Mainline Linux as modelled by each algorithm page (the default).
+    /// Today's Linux, as the engine models it (the default).
     #[default]
     Linux,
-    /// The L4S team's kernel used by the 2020 L4S tests: L4STeam/linux@b256daed (4 Aug 2020).
+    /// L4STeam/linux@b256daed (4 Aug 2020): the kernel of heistp/l4s-tests' flent runs.
     L4steam2020,
-    /// The L4S team's kernel of April 2020: L4STeam/linux@e741f5ac (8 Apr 2020).
+    /// L4STeam/linux@e741f5ac (8 Apr 2020; the re-run used 1014c0e4, 24 Apr 2020): the L4S
+    /// side of heistp/sce-l4s-ect1.
     L4steam2020Apr,
-    /// The SCE kernel: chromi/sce@0eddf2ad (9 Mar 2020).
+    /// chromi/sce@0eddf2ad (9 Mar 2020): the SCE side of heistp/sce-l4s-ect1.
     Sce2020,
-    /// The L4S team's kernel of autumn 2024.
+    /// The L4STeam kernel of autumn 2024 (5.15 based): the SCReAM over DualPi2 test record.
     L4steam2024,
 }
 
 impl Stack {
-    /// Every stack, the default first.
+    /// Every profile, in the order `aqmlab` lists them.
     pub const ALL: [Stack; 5] = [Stack::Linux, Stack::L4steam2020, Stack::L4steam2020Apr, Stack::Sce2020, Stack::L4steam2024];
 
-    /// The name scenarios use (`stack = "l4steam-2020"`).
-    pub const fn name(self) -> &'static str {
+    /// The name used in scenarios and reports.
+    pub fn name(self) -> &'static str {
         match self {
             Stack::Linux => "linux",
             Stack::L4steam2020 => "l4steam-2020",
@@ -36,6 +42,22 @@ impl Stack {
             Stack::Sce2020 => "sce-2020",
             Stack::L4steam2024 => "l4steam-2024",
         }
+    }
+
+    /// One line saying which kernel the profile is.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Stack::Linux => "today's Linux (the engine's models as documented per algorithm)",
+            Stack::L4steam2020 => "L4STeam/linux@b256daed, 4 Aug 2020 (heistp/l4s-tests flent runs)",
+            Stack::L4steam2020Apr => "L4STeam/linux@e741f5ac, 8 Apr 2020 (heistp/sce-l4s-ect1, L4S side; re-run 1014c0e4)",
+            Stack::Sce2020 => "chromi/sce@0eddf2ad, 9 Mar 2020 (heistp/sce-l4s-ect1, SCE side)",
+            Stack::L4steam2024 => "L4STeam kernel of autumn 2024 (SCReAM over DualPi2 test record)",
+        }
+    }
+
+    /// The 2020-2024 L4STeam kernels, which share the out-of-tree DualPI2 and Prague lineage.
+    pub fn is_l4steam(self) -> bool {
+        matches!(self, Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::L4steam2024)
     }
 }
 
@@ -48,10 +70,17 @@ impl fmt::Display for Stack {
 impl FromStr for Stack {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Stack::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
-            let known: Vec<&str> = Stack::ALL.iter().map(|k| k.name()).collect();
-            format!("unknown stack '{s}' (known: {})", known.join(", "))
+        Stack::ALL.into_iter().find(|p| p.name() == s).ok_or_else(|| {
+            let known: Vec<&str> = Stack::ALL.iter().map(|p| p.name()).collect();
+            format!("unknown stack '{s}', known: {}", known.join(", "))
         })
+    }
+}
+
+impl<'de> Deserialize<'de> for Stack {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -60,13 +89,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_linux_is_the_default() {
-        for s in Stack::ALL {
-            assert_eq!(s.to_string().parse::<Stack>(), Ok(s));
+    fn names_round_trip_and_unknown_names_list_the_known() {
+        for p in Stack::ALL {
+            assert_eq!(p.name().parse::<Stack>(), Ok(p));
         }
-        assert_eq!(Stack::default(), Stack::Linux);
-        assert_eq!("l4steam-2020-04".parse::<Stack>(), Ok(Stack::L4steam2020Apr));
-        let e = "l4steam".parse::<Stack>().unwrap_err();
-        assert!(e.contains("'l4steam'") && e.contains("sce-2020"), "{e}");
+        let e = "l4steam-2021".parse::<Stack>().unwrap_err();
+        assert!(e.contains("unknown stack 'l4steam-2021'") && e.contains("l4steam-2020-04"), "{e}");
     }
 }

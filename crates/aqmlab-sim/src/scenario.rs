@@ -5,6 +5,7 @@
 
 use crate::path::netem::NetemSpec;
 use crate::path::tunnel::{self, TunnelSpec};
+use crate::profile::Stack;
 use crate::qdisc::QdiscSpec;
 use crate::time::{Rate, Time};
 use crate::units::{parse_bytes, parse_rate, parse_time};
@@ -25,6 +26,9 @@ pub struct Scenario {
     /// Seed of every random stream of the run.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// The era profile: which version of each algorithm runs (`profile.rs`; default `linux`).
+    #[serde(default)]
+    pub stack: Stack,
     pub bottleneck: Bottleneck,
     /// Path from receivers back to senders; uncongested by default.
     #[serde(default, rename = "return")]

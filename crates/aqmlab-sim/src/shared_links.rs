@@ -145,7 +145,7 @@ impl ScheduledChange {
     /// moment sees the new rate. Returns the packets the swap discarded.
     pub fn apply(&mut self, link: &mut Link, now: Time) -> u64 {
         if let Some(r) = self.rate {
-            link.set_rate(r);
+            link.set_rate(r, now);
         }
         self.qdisc.take().map_or(0, |q| link.replace_qdisc_with(q, self.params.as_deref(), now))
     }
@@ -167,7 +167,7 @@ pub fn schedule(sc: &Scenario, bottleneck: usize, return_link: usize, mut rates:
             }
             let qdisc = c.qdisc.as_ref().map(|spec| {
                 let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
-                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng })
+                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng, stack: sc.stack })
             });
             let params = c.qdisc.as_ref().map(|spec| Arc::new(spec.args().clone()));
             out.push(ScheduledChange { at: c.at, link, rate: c.rate, qdisc, params });

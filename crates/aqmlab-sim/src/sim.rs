@@ -531,7 +531,7 @@ impl Simulation {
         let mut elements = Vec::new();
         let mut links = Vec::new();
         let mut add_link = |elements: &mut Vec<Element>, name: &str, spec: &qdisc::QdiscSpec, rate, label: &str| {
-            let mut ctx = qdisc::BuildCtx { link_rate: rate, mtu: LINK_MTU, rng: Stream::new(sc.seed, label) };
+            let mut ctx = qdisc::BuildCtx { link_rate: rate, mtu: LINK_MTU, rng: Stream::new(sc.seed, label), stack: sc.stack };
             elements.push(Element::Link(Link::new(rate, spec.build(&mut ctx))));
             links.push(SharedLink::new(name, elements.len() - 1, spec.text(), rate));
             (elements.len() - 1) as u32
@@ -621,7 +621,7 @@ impl Simulation {
         let mut client_hosts = Vec::new();
         for (id, p) in plans.into_iter().enumerate() {
             let id = id as u32;
-            let cc = p.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")));
+            let cc = p.cc.config().build(Stream::new(sc.seed, &format!("cc/{id}")), sc.stack);
             let data_down = p.direction == Way::Down;
             let data_way = if data_down { DOWN } else { UP };
             let mut sides = PathSides::tunnelled(&tunnels, p.tunnel);
@@ -748,7 +748,7 @@ impl Simulation {
         }
         client_hosts.extend(std::iter::repeat((0, false)).take(probes.len() + media.len()));
         client_hosts.extend(sc.udp.iter().map(|u| (0, u.direction == Way::Down)));
-        let workloads = Workloads::new(sc.seed, routes.len() as u32, &sc.workloads, sc.duration);
+        let workloads = Workloads::new(sc.seed, sc.stack, routes.len() as u32, &sc.workloads, sc.duration);
         for w in &sc.workloads {
             routes.push(shared.route(&mut elements, w.rtt, PathSides::default(), w.direction == Way::Down));
         }

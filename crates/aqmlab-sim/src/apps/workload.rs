@@ -25,6 +25,7 @@ use crate::cc::CcSpec;
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::FctStats;
 use crate::packet::{Direction, Kind, Packet};
+use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::scenario::{Way, WorkloadSpec};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
@@ -132,6 +133,7 @@ const CLOSED: u32 = u32::MAX;
 /// workloads. The engine routes workload w's traffic over route `base + w`.
 pub struct Workloads {
     seed: u64,
+    stack: Stack,
     base: u32,
     list: Vec<Workload>,
     /// (workload, slot or CLOSED) of every transfer, indexed by `id - first transfer id`.
@@ -160,8 +162,9 @@ pub struct WorkloadSummary {
 }
 
 impl Workloads {
-    /// `base` is the endpoint id of the first workload's arrival clock; `end` the run's end.
-    pub fn new(seed: u64, base: u32, specs: &[WorkloadSpec], end: Time) -> Workloads {
+    /// `base` is the endpoint id of the first workload's arrival clock; `end` the run's end;
+    /// `stack` the era profile the transfers' congestion controls are built for.
+    pub fn new(seed: u64, stack: Stack, base: u32, specs: &[WorkloadSpec], end: Time) -> Workloads {
         let list = specs
             .iter()
             .enumerate()
@@ -180,7 +183,7 @@ impl Workloads {
                 }
             })
             .collect();
-        Workloads { seed, base, list, owner: Vec::new(), slots: Vec::new(), free: Vec::new(), live: 0, peak_live: 0 }
+        Workloads { seed, stack, base, list, owner: Vec::new(), slots: Vec::new(), free: Vec::new(), live: 0, peak_live: 0 }
     }
 
     /// Schedules each workload's first arrival.
@@ -276,7 +279,7 @@ impl Workloads {
         let index = wl.fct.len() as u32;
         wl.fct.push(None);
         let cfg = TcpConfig { size: Some(size), ..wl.cfg.clone() };
-        let cc = wl.cc.config().build(Stream::new(self.seed, &format!("cc/{}/{index}", wl.name)));
+        let cc = wl.cc.config().build(Stream::new(self.seed, &format!("cc/{}/{index}", wl.name)), self.stack);
         let mut tr = Transfer {
             workload: w as u32,
             index,

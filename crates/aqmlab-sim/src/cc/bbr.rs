@@ -143,7 +143,7 @@ impl CcConfig for BbrConfig {
     fn name(&self) -> &'static str {
         BBR.name
     }
-    fn build(&self, rng: Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Bbr::new(self.params, rng))
     }
 }
@@ -268,14 +268,14 @@ impl Bbr {
         if state == CaState::Recovery && prev != CaState::Recovery {
             self.packet_conservation = true;
             self.c.next_rtt_delivered = tp.delivered;
-            cwnd = tp.packets_in_flight + acked;
+            cwnd = tp.packets_in_flight() + acked;
         } else if ca_rank(prev) >= ca_rank(CaState::Recovery) && ca_rank(state) < ca_rank(CaState::Recovery) {
             cwnd = cwnd.max(self.c.prior_cwnd);
             self.packet_conservation = false;
         }
         self.c.prev_ca_state = state;
         if self.packet_conservation {
-            return (cwnd.max(tp.packets_in_flight + acked), true);
+            return (cwnd.max(tp.packets_in_flight() + acked), true);
         }
         (cwnd, false)
     }
@@ -458,7 +458,7 @@ impl Bbr {
             tp.ssthresh = self.inflight(tp, self.max_bw(), BBR_UNIT);
         }
         if self.c.mode == Mode::Drain
-            && self.packets_in_net_at_edt(tp, tp.packets_in_flight) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
+            && self.packets_in_net_at_edt(tp, tp.packets_in_flight()) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
         {
             self.reset_probe_bw_mode(tp);
         }
@@ -616,7 +616,7 @@ pub(crate) mod tests {
             tp.srtt = rtt;
             tp.min_rtt = rtt;
             tp.now = Time::from_millis(1);
-            tp.packets_in_flight = 10;
+            tp.packets_out = 10;
             Path { tp, pps, rtt, per_ack: 2 }
         }
         /// One round: the sender keeps `flight` = min(cwnd, pacing rate x base RTT) in
@@ -652,7 +652,7 @@ pub(crate) mod tests {
                     tx_in_flight: flight,
                     ..RateSample::default()
                 };
-                self.tp.packets_in_flight = flight;
+                self.tp.packets_out = flight;
                 self.tp.edt = self.tp.now;
                 cc.cong_control(&mut self.tp, &rs);
                 if self.tp.app_limited != 0 && self.tp.delivered > self.tp.app_limited {
@@ -768,7 +768,7 @@ pub(crate) mod tests {
                 prior_delivered: p.tp.delivered - 173,
                 ..RateSample::default()
             };
-            p.tp.packets_in_flight = 173;
+            p.tp.packets_out = 173;
             cc.cong_control(&mut p.tp, &rs);
             if cc.c.cycle_idx != changes.last().unwrap().0 {
                 changes.push((cc.c.cycle_idx, p.tp.now));
@@ -845,7 +845,7 @@ pub(crate) mod tests {
                 prior_delivered: p.tp.delivered - 173,
                 ..RateSample::default()
             };
-            p.tp.packets_in_flight = 200;
+            p.tp.packets_out = 200;
             cc.cong_control(&mut p.tp, &rs);
             if cc.c.mode == Mode::ProbeRtt {
                 entered = Some(t);
@@ -861,7 +861,7 @@ pub(crate) mod tests {
         let saved = cc.c.prior_cwnd;
         assert!(saved > 300, "cwnd saved for the exit: {saved}");
         // Flight drains to 4: the 200 ms timer starts; exit needs 200 ms and a round.
-        p.tp.packets_in_flight = 4;
+        p.tp.packets_out = 4;
         let ack = |p: &mut Path, cc: &mut Bbr, dt_ms: u64| {
             p.tp.now += Time::from_millis(dt_ms);
             p.tp.delivered += 2;
@@ -927,13 +927,13 @@ pub(crate) mod tests {
         assert_eq!(cc.ssthresh(&p.tp), p.tp.ssthresh);
         assert_eq!(cc.c.prior_cwnd, before);
         p.tp.ca_state = CaState::Recovery;
-        p.tp.packets_in_flight = 150;
+        p.tp.packets_out = 150;
         let rs = RateSample { acked_sacked: 3, losses: 2, delivered: 100, interval: Time::from_millis(40), prior_in_flight: 155, prior_delivered: 0, ..RateSample::default() };
         cc.cong_control(&mut p.tp, &rs);
         // cwnd = in flight + acked: send one packet per packet delivered.
         assert_eq!(p.tp.cwnd, 153);
         assert!(cc.packet_conservation);
-        p.tp.packets_in_flight = 151;
+        p.tp.packets_out = 151;
         let rs2 = RateSample { acked_sacked: 2, ..rs };
         let rs2 = RateSample { losses: 0, ..rs2 };
         cc.cong_control(&mut p.tp, &rs2);

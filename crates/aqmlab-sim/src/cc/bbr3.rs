@@ -143,7 +143,7 @@ impl CcConfig for Bbr3Config {
     fn name(&self) -> &'static str {
         BBR3.name
     }
-    fn build(&self, rng: Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Bbr3::new(self.params, rng))
     }
 }
@@ -833,7 +833,7 @@ impl Bbr3 {
             self.reset_congestion_signals();
         }
         if self.c.mode == Mode::Drain
-            && self.packets_in_net_at_edt(tp, tp.packets_in_flight) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
+            && self.packets_in_net_at_edt(tp, tp.packets_in_flight()) <= self.inflight(tp, self.max_bw(), BBR_UNIT)
         {
             self.c.mode = Mode::ProbeBw;
             self.start_bw_probe_down(tp);
@@ -1150,7 +1150,7 @@ mod tests {
             is_ece: ce > 0,
             ..RateSample::default()
         };
-        tp.packets_in_flight = 0;
+        tp.packets_out = 0;
         cc.cong_control(tp, &rs);
     }
 
@@ -1235,7 +1235,7 @@ mod tests {
                 tx_in_flight: 173,
                 ..RateSample::default()
             };
-            p.tp.packets_in_flight = 173;
+            p.tp.packets_out = 173;
             cc.cong_control(&mut p.tp, &rs);
             if cc.c.mode == Mode::ProbeRtt {
                 entered = Some(p.tp.now);

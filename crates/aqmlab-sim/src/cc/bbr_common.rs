@@ -318,8 +318,8 @@ impl BbrCore {
     pub fn probe_rtt(&mut self, tp: &mut TcpCcState, rs: &RateSample, probe_rtt_mode: Time, probe_rtt_cwnd: u32) -> bool {
         let mut done = false;
         if self.mode == Mode::ProbeRtt {
-            tp.app_limited = (tp.delivered + tp.packets_in_flight as u64).max(1);
-            if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight <= probe_rtt_cwnd {
+            tp.app_limited = (tp.delivered + tp.packets_in_flight() as u64).max(1);
+            if self.probe_rtt_done_stamp.is_none() && tp.packets_in_flight() <= probe_rtt_cwnd {
                 self.probe_rtt_done_stamp = Some(tp.now + probe_rtt_mode);
                 self.probe_rtt_round_done = false;
                 self.next_rtt_delivered = tp.delivered;

@@ -102,7 +102,7 @@ impl CcConfig for CubicParams {
     fn name(&self) -> &'static str {
         CUBIC.name
     }
-    fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Cubic::new(*self))
     }
 }
@@ -503,7 +503,7 @@ mod tests {
                 self.cc.cong_avoid(&mut self.tp, acked);
             }
             self.tp.snd_nxt = self.tp.snd_una + self.tp.cwnd;
-            self.tp.packets_in_flight = self.tp.cwnd;
+            self.tp.packets_out = self.tp.cwnd;
         }
         fn ack(&mut self, dt: Time, rtt: Time) {
             self.ack_n(dt, Some(rtt), 1);

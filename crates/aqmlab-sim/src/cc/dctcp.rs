@@ -51,7 +51,7 @@ impl CcConfig for DctcpParams {
     fn name(&self) -> &'static str {
         DCTCP.name
     }
-    fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Dctcp::new(*self))
     }
 }
@@ -368,7 +368,7 @@ mod tests {
         let toks: Vec<String> = "gain 4".split(' ').map(String::from).collect();
         assert!(parse(&mut Params::new("dctcp", &toks)).is_err());
         let spec = crate::cc::CcSpec::parse("dctcp alpha_on_init 512").unwrap();
-        let mut cc = spec.config().build(crate::rng::Stream::new(1, "test"));
+        let mut cc = spec.config().build(crate::rng::Stream::new(1, "test"), Default::default());
         let mut tp = test_state(100, 1000);
         cc.init(&mut tp);
         assert_eq!(cc.ssthresh(&tp), 75);

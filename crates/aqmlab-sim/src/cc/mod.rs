@@ -53,9 +53,13 @@ pub enum CaEvent {
     Loss,
 }
 
-/// The `tcp_sock` fields an algorithm reads and writes. Windows are in packets.
+/// The socket (Linux `struct tcp_sock`): the sender's one copy of the connection state, which
+/// the sender ([`crate::tcp::sender`]) updates in place and a congestion control reads and
+/// writes through the hooks below; nothing is copied between the two. Windows are in packets.
 #[derive(Clone, Copy, Debug)]
 pub struct TcpCcState {
+    /// The clock of the event being processed (Linux `tp->tcp_mstamp`, refreshed when a
+    /// packet arrives or a timer fires).
     pub now: Time,
     pub cwnd: u32,
     pub ssthresh: u32,
@@ -68,18 +72,27 @@ pub struct TcpCcState {
     pub srtt: Time,
     /// Minimum RTT seen (Linux keeps a windowed min; the flows here never change path).
     pub min_rtt: Time,
-    pub packets_in_flight: u32,
+    /// Segments sent and not yet cumulatively acknowledged (`packets_out`).
+    pub packets_out: u32,
+    /// Of `packets_out`: SACKed (`sacked_out`), marked lost (`lost_out`), and retransmissions
+    /// in flight (`retrans_out`).
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
     /// Packets delivered (cumulatively or selectively ACKed) since the start.
     pub delivered: u64,
     /// Of `delivered`, packets that arrived CE-marked (exact, AccECN-style feedback).
     pub delivered_ce: u64,
     /// Packets that arrived SCE-marked (ECT(1) on an SCE connection), as echoed.
     pub delivered_sce: u64,
+    /// First segment not cumulatively acknowledged, next segment to send (segment numbers).
     pub snd_una: u32,
     pub snd_nxt: u32,
-    /// Linux `tcp_is_cwnd_limited()`: growth is only allowed while cwnd is the limit.
+    /// Linux `tcp_is_cwnd_limited()`: growth is only allowed while cwnd is the limit. The
+    /// sender evaluates it once per ACK, at the `tcp_cong_control` stage; the hooks called
+    /// before that stage (`pkts_acked`) see the previous ACK's value.
     pub is_cwnd_limited: bool,
-    /// The raw `tp->is_cwnd_limited` flag of `tcp_cwnd_validate` (BBRv3 reads it directly).
+    /// The raw `tp->is_cwnd_limited` flag, kept by `tcp_cwnd_validate` (BBRv3 reads it).
     pub cwnd_limited_flag: bool,
     /// Time of the last data transmission (`lsndtime`); during a `TxStart` event it is still
     /// the previous one, as in Linux `tcp_event_data_sent`.
@@ -105,6 +118,10 @@ pub struct TcpCcState {
 impl TcpCcState {
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
+    }
+    /// Linux `tcp_packets_in_flight`: packets_out − (sacked_out + lost_out) + retrans_out.
+    pub fn packets_in_flight(&self) -> u32 {
+        self.packets_out + self.retrans_out - self.sacked_out - self.lost_out
     }
 }
 
@@ -262,8 +279,9 @@ pub trait CcConfig: std::fmt::Debug + Send + Sync + ConfigEq {
     /// The Linux name, e.g. `"cubic"` (the kind's name in [`REGISTRY`]).
     fn name(&self) -> &'static str;
     /// A new instance for one connection, with its own seeded random stream (labelled
-    /// `cc/<flow index>`; algorithms that draw no random numbers ignore it).
-    fn build(&self, rng: Stream) -> Box<dyn CongestionControl>;
+    /// `cc/<flow index>`; algorithms that draw no random numbers ignore it) and the run's era
+    /// profile (algorithms whose code differed in that kernel take its defaults).
+    fn build(&self, rng: Stream, stack: crate::profile::Stack) -> Box<dyn CongestionControl>;
 }
 
 /// A congestion control's declaration: Linux name, module parameters and builder.
@@ -314,7 +332,10 @@ pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
         mss: 1448,
         srtt: Time::ZERO,
         min_rtt: Time::ZERO,
-        packets_in_flight: cwnd,
+        packets_out: cwnd,
+        sacked_out: 0,
+        lost_out: 0,
+        retrans_out: 0,
         delivered: 0,
         delivered_ce: 0,
         delivered_sce: 0,

@@ -118,7 +118,7 @@ impl CcConfig for PragueParams {
     fn name(&self) -> &'static str {
         PRAGUE.name
     }
-    fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Prague::new(*self))
     }
 }
@@ -316,7 +316,7 @@ impl Prague {
     fn update_pacing_rate(&mut self, tp: &TcpCcState) {
         let mtu = (tp.mss + crate::scenario::TCP_IP_HEADER_BYTES) as f64;
         let factor = if tp.cwnd < tp.ssthresh / 2 { 2.0 } else { 1.0 };
-        let window = tp.cwnd.max(tp.packets_in_flight) as f64;
+        let window = tp.cwnd.max(tp.packets_in_flight()) as f64;
         let srtt = tp.srtt.as_secs_f64();
         if srtt <= 0.0 {
             return;
@@ -840,7 +840,7 @@ mod tests {
         // Slow start (cwnd < ssthresh/2): 2 · 1500 B · 100 / 20 ms.
         assert!((p.pacing_rate(&tp).unwrap() - 2.0 * 1500.0 * 100.0 / 0.02).abs() < 1e-6);
         tp.ssthresh = 150;
-        tp.packets_in_flight = 120;
+        tp.packets_out = 120;
         ack(&mut p, &mut tp, 0, 0);
         assert!((p.pacing_rate(&tp).unwrap() - 1500.0 * 120.0 / 0.02).abs() < 1e-6);
         // 7.5 MB/s = 5000 packets/s: a 250 µs burst is 1.2 packets -> 1.
@@ -926,7 +926,7 @@ mod tests {
         assert!(crate::cc::CcSpec::parse("prague alpha 1").is_err());
         // rtt_target 0 turns RTT independence off.
         let spec = crate::cc::CcSpec::parse("prague rtt_target 0ms").unwrap();
-        let mut cc = spec.config().build(crate::rng::Stream::new(1, "test"));
+        let mut cc = spec.config().build(crate::rng::Stream::new(1, "test"), Default::default());
         let mut tp = test_state(10, u32::MAX);
         tp.srtt = Time(5 * MS);
         cc.init(&mut tp);

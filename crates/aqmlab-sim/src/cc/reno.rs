@@ -33,7 +33,7 @@ impl CcConfig for Reno {
     fn name(&self) -> &'static str {
         RENO.name
     }
-    fn build(&self, _rng: crate::rng::Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Reno)
     }
 }

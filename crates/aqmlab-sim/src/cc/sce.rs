@@ -94,7 +94,7 @@ impl CcConfig for RenoSceParams {
     fn name(&self) -> &'static str {
         RENO_SCE.name
     }
-    fn build(&self, _rng: Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(RenoSce::new(*self))
     }
 }
@@ -247,7 +247,7 @@ impl CcConfig for CubicSceParams {
     fn name(&self) -> &'static str {
         CUBIC_SCE.name
     }
-    fn build(&self, _rng: Stream) -> Box<dyn CongestionControl> {
+    fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(CubicSce::new(*self))
     }
 }

@@ -6,6 +6,11 @@
 //! The link reports its backlog after every enqueue and dequeue. The backlog only changes at
 //! those instants, so the intervals are exact. Below every threshold and below the peak so
 //! far, an observation costs one comparison.
+//!
+//! A threshold is a queueing delay: the backlog is above θ when it takes longer than θ to drain
+//! at the link's *current* rate. The byte thresholds are recomputed when the link's rate
+//! changes ([`SpikeTracker::set_rate`]); converting once at the starting rate made a 50 -> 1
+//! Mbit/s step (l4s-tests S2) read 0 s above 100 ms while the sojourn maximum was 4.3 s.
 
 use crate::time::{Rate, Time};
 use serde::Serialize;
@@ -38,11 +43,13 @@ impl Level {
 #[derive(Clone, Debug)]
 pub struct SpikeTracker {
     levels: Vec<Level>,
-    /// The rate the byte thresholds and the peak in ms are computed from.
+    /// The link's current rate, which the byte thresholds are computed from.
     rate: Rate,
     after: Time,
-    /// Largest backlog seen at or after `after`, bytes.
-    peak: u64,
+    /// Largest backlog seen at or after `after`, as ms of transmission at the rate of its time.
+    peak_ms: f64,
+    /// `peak_ms` as bytes at the current rate (rounded down): smaller backlogs cannot raise it.
+    peak_bytes: u64,
     /// Backlogs below this change nothing: the lowest threshold and the peak, while no level
     /// is above its threshold; zero (every observation) while one is.
     gate: u64,
@@ -62,20 +69,32 @@ pub struct SpikeSummary {
 }
 
 impl SpikeTracker {
-    /// Thresholds are times at `rate` (the configured link rate; a later rate change does not
-    /// move them). Intervals count from `after`.
+    /// Thresholds are times at the link's rate, `rate` until [`set_rate`](Self::set_rate)
+    /// changes it. Intervals count from `after`.
     pub fn new(thresholds: &[Time], rate: Rate, after: Time) -> Self {
         let levels: Vec<Level> = thresholds
             .iter()
             .map(|&t| Level {
                 threshold: t,
-                bytes: (t.as_nanos() as u128 * rate.0 as u128 / 8_000_000_000) as u64,
+                bytes: bytes_at(t, rate),
                 above_since: None,
                 longest: Time::ZERO,
                 total: Time::ZERO,
             })
             .collect();
-        SpikeTracker { levels, rate, after, peak: 0, gate: 0 }
+        SpikeTracker { levels, rate, after, peak_ms: 0.0, peak_bytes: 0, gate: 0 }
+    }
+
+    /// The link serialises at `rate` from `now` on, with `backlog` bytes queued: the byte
+    /// thresholds move so that each still means the same queueing delay, and the backlog is
+    /// re-judged against them at once (a rate drop can put a standing queue above θ).
+    pub fn set_rate(&mut self, now: Time, rate: Rate, backlog: u64) {
+        self.rate = rate;
+        for l in &mut self.levels {
+            l.bytes = bytes_at(l.threshold, rate);
+        }
+        self.peak_bytes = (self.peak_ms * rate.0 as f64 / 8e3) as u64;
+        self.update(now, backlog);
     }
 
     /// The link's backlog is `backlog` bytes from `now` on.
@@ -87,8 +106,9 @@ impl SpikeTracker {
     }
 
     fn update(&mut self, now: Time, backlog: u64) {
-        if now >= self.after {
-            self.peak = self.peak.max(backlog);
+        if now >= self.after && backlog > self.peak_bytes {
+            self.peak_bytes = backlog;
+            self.peak_ms = self.peak_ms.max(backlog as f64 * 8e3 / self.rate.0 as f64);
         }
         let mut any_above = false;
         let mut lowest = u64::MAX;
@@ -106,13 +126,13 @@ impl SpikeTracker {
             lowest = lowest.min(l.bytes);
         }
         // Before `after` the peak is not tracked, so every non-empty backlog is looked at.
-        let peak = if now >= self.after { self.peak } else { 0 };
+        let peak = if now >= self.after { self.peak_bytes } else { 0 };
         self.gate = if any_above { 0 } else { lowest.min(peak).saturating_add(1) };
     }
 
     /// Results with intervals still open at `end` closed there.
     pub fn summary(&self, end: Time) -> Vec<SpikeSummary> {
-        let peak_ms = self.peak as f64 * 8e3 / self.rate.0 as f64;
+        let peak_ms = self.peak_ms;
         self.levels
             .iter()
             .map(|l| {
@@ -129,6 +149,11 @@ impl SpikeTracker {
             })
             .collect()
     }
+}
+
+/// θ worth of bytes at `rate`: "above" the threshold means strictly more than this.
+fn bytes_at(threshold: Time, rate: Rate) -> u64 {
+    (threshold.as_nanos() as u128 * rate.0 as u128 / 8_000_000_000) as u64
 }
 
 #[cfg(test)]
@@ -166,5 +191,24 @@ mod tests {
         s.observe(ms(160), 0);
         let r = s.summary(ms(200));
         assert_eq!((r[0].longest_s, r[0].peak_ms), (0.0, 2.0));
+    }
+
+    #[test]
+    fn a_rate_drop_moves_the_thresholds_and_rejudges_the_standing_queue() {
+        let ms = Time::from_millis;
+        let mut s = SpikeTracker::new(&[ms(100)], Rate(50_000_000), Time::ZERO);
+        // 100 kB drains in 16 ms at 50 Mbit/s: below 100 ms.
+        s.observe(ms(0), 100_000);
+        // At 1 Mbit/s from 1 s on, the same backlog is 800 ms of queue: above at once.
+        s.set_rate(ms(1000), Rate(1_000_000), 100_000);
+        // 10 kB at 1 Mbit/s is 80 ms: below again from 2 s.
+        s.observe(ms(2000), 10_000);
+        let r = s.summary(ms(3000));
+        assert_eq!((r[0].longest_s, r[0].total_s), (1.0, 1.0));
+        assert_eq!(r[0].peak_ms, 800.0, "the peak is judged at the rate of its time");
+        // Back at 50 Mbit/s, 800 ms worth would be 5 MB; 200 kB (32 ms) is below.
+        s.set_rate(ms(2500), Rate(50_000_000), 200_000);
+        let r = s.summary(ms(3000));
+        assert_eq!((r[0].longest_s, r[0].peak_ms), (1.0, 800.0));
     }
 }

@@ -33,6 +33,7 @@ pub use red::{RedStats, TcRed};
 pub use spec::{table_json, Args, Kind, Param, Params, QdiscConfig, QdiscKind, QdiscSpec, Type, Value};
 
 use crate::packet::Packet;
+use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::time::{Rate, Time};
 
@@ -82,6 +83,9 @@ pub struct BuildCtx {
     pub mtu: u32,
     /// The discipline's own random stream (flow-hash perturbation, RED/PIE/DualPI2 draws).
     pub rng: Stream,
+    /// The era profile: disciplines whose code differed in that kernel take its defaults
+    /// for parameters the scenario does not set.
+    pub stack: Stack,
 }
 
 /// Counters every discipline keeps, named after `tc -s qdisc` output.

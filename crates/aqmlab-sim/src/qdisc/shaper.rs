@@ -419,7 +419,7 @@ mod tests {
         use crate::time::Rate;
 
         let build = |s: &str| {
-            let mut ctx = BuildCtx { link_rate: Rate(1_000_000_000), mtu: 1514, rng: Stream::new(1, "shaper-test") };
+            let mut ctx = BuildCtx { link_rate: Rate(1_000_000_000), mtu: 1514, rng: Stream::new(1, "shaper-test"), stack: Default::default() };
             QdiscSpec::parse(s).unwrap().build(&mut ctx)
         };
         let pkt = |seq: u32, at: Time| {

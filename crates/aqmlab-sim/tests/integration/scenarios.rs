@@ -1,6 +1,6 @@
 //! Every example scenario under scenarios/ parses and runs, conserving packets.
 
-mod common;
+use crate::common;
 
 use aqmlab_sim::{Scenario, Simulation};
 
@@ -17,4 +17,15 @@ fn every_example_scenario_parses_and_runs() {
         common::assert_conserved(&out.summary);
         println!("{}: {} events, {:.2} s wall", f.display(), out.summary.events, out.summary.wall_seconds);
     }
+}
+
+/// `stack` names a profile; an unknown one is one line naming the key and the known names.
+#[test]
+fn stack_is_checked() {
+    let base = "duration = \"1s\"\n[bottleneck]\nrate = \"10Mbit\"\nqdisc = \"pfifo\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n";
+    let sc = Scenario::from_toml(&format!("stack = \"l4steam-2020\"\n{base}"), &[]).expect("known profile");
+    assert_eq!(sc.stack, aqmlab_sim::profile::Stack::L4steam2020);
+    assert_eq!(Scenario::from_toml(base, &[]).unwrap().stack, aqmlab_sim::profile::Stack::Linux);
+    let e = Scenario::from_toml(&format!("stack = \"l4s\"\n{base}"), &[]).unwrap_err().to_string();
+    assert!(e.contains("stack") && e.contains("unknown stack 'l4s'") && e.contains("l4steam-2024"), "{e}");
 }

@@ -1,6 +1,6 @@
 //! Scheduled link changes (`[[bottleneck.changes]]`): HTB-style rate steps and
 //! `tc qdisc replace` swaps.
-mod common;
+use crate::common;
 use aqmlab_sim::event::EventQueue;
 use aqmlab_sim::link::{Element, ElementCtx, Link};
 use aqmlab_sim::metrics::Series;
@@ -84,7 +84,7 @@ fn the_packet_on_the_wire_completes_at_the_old_rate() {
         // 1500 B take 1 ms at 12 Mbit/s; the rate halves half-way through the first.
         if !changed && t > Time::from_micros(500) {
             let Element::Link(l) = &mut link else { unreachable!() };
-            l.set_rate(Rate(6_000_000));
+            l.set_rate(Rate(6_000_000), t);
             changed = true;
         }
         let mut ctx = ElementCtx { id: 0, now: t, events: &mut q, out: &mut out };
@@ -250,4 +250,44 @@ rtt = "40ms"
         let out = sim.run();
         assert_conserved(&out.summary);
     }
+}
+
+/// After a rate drop the spike thresholds mean the same queueing delay at the new rate: the
+/// standing queue of l4s-tests S2 (Prague in fq_codel, 50 -> 1 Mbit/s) is above 100 ms for most
+/// of the time its largest sojourn says it took to drain (it read 0 s when the thresholds were
+/// bytes at the starting rate).
+#[test]
+fn spike_thresholds_follow_a_rate_step() {
+    let sc = scenario(
+        r#"
+duration = "40s"
+[metrics]
+spike_thresholds = ["20ms", "100ms"]
+spike_after = "30s"
+[bottleneck]
+rate = "50Mbit"
+qdisc = "fq_codel"
+[[bottleneck.changes]]
+at = "30s"
+rate = "1Mbit"
+direction = "both"
+[[flows]]
+cc = "prague"
+ecn = "l4s"
+rtt = "20ms"
+start = "5s"
+"#,
+    );
+    let s = Simulation::new(&sc).run().summary;
+    assert_conserved(&s);
+    let max_sojourn_s = s.bottleneck.sojourn_ms.max.expect("packets crossed") / 1e3;
+    let [s20, s100] = [&s.bottleneck.spikes[0], &s.bottleneck.spikes[1]];
+    println!("max sojourn {max_sojourn_s:.3} s; longest > 20 ms {:.3} s, > 100 ms {:.3} s; peak {:.0} ms", s20.longest_s, s100.longest_s, s100.peak_ms);
+    assert!(max_sojourn_s > 1.0, "the step leaves a standing queue of seconds ({max_sojourn_s} s)");
+    // A packet that waited S behind a queue draining at 1 Mbit/s saw more than 100 ms of
+    // backlog for S - 100 ms before it; the spike cannot be shorter than half of that.
+    assert!(s100.longest_s > 0.5 * (max_sojourn_s - 0.1), "{} s above 100 ms", s100.longest_s);
+    assert!(s20.longest_s >= s100.longest_s && s100.longest_s <= 10.0);
+    // The peak backlog, judged at 1 Mbit/s, is within a packet or two of the largest sojourn.
+    assert!((s100.peak_ms / 1e3 - max_sojourn_s).abs() < 0.05, "peak {} ms", s100.peak_ms);
 }

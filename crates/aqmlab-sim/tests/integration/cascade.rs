@@ -1,6 +1,6 @@
 //! Cascaded bottlenecks (`[[bottleneck.upstream]]`): a dumb FIFO ahead of fq_codel, as in
 //! the l4s-tests FQ-interaction experiment. The slower of the two links holds the queue.
-mod common;
+use crate::common;
 use aqmlab_sim::{RunOutput, Scenario, Simulation};
 use common::{assert_conserved, run, scenario};
 

@@ -1,7 +1,7 @@
 //! Unresponsive UDP traffic (video frame bursts, CBR) and the queue metrics it exercises:
 //! the sojourn CDF and the delay-spike durations.
 
-mod common;
+use crate::common;
 
 use aqmlab_sim::{Scenario, Simulation};
 use common::{run, scenario};

@@ -2,7 +2,7 @@
 //! FCT on an idle path against slow-start arithmetic, the group response time against its
 //! lower bounds, bounded connection state, and the scenario checks.
 
-mod common;
+use crate::common;
 
 use aqmlab_sim::{Scenario, Simulation, Time};
 use common::{assert_conserved, run, scenario};

@@ -8,7 +8,7 @@ use aqmlab_sim::{Simulation, Time};
 use std::cell::RefCell;
 use std::rc::Rc;
 
-mod common;
+use crate::common;
 use common::{assert_conserved, dumbbell, scenario, Rule};
 
 /// The S6 jitter study path: 50 Mbit/s, 80 ms, a pfifo of three BDPs (no AQM drops to

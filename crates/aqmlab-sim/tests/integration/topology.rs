@@ -1,5 +1,5 @@
 //! Dumbbell topology: flows in both directions over asymmetric links.
-mod common;
+use crate::common;
 use common::{run, scenario};
 
 /// A download's data crosses the return link and its ACKs the bottleneck: with 1 Mbit/s up

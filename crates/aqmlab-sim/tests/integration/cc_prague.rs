@@ -11,7 +11,7 @@ use aqmlab_sim::rng::Stream;
 use aqmlab_sim::sim::Summary;
 use aqmlab_sim::{Scenario, Simulation, Time};
 
-mod common;
+use crate::common;
 use common::{assert_conserved, dumbbell, scenario, Rule};
 
 

@@ -1,7 +1,7 @@
 //! netem (sch_netem.c): jitter statistics, correlation, reordering, limit, loss and slotted
 //! release, driven directly with synthetic arrivals, and through scenarios.
 
-mod common;
+use crate::common;
 
 use aqmlab_sim::event::EventQueue;
 use aqmlab_sim::link::ElementCtx;

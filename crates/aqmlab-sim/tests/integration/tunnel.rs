@@ -1,7 +1,7 @@
 //! Tunnels (algorithms.md 3.4, 3.5): one outer flow key at FQ bottlenecks, per-packet overhead,
 //! ECN across encapsulation (RFC 6040), and the anti-replay window behind DualPI2's reordering
 //! (l4s-tests S5 and S9).
-mod common;
+use crate::common;
 use aqmlab_sim::sim::Summary;
 use aqmlab_sim::Scenario;
 use common::{run, scenario};

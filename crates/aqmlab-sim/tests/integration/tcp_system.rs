@@ -6,7 +6,7 @@ use aqmlab_sim::packet::{Ecn, Packet};
 use aqmlab_sim::qdisc::Fifo;
 use aqmlab_sim::{Simulation, Time};
 
-mod common;
+use crate::common;
 use common::{assert_conserved, dumbbell, run, Rule};
 
 const MS: u64 = 1_000_000;

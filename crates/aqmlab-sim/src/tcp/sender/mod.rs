@@ -1,0 +1,431 @@
+//! The TCP sender, modelled on Linux `net/ipv4/tcp_input.c`, `tcp_output.c`, `tcp_timer.c`
+//! and `tcp_rate.c`.
+//!
+//! - Scoreboard of every segment in flight with SACKed / lost / retransmitted flags; SACK
+//!   blocks already processed are skipped with a cache of the previous ACK's blocks (as
+//!   Linux's `recv_sack_cache`).
+//! - Loss detection: RACK-TLP (RFC 8985) as Linux `net/ipv4/tcp_recovery.c` with
+//!   `tcp_recovery` = 1: every segment (original or retransmission) sent before the most
+//!   recently sent delivered one is lost once RACK.rtt + reo_wnd has passed since it was
+//!   sent; reo_wnd = min_rtt/4 × D-SACK-driven steps (at most srtt), zero while no
+//!   reordering has been seen and the flow is in Recovery or has `tp->reordering` segments
+//!   SACKed (the DupThresh rule that remains). `tp->reordering` adapts to observed
+//!   reordering (`tcp_check_sack_reordering`, up to `tcp_max_reordering` 300). Tail loss
+//!   probes (`tcp_schedule_loss_probe`, `tcp_send_loss_probe`).
+//! - Undo of spurious recoveries (`tcp_try_undo_recovery`, `_dsack`, `_partial`, `_loss`)
+//!   from D-SACKs (RFC 2883) and TCP timestamps (Eifel detection, RFC 3522), restoring cwnd
+//!   through the congestion control's `undo_cwnd`. F-RTO (RFC 5682) is not modelled.
+//! - Fast recovery with Proportional Rate Reduction (RFC 6937, Linux `tcp_cwnd_reduction`),
+//!   which also drives the RFC 3168 CWR reduction on ECN echo.
+//! - RTO: Linux `tcp_rtt_estimator` (RFC 6298 with Linux's per-window variance and
+//!   RTO = srtt + max(rttvar, rto_min)), exponential backoff up to 120 s, `tcp_enter_loss`.
+//! - Pacing: Linux `tcp_update_pacing_rate` (factor 2 while cwnd < ssthresh/2, else 1.2, times
+//!   max(cwnd, packets_out) · mss / srtt) with earliest-departure times as
+//!   `tcp_update_skb_after_send`.
+//! - Delivery-rate samples (`tcp_rate.c`), which give `tcpi_delivery_rate`, the quantity
+//!
+//! The code is split as Linux splits it (and as quiche's `recovery/` does):
+//!
+//! | file | models |
+//! |---|---|
+//! | [`ack`] | `tcp_input.c` `tcp_ack`: one ACK, stage by stage |
+//! | [`sack`] | `tcp_input.c` `tcp_sacktag_write_queue`/`tcp_sacktag_one`, D-SACK, `tcp_mark_skb_lost` |
+//! | [`rack`] | `tcp_recovery.c`: RACK loss detection, reordering window and timer |
+//! | [`recovery`] | `tcp_input.c` `tcp_fastretrans_alert`, PRR `tcp_cwnd_reduction` |
+//! | [`undo`] | `tcp_input.c` `tcp_try_undo_*`, `tcp_undo_cwnd_reduction`, Eifel detection |
+//! | [`tlp`] | `tcp_output.c`/`tcp_timer.c` tail loss probe |
+//! | [`rto`] | `tcp_input.c` `tcp_rtt_estimator`/`tcp_set_rto`, `tcp_timer.c` `tcp_retransmit_timer`, `tcp_enter_loss` |
+//! | [`output`] | `tcp_output.c` `tcp_write_xmit`, `tcp_transmit_skb`, pacing, `tcp_cwnd_validate` |
+//! | [`rate`] | `tcp_rate.c` delivery-rate samples |
+//! | [`queue`] | the retransmission queue (`tcp_skb_cb` per segment) and `tsorted_sent_queue` |
+
+mod ack;
+mod output;
+mod queue;
+mod rack;
+mod rate;
+mod recovery;
+mod rto;
+mod sack;
+mod tlp;
+mod undo;
+#[cfg(test)]
+mod tests;
+
+use self::queue::{Seg, NIL};
+use super::{EndpointCtx, TcpConfig};
+use crate::cc::{CaState, CongestionControl, TcpCcState};
+use crate::event::{FlowTimer, Timer};
+use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
+use crate::time::Time;
+use std::collections::VecDeque;
+
+/// Initial reordering degree, the DupThresh of RFC 6675 (sysctl `tcp_reordering`).
+const TCP_REORDERING: u32 = 3;
+/// Upper bound of `tp->reordering` (sysctl `tcp_max_reordering`).
+const TCP_MAX_REORDERING: u32 = 300;
+/// Recoveries a D-SACK-widened RACK window persists for (`TCP_RACK_RECOVERY_THRESH`).
+const TCP_RACK_RECOVERY_THRESH: u32 = 16;
+/// Linux `TCP_TIMEOUT_MIN`: 2 jiffies, taken at HZ = 1000.
+const TCP_TIMEOUT_MIN: Time = Time(2_000_000);
+
+/// Linux `usecs_to_jiffies` at HZ = 1000: round up to whole milliseconds.
+fn jiffies_up(t: Time) -> Time {
+    Time(t.0.div_ceil(1_000_000) * 1_000_000)
+}
+
+/// Connection phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    SynSent,
+    Established,
+}
+
+/// Counters reported per flow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SenderStats {
+    pub data_packets_sent: u64,
+    pub retransmits: u64,
+    pub rto_events: u64,
+    pub fast_recoveries: u64,
+    pub cwr_reductions: u64,
+    /// Duplicate segments reported by (non-dubious) D-SACKs: spurious retransmissions.
+    pub dsack_segments: u64,
+    /// Reductions undone (`tcp_undo_cwnd_reduction`).
+    pub undos: u64,
+    /// Tail loss probes sent.
+    pub loss_probes: u64,
+    /// Data packets that reached the receiver CE-marked, as fed back.
+    pub ce_echoed: u64,
+    /// Time the transfer's last byte was acknowledged (finite transfers).
+    pub completed_at: Option<Time>,
+}
+
+pub struct TcpSender {
+    flow: u32,
+    cfg: TcpConfig,
+    cc: Box<dyn CongestionControl>,
+    /// The socket: sequence numbers, scoreboard counts, cwnd, srtt, delivery counters and
+    /// pacing state, kept here once and read in place by the congestion control.
+    pub tp: TcpCcState,
+    phase: Phase,
+    /// Whether the application still offers new data (false after `stop`).
+    app_open: bool,
+    /// Segments the transfer has in total (`None`: unlimited).
+    total_segs: Option<u32>,
+    last_seg_payload: u32,
+    sb: VecDeque<Seg>,
+    /// Lowest segment that may be lost and not yet retransmitted.
+    retransmit_hint: u32,
+    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`).
+    ts_head: u32,
+    ts_tail: u32,
+    /// End of the highest SACKed segment (Linux `tcp_highest_sack_seq`).
+    highest_sack: u32,
+    // RACK (`tp->rack`): send time and number of the most recently sent delivered segment,
+    // RTT of the latest delivery, and the reordering-window state.
+    rack_mstamp: Time,
+    rack_end_seq: u32,
+    rack_rtt: Time,
+    rack_advanced: bool,
+    reo_wnd_steps: u32,
+    reo_wnd_persist: u32,
+    rack_dsack_seen: bool,
+    rack_last_delivered: u64,
+    /// Reordering degree in segments (`tp->reordering`) and times reordering was seen
+    /// (`tp->reord_seen`).
+    reordering: u32,
+    reord_seen: u32,
+    // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
+    undo_marker: Option<u32>,
+    undo_retrans: i32,
+    prior_ssthresh: u32,
+    retrans_stamp: Option<u32>,
+    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
+    dsack_dups: u64,
+    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
+    rcv_tsecr: u32,
+    // Tail loss probe: the RTO timer currently runs as the probe timer
+    // (`ICSK_TIME_LOSS_PROBE`), `tlp_high_seq`, `tlp_retrans`.
+    tlp_pending: bool,
+    tlp_high_seq: Option<u32>,
+    tlp_retrans: bool,
+    sack_cache: [SackBlock; MAX_SACK_BLOCKS],
+    /// Recovery point (`high_seq`): snd_nxt when a reduction or loss episode began.
+    high_seq: u32,
+    prior_cwnd: u32,
+    prr_delivered: u32,
+    prr_out: u32,
+    /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
+    queue_cwr: bool,
+    ce_count_seen: u32,
+    sce_count_seen: u32,
+    // RTT estimation (`tcp_rtt_estimator`, srtt in `tp`), in ns.
+    mdev: Time,
+    mdev_max: Time,
+    rttvar: Time,
+    rtt_seq: u32,
+    rto: Time,
+    backoff: u32,
+    rto_timer: Timer,
+    syn_sent_at: Time,
+    syn_retransmitted: bool,
+    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
+    no_sample_rto: Time,
+    // Pacing (the earliest departure time is `tp.edt`).
+    pacing_timer: Timer,
+    reorder_timer: Timer,
+    // cwnd validation (`tcp_cwnd_validate`): `max_packets_out` (the flag is in `tp`).
+    max_packets_out: u32,
+    cwnd_usage_seq: u32,
+    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`).
+    first_tx_time: Time,
+    rate_delivered: u64,
+    rate_interval: Time,
+    pub stats: SenderStats,
+}
+
+impl TcpSender {
+    pub fn new(flow: u32, cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
+        let (total_segs, last_seg_payload) = match cfg.size {
+            Some(b) => {
+                let n = b.div_ceil(cfg.mss as u64) as u32;
+                (Some(n), (b - (n as u64 - 1) * cfg.mss as u64) as u32)
+            }
+            None => (None, cfg.mss),
+        };
+        let paced = cfg.pacing || cc.needs_pacing();
+        let tp = TcpCcState {
+            now: Time::ZERO,
+            cwnd: cfg.initial_cwnd,
+            ssthresh: u32::MAX,
+            cwnd_cnt: 0,
+            cwnd_clamp: u32::MAX,
+            mss: cfg.mss,
+            srtt: Time::ZERO,
+            min_rtt: Time::MAX,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            delivered: 0,
+            delivered_ce: 0,
+            delivered_sce: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            is_cwnd_limited: false,
+            cwnd_limited_flag: false,
+            lsndtime: Time::ZERO,
+            ca_state: CaState::Open,
+            paced,
+            pacing_rate: 0.0,
+            lost: 0,
+            delivered_mstamp: Time::ZERO,
+            app_limited: 0,
+            edt: Time::ZERO,
+            ecn: cfg.ecn,
+        };
+        TcpSender {
+            flow,
+            rto: cfg.rto_initial,
+            no_sample_rto: cfg.rto_initial,
+            cfg,
+            cc,
+            tp,
+            phase: Phase::Idle,
+            app_open: false,
+            total_segs,
+            last_seg_payload,
+            sb: VecDeque::with_capacity(256),
+            retransmit_hint: 0,
+            ts_head: NIL,
+            ts_tail: NIL,
+            highest_sack: 0,
+            rack_mstamp: Time::ZERO,
+            rack_end_seq: 0,
+            rack_rtt: Time::ZERO,
+            rack_advanced: false,
+            reo_wnd_steps: 1,
+            reo_wnd_persist: 0,
+            rack_dsack_seen: false,
+            rack_last_delivered: 0,
+            reordering: TCP_REORDERING,
+            reord_seen: 0,
+            undo_marker: None,
+            undo_retrans: 0,
+            prior_ssthresh: 0,
+            retrans_stamp: None,
+            dsack_dups: 0,
+            rcv_tsecr: 0,
+            tlp_pending: false,
+            tlp_high_seq: None,
+            tlp_retrans: false,
+            sack_cache: [SackBlock::default(); MAX_SACK_BLOCKS],
+            high_seq: 0,
+            prior_cwnd: 0,
+            prr_delivered: 0,
+            prr_out: 0,
+            queue_cwr: false,
+            ce_count_seen: 0,
+            sce_count_seen: 0,
+            mdev: Time::ZERO,
+            mdev_max: Time::ZERO,
+            rttvar: Time::ZERO,
+            rtt_seq: 0,
+            backoff: 0,
+            rto_timer: Timer::default(),
+            syn_sent_at: Time::ZERO,
+            syn_retransmitted: false,
+            pacing_timer: Timer::default(),
+            reorder_timer: Timer::default(),
+            max_packets_out: 0,
+            cwnd_usage_seq: 0,
+            first_tx_time: Time::ZERO,
+            rate_delivered: 0,
+            rate_interval: Time::ZERO,
+            stats: SenderStats::default(),
+        }
+    }
+
+    pub fn cc_name(&self) -> &'static str {
+        self.cc.name()
+    }
+
+    pub fn config(&self) -> &TcpConfig {
+        &self.cfg
+    }
+
+    pub fn srtt(&self) -> Time {
+        self.tp.srtt
+    }
+
+    pub fn rto(&self) -> Time {
+        self.rto
+    }
+
+    /// Packets sent and not yet cumulatively acknowledged (`packets_out`).
+    pub fn packets_out(&self) -> u32 {
+        self.tp.packets_out
+    }
+
+    /// Linux `tcp_packets_in_flight`: packets_out − (sacked_out + lost_out) + retrans_out.
+    pub fn in_flight(&self) -> u32 {
+        self.tp.packets_in_flight()
+    }
+
+    /// The recovery point (`high_seq`) of the current or last reduction episode.
+    pub fn recovery_point(&self) -> u32 {
+        self.high_seq
+    }
+
+    pub fn ca_state(&self) -> CaState {
+        self.tp.ca_state
+    }
+
+    /// The reordering degree in segments (`tp->reordering`).
+    pub fn reordering(&self) -> u32 {
+        self.reordering
+    }
+
+    /// How often reordering was seen (`tp->reord_seen`).
+    pub fn reord_seen(&self) -> u32 {
+        self.reord_seen
+    }
+
+    /// The current RACK reordering window (`tcp_rack_reo_wnd`).
+    pub fn reo_wnd(&self) -> Time {
+        self.rack_reo_wnd()
+    }
+
+    /// Linux `tcp_packets_in_flight` inputs: (sacked_out, lost_out, retrans_out).
+    pub fn scoreboard_counts(&self) -> (u32, u32, u32) {
+        (self.tp.sacked_out, self.tp.lost_out, self.tp.retrans_out)
+    }
+
+    /// Bytes cumulatively acknowledged.
+    pub fn bytes_acked(&self) -> u64 {
+        self.payload_upto(self.tp.snd_una)
+    }
+
+    /// Whether a finite transfer has been fully acknowledged.
+    pub fn is_complete(&self) -> bool {
+        self.stats.completed_at.is_some()
+    }
+
+    /// The application opens the connection: send the SYN.
+    pub fn start(&mut self, ctx: &mut EndpointCtx) {
+        if self.phase != Phase::Idle {
+            return;
+        }
+        self.phase = Phase::SynSent;
+        self.app_open = true;
+        self.send_syn(ctx);
+    }
+
+    /// The application stops offering new data (what is in flight is still delivered).
+    pub fn stop(&mut self) {
+        self.app_open = false;
+    }
+
+    /// Handles a packet from the receiver.
+    pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
+        self.tp.now = ctx.now;
+        match pkt.kind {
+            Kind::SynAck if self.phase == Phase::SynSent => {
+                self.phase = Phase::Established;
+                self.rto_timer.cancel();
+                // Karn: no sample if the SYN was retransmitted (Linux `tcp_synack_rtt_meas`);
+                // then the RTO falls back to 3 s and, after two or more SYN retransmissions,
+                // the initial window to 1 (Linux `tcp_init_metrics`, `tcp_init_transfer`).
+                if self.syn_retransmitted {
+                    self.no_sample_rto = Time::from_secs(3);
+                    if self.stats.rto_events > 1 {
+                        self.tp.cwnd = 1;
+                    }
+                } else {
+                    let r = ctx.now - self.syn_sent_at;
+                    self.rtt_sample(r);
+                    self.tp.min_rtt = r;
+                }
+                self.backoff = 0;
+                self.rto = self.computed_rto();
+                self.cc.init(&mut self.tp);
+                // An algorithm may decide at init whether it paces (Prague releases pacing
+                // when it falls back to Reno without ECN, Linux `prague_release`).
+                self.tp.paced = self.cfg.pacing || self.cc.needs_pacing();
+                self.update_pacing_rate();
+                self.try_send(ctx);
+            }
+            Kind::Ack if self.phase == Phase::Established => self.on_ack(pkt, ctx),
+            _ => {}
+        }
+    }
+
+    pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
+        self.tp.now = ctx.now;
+        match t {
+            FlowTimer::Retransmit => {
+                if self.rto_timer.fire(ctx.now, ctx.event(t), ctx.events) {
+                    if self.tlp_pending && self.phase == Phase::Established {
+                        self.send_loss_probe(ctx);
+                    } else {
+                        self.tlp_pending = false;
+                        self.on_rto(ctx);
+                    }
+                }
+            }
+            FlowTimer::Pacing => {
+                if self.pacing_timer.fire(ctx.now, ctx.event(t), ctx.events) {
+                    self.try_send(ctx);
+                }
+            }
+            FlowTimer::Reorder => {
+                if self.reorder_timer.fire(ctx.now, ctx.event(t), ctx.events) && self.phase == Phase::Established && self.packets_out() > 0 {
+                    self.rack_reo_timeout(ctx);
+                }
+            }
+            _ => {}
+        }
+    }
+}
