@@ -721,3 +721,140 @@ pub fn registry_json<C: ?Sized + Registered>() -> serde_json::Value {
     let kinds = C::registry().iter().filter(|(n, k)| *n == k.name).map(|(_, k)| kind_json(*k));
     serde_json::Value::Array(kinds.collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table with a per-stack default, a flag with its negation, a range and a preset word.
+    const TEST_PARAMS: &[Param] = &[
+        Param::uint("limit", 1, 100, 10).unit("packets").doc("a limit").stack_defaults(&[(Stack::L4steam2020, Value::Uint(50))]),
+        Param::flag("ecn", false).words(&[("noecn", Value::Bool(false))]),
+        Param::time("rtt", Time::from_millis(100)).words(&[("lan", Value::Time(Time::from_millis(1)))]),
+        Param::new("gain", Type::Real { min: 0.0, max: 1.0 }, Value::Real(0.5)).aliases(&["g"]),
+        Param::unsupported("nat", "no NAT here"),
+        Param::ignored("egress"),
+    ];
+
+    fn parse(s: &str, stack: Stack) -> Result<Args, String> {
+        let tokens: Vec<String> = s.split_whitespace().map(str::to_string).collect();
+        parse_args("toy", TEST_PARAMS, &mut Params::new("toy", &tokens), stack)
+    }
+
+    #[test]
+    fn defaults_come_from_the_table_and_the_stack() {
+        let a = parse("", Stack::Linux).unwrap();
+        assert_eq!((a.uint("limit"), a.flag("ecn"), a.time("rtt"), a.real("gain")), (10, false, Time::from_millis(100), 0.5));
+        assert!(!a.given("limit"));
+        // The 2020 L4S kernel's default overrides the base default; other stacks keep it.
+        assert_eq!(parse("", Stack::L4steam2020).unwrap().uint("limit"), 50);
+        assert_eq!(parse("", Stack::Sce2020).unwrap().uint("limit"), 10);
+        assert_eq!(parse("", Stack::L4steam2020).unwrap().default_of("limit"), Value::Uint(50));
+    }
+
+    #[test]
+    fn an_explicit_value_overrides_the_stack_default() {
+        for stack in Stack::ALL {
+            let a = parse("limit 7", stack).unwrap();
+            assert_eq!(a.uint("limit"), 7, "{stack}");
+            assert!(a.given("limit"));
+        }
+    }
+
+    #[test]
+    fn keys_words_aliases_and_order() {
+        let a = parse("ecn lan g 0.25 noecn egress", Stack::Linux).unwrap();
+        assert!(!a.flag("ecn"));
+        assert_eq!(a.time("rtt"), Time::from_millis(1));
+        assert_eq!(a.real("gain"), 0.25);
+        let order: Vec<&str> = a.settings().map(|(n, _)| n).collect();
+        assert_eq!(order, ["ecn", "rtt", "gain", "ecn"], "the ignored keyword sets nothing");
+        assert_eq!(parse("rtt lan", Stack::Linux).unwrap_err(), "toy rtt: invalid time 'lan': expected a number with a unit s, ms, us or ns (e.g. 20ms)");
+        // A bare time is microseconds.
+        assert_eq!(parse("rtt 250", Stack::Linux).unwrap().time("rtt"), Time::from_micros(250));
+    }
+
+    #[test]
+    fn unknown_keys_list_what_the_table_accepts() {
+        let e = parse("limt 3", Stack::Linux).unwrap_err();
+        assert_eq!(e, "toy has no parameter 'limt' (known: limit, ecn, noecn, rtt, lan, gain (g), egress)");
+        let e = parse("nat", Stack::Linux).unwrap_err();
+        assert_eq!(e, "toy: 'nat' is not supported: no NAT here");
+    }
+
+    #[test]
+    fn range_and_value_errors_name_the_parameter() {
+        assert_eq!(parse("limit 0", Stack::Linux).unwrap_err(), "toy limit: 0 is out of range 1..100");
+        assert_eq!(parse("limit 101", Stack::Linux).unwrap_err(), "toy limit: 101 is out of range 1..100");
+        assert_eq!(parse("limit lots", Stack::Linux).unwrap_err(), "toy limit: 'lots' is not a whole number");
+        assert_eq!(parse("g 2", Stack::Linux).unwrap_err(), "toy g: 2 is out of range 0..1");
+        assert_eq!(parse("rtt", Stack::Linux).unwrap_err(), "toy parameter 'rtt' needs a value");
+    }
+
+    /// Every registered kind builds from its table's defaults on every stack (red with its
+    /// two required parameters): each builder's reads match its table's names and types.
+    #[test]
+    fn every_kind_builds_from_its_defaults() {
+        use crate::cc::CcConfig;
+        use crate::qdisc::QdiscConfig;
+        for stack in Stack::ALL {
+            for (name, k) in <dyn QdiscConfig as Registered>::registry() {
+                let required: Vec<String> = match *name {
+                    "red" => ["limit", "400000", "avpkt", "1000"].map(String::from).to_vec(),
+                    _ => vec![],
+                };
+                let a = k.parse_args(name, &mut Params::new(name, &required), stack).unwrap();
+                (k.build)(&a).unwrap_or_else(|e| panic!("{name} on {stack}: {e}"));
+            }
+            for (name, k) in <dyn CcConfig as Registered>::registry() {
+                (k.build)(&k.defaults(stack)).unwrap_or_else(|e| panic!("{name} on {stack}: {e}"));
+            }
+        }
+    }
+
+    /// Names are unique, every keyword belongs to one parameter, and defaults lie in range.
+    #[test]
+    fn tables_are_consistent() {
+        use crate::cc::CcConfig;
+        use crate::qdisc::QdiscConfig;
+        let kinds: Vec<(&str, &[Param])> = <dyn QdiscConfig as Registered>::registry()
+            .iter()
+            .map(|(n, k)| (*n, k.params))
+            .chain(<dyn CcConfig as Registered>::registry().iter().map(|(n, k)| (*n, k.params)))
+            .collect();
+        for (kind, params) in kinds {
+            let mut keys: Vec<&str> = Vec::new();
+            for p in params {
+                if !matches!(p.ty, Type::Choice) {
+                    keys.push(p.name);
+                }
+                keys.extend(p.aliases.iter().copied());
+                keys.extend(p.words.iter().map(|(w, _)| *w));
+                for v in std::iter::once(p.default).chain(p.defaults.iter().map(|&(_, v)| v)) {
+                    match (p.ty, v) {
+                        (Type::Uint { min, max }, Value::Uint(n)) => assert!((min..=max).contains(&n), "{kind} {}", p.name),
+                        (Type::Real { min, max }, Value::Real(x)) => assert!((min..=max).contains(&x), "{kind} {}", p.name),
+                        _ => {}
+                    }
+                }
+            }
+            let n = keys.len();
+            keys.sort();
+            keys.dedup();
+            assert_eq!(keys.len(), n, "{kind}: a keyword is declared twice");
+        }
+    }
+
+    #[test]
+    fn listings_carry_every_parameter() {
+        let j = crate::qdisc::table_json();
+        let kinds = j.as_array().unwrap();
+        let pie = kinds.iter().find(|k| k["name"] == "pie").unwrap();
+        let target = pie["params"].as_array().unwrap().iter().find(|p| p["name"] == "target").unwrap();
+        assert_eq!(target["default_text"], "15ms");
+        let cc = crate::cc::table_json();
+        let bbr3 = cc.as_array().unwrap().iter().find(|k| k["name"] == "bbr3").unwrap();
+        assert_eq!(bbr3["aliases"], serde_json::json!(["bbr2"]));
+        assert!(!cc.as_array().unwrap().iter().any(|k| k["name"] == "bbr2"), "an alias is not a second kind");
+    }
+}
