@@ -145,7 +145,7 @@ impl CongestionControl for Dctcp {
         if self.reno {
             "dctcp-reno"
         } else {
-            "dctcp"
+            DCTCP.name
         }
     }
 

@@ -494,7 +494,7 @@ impl CongestionControl for Prague {
         if self.reno {
             "prague-reno"
         } else {
-            "prague"
+            PRAGUE.name
         }
     }
 

@@ -140,7 +140,7 @@ impl RenoSce {
 
 impl CongestionControl for RenoSce {
     fn name(&self) -> &'static str {
-        "reno-sce"
+        RENO_SCE.name
     }
 
     /// `reno_sce_init`.
@@ -333,7 +333,7 @@ impl CubicSce {
 
 impl CongestionControl for CubicSce {
     fn name(&self) -> &'static str {
-        "cubic-sce"
+        CUBIC_SCE.name
     }
     /// `bictcp_init` (+ the SCE fields of `bictcp_reset`).
     fn init(&mut self, tp: &mut TcpCcState) {
