@@ -28,7 +28,7 @@ use super::CcKind;
 use crate::params::{Args, Param};
 use crate::profile::Stack;
 use crate::rng::Stream;
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 use crate::time::Time;
 use std::sync::Arc;
 

@@ -314,7 +314,7 @@ impl Prague {
     /// `prague_update_pacing_rate`: MTU · max(cwnd, in flight) / srtt, ×2 while
     /// cwnd < ssthresh/2; the GSO burst is bounded to 2^-burst_shift s at that rate.
     fn update_pacing_rate(&mut self, tp: &TcpCcState) {
-        let mtu = (tp.mss + crate::scenario::TCP_IP_HEADER_BYTES) as f64;
+        let mtu = (tp.mss + crate::packet::TCP_IP_HEADER_BYTES) as f64;
         let factor = if tp.cwnd < tp.ssthresh / 2 { 2.0 } else { 1.0 };
         let window = tp.cwnd.max(tp.packets_in_flight()) as f64;
         let srtt = tp.srtt.as_secs_f64();
@@ -907,7 +907,7 @@ mod tests {
     #[test]
     fn without_ecn_it_is_unpaced_reno() {
         let mut tp = test_state(100, 1000);
-        tp.ecn = crate::scenario::EcnMode::Off;
+        tp.ecn = crate::packet::EcnMode::Off;
         tp.srtt = Time(20 * MS);
         let mut p = Prague::new(PragueParams::default());
         p.init(&mut tp);

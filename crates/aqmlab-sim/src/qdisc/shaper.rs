@@ -13,7 +13,7 @@
 
 use super::{Param, Params, Type, Value};
 use crate::params::read_one;
-use crate::scenario::ETHERNET_HEADER_BYTES;
+use crate::packet::ETHERNET_HEADER_BYTES;
 use crate::time::Time;
 
 /// Time per byte in fixed point, `rate_ns >> rate_shft`; zero = unlimited.
