@@ -113,6 +113,11 @@ pub struct TcpCcState {
     pub edt: Time,
     /// The connection's ECN mode (negotiated at the handshake).
     pub ecn: EcnMode,
+    /// Linux `tcp_write_queue_empty()`: the application has no data queued that was not yet
+    /// sent (`write_seq == snd_nxt`). A bulk flow always has some; a sized flow runs out at
+    /// its end, a stopped one at once. Evaluated with `is_cwnd_limited`, once per ACK at the
+    /// `tcp_cong_control` stage (2020 Prague's growth gate reads it).
+    pub write_queue_empty: bool,
 }
 
 impl TcpCcState {
@@ -190,6 +195,23 @@ impl RateSample {
     }
 }
 
+/// How a congestion control sizes one send (one GSO/TSO skb: segments handed to the device
+/// at once, which leave back to back when offloads are off). The sender takes the result,
+/// then `min(…, gso_max_segs)` as Linux `tcp_tso_segs` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsoSegs {
+    /// At most this many segments: `min(tcp_tso_autosize(sk, mss, tcp_min_tso_segs), n)`.
+    /// The `.max_tso_segs` hook of the 2020 L4S trees (L4STeam/linux@b256daed and @e741f5ac
+    /// `prague_max_tso_seg`; consumer `tcp_tso_segs` read in the sibling tree
+    /// dboru/linux@b9acb4cf `net/ipv4/tcp_output.c`, stored id 9164548996). `n` ≥ 1.
+    AtMost(u32),
+    /// Exactly this many segments, replacing `tcp_tso_autosize` altogether: the `.tso_segs`
+    /// hook of the google/bbr v2alpha tree (`tcp_tso_segs`: `ca_ops->tso_segs ?
+    /// ca_ops->tso_segs(sk, mss_now) : tcp_tso_autosize(...)`), used by its Prague
+    /// (google/bbr@23cbf7e1 `prague_tso_segs`, stored id 14268397719). `n` ≥ 1.
+    Exactly(u32),
+}
+
 /// A congestion-control algorithm (Linux `tcp_congestion_ops`).
 pub trait CongestionControl {
     /// Name as in Linux (`"reno"`, `"cubic"`).
@@ -235,6 +257,17 @@ pub trait CongestionControl {
     /// Whether the algorithm needs pacing regardless of the flow's setting (BBR, Prague).
     fn needs_pacing(&self) -> bool {
         false
+    }
+    /// The controller's say in how many MSS-sized segments one send (one GSO/TSO skb) may
+    /// carry, for its current state. Units: segments (packets of `tp.mss` payload), not bytes.
+    /// When called: by the sender each time it sizes a send (Linux calls `tcp_tso_segs` once
+    /// per `tcp_write_xmit`), i.e. after the latest ACK's `cong_control`/`cong_avoid` and
+    /// pacing update, so a value derived from the pacing rate is current. `None` (the
+    /// default): the controller has no hook and Linux's `tcp_tso_autosize` (≈ 1 ms of the
+    /// pacing rate, at least `tcp_min_tso_segs` = 2) applies unchanged. See [`TsoSegs`] for
+    /// the two kernel hooks (`.max_tso_segs` caps autosize, `.tso_segs` replaces it).
+    fn tso_segs(&self, _tp: &TcpCcState) -> Option<TsoSegs> {
+        None
     }
 }
 
@@ -352,5 +385,6 @@ pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
         app_limited: 0,
         edt: Time::ZERO,
         ecn: EcnMode::L4s,
+        write_queue_empty: false,
     }
 }

@@ -343,3 +343,86 @@ fn dctcp_and_prague_runs_are_deterministic() {
     b.summary.wall_seconds = 0.0;
     assert_eq!(serde_json::to_string(&a.summary).unwrap(), serde_json::to_string(&b.summary).unwrap());
 }
+
+/// One two-flow DualPI2 run (flow 0 Prague, flow 1 CUBIC with classic ECN, as the
+/// l4s-tests endpoints with tcp_ecn=3) on a given era profile: steady Mbit/s of both.
+fn dualpi2_pair(stack: &str, rate: &str, prague: &str, rtt_ms: (u32, u32), duration: &str, window: &str) -> (f64, f64) {
+    let sc = scenario(&format!(
+        "stack = \"{stack}\"\nduration = \"{duration}\"\n[metrics]\nsteady_window = \"{window}\"\n\
+         [bottleneck]\nrate = \"{rate}\"\nqdisc = \"dualpi2\"\n\
+         [[flows]]\ncc = \"{prague}\"\nrtt = \"{}ms\"\necn = \"l4s\"\n\
+         [[flows]]\ncc = \"cubic\"\nrtt = \"{}ms\"\necn = \"rfc3168\"\n",
+        rtt_ms.0, rtt_ms.1
+    ));
+    let s = run(&sc);
+    (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap())
+}
+
+/// The `l4steam-2020` profile runs the Prague of L4STeam/linux@b256daed (v0.5): RTT
+/// independence off by default (`prague_rtt_scaling = RTT_CONTROL_NONE`). Printed for both
+/// stacks: the issue's S1 row (10 Mbit/s, prague 80 ms vs cubic 80 ms, 60 s; linux model
+/// 0.27 vs 9.0 Mbit/s before) and the 50 Mbit/s 10/10 and 20/20 ms rows (180 s, 60 s window;
+/// testbed 2.73:1 at 10/10).
+///
+/// What the change must cause, independent of DualPI2 (whose per-profile behaviour another
+/// change may alter, so no fairness bound is asserted): on the same profile, same DualPI2,
+/// the 10/10 ms Prague:CUBIC ratio with the era's default (no RTT scaling: one packet per RTT
+/// at 10 ms) is higher than with RATE-mode scaling switched on explicitly (`rtt_scaling 1`,
+/// which at 10 ms grows only (10/15)² ≈ 0.44 packet per RTT after 100 rounds), and an
+/// explicit parameter is honoured on the profile (the two runs differ).
+#[test]
+fn l4steam_2020_prague_has_rtt_independence_off_in_dualpi2() {
+    if !has_qdisc("dualpi2") {
+        return;
+    }
+    for stack in ["linux", "l4steam-2020"] {
+        let (p, c) = dualpi2_pair(stack, "10Mbit", "prague", (80, 80), "60s", "40s");
+        eprintln!("S1 10Mbit dualpi2 80/80 ms, stack {stack}: prague {p:.2} cubic {c:.2} Mbit/s (ratio {:.2})", p / c);
+    }
+    let mut ratio = std::collections::HashMap::new();
+    for stack in ["linux", "l4steam-2020"] {
+        for rtt in [10, 20] {
+            let (p, c) = dualpi2_pair(stack, "50Mbit", "prague", (rtt, rtt), "180s", "60s");
+            eprintln!("S1 50Mbit dualpi2 {rtt}/{rtt} ms, stack {stack}: prague {p:.2} cubic {c:.2} Mbit/s, ratio {:.2}", p / c);
+            ratio.insert((stack, rtt), p / c);
+        }
+    }
+    let (p, c) = dualpi2_pair("l4steam-2020", "50Mbit", "prague rtt_scaling 1", (10, 10), "180s", "60s");
+    let rate_mode = p / c;
+    eprintln!("S1 50Mbit dualpi2 10/10 ms, stack l4steam-2020, prague rtt_scaling 1: prague {p:.2} cubic {c:.2}, ratio {rate_mode:.2}");
+    let era = ratio[&("l4steam-2020", 10)];
+    assert!(era > rate_mode, "l4steam-2020 10/10 ms: era default ratio {era:.2} should exceed RATE mode's {rate_mode:.2}");
+}
+
+/// sce-l4s-ect1's "ignoring packet loss" (L4STeam/linux@e741f5ac): through a drop-tail FIFO
+/// no CE ever arrives, so ssthresh is still infinite at the first loss; e741f5ac's
+/// `prague_ssthresh` returns max(cwnd, ∞) and, without `in_loss`, slow start swallows every
+/// ACK before the halving can be applied — the flow never leaves slow start and keeps
+/// losing. b256daed (`l4steam-2020`, `in_loss`) halves and settles. rwnd bounds the window
+/// as on the testbed ("at full rwnd").
+#[test]
+fn l4steam_2020_04_prague_ignores_loss_through_drop_tail() {
+    let mut out = Vec::new();
+    for stack in ["l4steam-2020", "l4steam-2020-04"] {
+        let sc = scenario(&format!(
+            "stack = \"{stack}\"\nduration = \"20s\"\n[bottleneck]\nrate = \"20Mbit\"\nqdisc = \"pfifo limit 100\"\n\
+             [[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\nrwnd = \"2MB\"\n"
+        ));
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_secs(20));
+        let (cwnd, ssthresh) = (sim.sender(0).tp.cwnd, sim.sender(0).tp.ssthresh);
+        let s = sim.run().summary;
+        assert_conserved(&s);
+        let f = &s.flows[0];
+        eprintln!(
+            "{stack}: pfifo 100, 20 Mbit/s: goodput {:.2} Mbit/s, retransmits {}, drops {}, final cwnd {cwnd} ssthresh {ssthresh}",
+            f.goodput_mbps, f.retransmits, s.bottleneck.drops
+        );
+        out.push((ssthresh, s.bottleneck.drops, f.ce_received));
+    }
+    let ((ss20, drops20, ce20), (ss04, drops04, ce04)) = (out[0], out[1]);
+    assert_eq!((ce20, ce04), (0, 0), "drop-tail never marks");
+    assert!(ss20 < 1000, "b256daed leaves slow start on loss (ssthresh {ss20})");
+    assert_eq!(ss04, u32::MAX, "e741f5ac never leaves slow start");
+    assert!(drops04 > 5 * drops20, "e741f5ac keeps losing: {drops04} vs {drops20} drops");
+}
