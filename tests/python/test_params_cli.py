@@ -59,3 +59,12 @@ def test_show_unknown_is_bad_input():
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("aqmlab: unknown congestion control 'vegas' (known: reno, cubic")
     assert proc.stdout == ""
+
+
+def test_show_prints_per_stack_defaults():
+    prague = {p["name"]: p for p in find_kind("cc", "prague")["params"]}
+    assert prague["rtt_target"]["stack_defaults"] == {"l4steam-2020": "15ms", "l4steam-2020-04": "15ms"}
+    assert prague["classic_ecn_detection"]["stack_defaults"] == {"l4steam-2020-04": 1}
+    proc = run_cli("cc", "show", "prague")
+    assert proc.returncode == 0, proc.stderr
+    assert "l4steam-2020: 15ms" in proc.stdout and "ecn_fallback" in proc.stdout
