@@ -19,11 +19,12 @@ pub enum Stack {
     #[default]
     Linux,
     /// L4STeam/linux@b256daed (4 Aug 2020): the kernel of heistp/l4s-tests' flent runs.
+    /// Base Linux 5.4-rc3 (evidence: `cc::cubic::CubicVersion::for_stack`).
     L4steam2020,
     /// L4STeam/linux@e741f5ac (8 Apr 2020; the re-run used 1014c0e4, 24 Apr 2020): the L4S
-    /// side of heistp/sce-l4s-ect1.
+    /// side of heistp/sce-l4s-ect1. Base Linux 5.4-rc3, as `L4steam2020`.
     L4steam2020Apr,
-    /// chromi/sce@0eddf2ad (9 Mar 2020): the SCE side of heistp/sce-l4s-ect1.
+    /// chromi/sce@0eddf2ad (9 Mar 2020): the SCE side of heistp/sce-l4s-ect1. Base Linux v5.4.
     Sce2020,
     /// The L4STeam kernel of autumn 2024 (5.15 based): the SCReAM over DualPi2 test record.
     L4steam2024,

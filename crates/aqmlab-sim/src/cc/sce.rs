@@ -23,10 +23,10 @@
 //! comments say by mss/536 ≈ 2.7 with a 1448-byte MSS. That is modelled (parameter
 //! `rcv_mss`, default 536); `rcv_mss 1448` gives the intended unit behaviour.
 
-use super::cubic::jiffies;
+use super::cubic::{self, jiffies, CubicParams, CubicVersion};
 use super::{slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, Cubic, TcpCcState};
 use super::CcKind;
-use crate::params::{Args, Param, Params};
+use crate::params::{Args, Param, Params, Value};
 use crate::profile::Stack;
 use crate::rng::Stream;
 use std::sync::Arc;
@@ -225,10 +225,21 @@ impl CongestionControl for RenoSce {
 
 // ----------------------------------------------------------------------------- CUBIC-SCE
 
-/// `cubic-sce [rcv_mss N]` (CUBIC's module parameters at their defaults).
+/// `cubic-sce [rcv_mss N] [version 5.4|5.6|5.8|5.16]` (CUBIC's module parameters at their
+/// defaults).
+///
+/// `version`: the HyStart generation of the embedded CUBIC, default 5.4 on every profile.
+/// `tcp_cubic_sce.c` carries its own copy of CUBIC rather than calling the kernel's, and both
+/// stored versions (0139ea04, id 10669998327; 1280a6d0, id 9884018069) have the pre-5.6
+/// HyStart: `bictcp_clock` in ms, `delay_min` in ms << 3, `hystart_ack_delta` = 2 ms, ACK
+/// train past `delay_min >> 4`, `curr_rtt` from the first 8 samples, round reset in
+/// `bictcp_cong_avoid` ([`CubicVersion::V5_4`]). So it is not a property of a profile's base
+/// kernel. (Until this was modelled the engine's cubic-sce ran today's µs HyStart; `version
+/// 5.16` gives that back.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CubicSceParams {
     pub rcv_mss: u32,
+    pub version: CubicVersion,
 }
 
 impl Default for CubicSceParams {
@@ -239,7 +250,7 @@ impl Default for CubicSceParams {
 
 impl CubicSceParams {
     fn from_args(a: &Args) -> Self {
-        CubicSceParams { rcv_mss: a.u32("rcv_mss") }
+        CubicSceParams { rcv_mss: a.u32("rcv_mss"), version: CubicVersion::from_word(a.word("version")) }
     }
 }
 
@@ -252,11 +263,12 @@ impl CcConfig for CubicSceParams {
     }
 }
 
-/// `cubic-sce [rcv_mss N]` (CUBIC's module parameters at their defaults).
+/// `cubic-sce [rcv_mss N] [version V]` (CUBIC's module parameters at their defaults; its own
+/// copy of HyStart is the 5.4 one in every chromi/sce version).
 pub const CUBIC_SCE: CcKind = CcKind {
     name: "cubic-sce",
     doc: "CUBIC with the SCE response (chromi/sce tcp_cubic_sce.c)",
-    params: &[RCV_MSS],
+    params: &[RCV_MSS, cubic::version(Value::Word("5.4"))],
     build: |a| Ok(Arc::new(CubicSceParams::from_args(a))),
 };
 
@@ -281,7 +293,8 @@ pub struct CubicSce {
 
 impl CubicSce {
     pub fn new(p: CubicSceParams) -> Self {
-        CubicSce { inner: Cubic::default(), rcv_mss: p.rcv_mss, debt_frac: 0, sqrt_cnt: 1, recent_sce: 0 }
+        let inner = Cubic::new(CubicParams { version: Some(p.version), ..CubicParams::default() });
+        CubicSce { inner, rcv_mss: p.rcv_mss, debt_frac: 0, sqrt_cnt: 1, recent_sce: 0 }
     }
     pub fn cubic(&self) -> &Cubic {
         &self.inner
@@ -510,7 +523,7 @@ mod tests {
     fn cubic_in_ca(w: u32, mss: u32, rcv_mss: u32) -> (TcpCcState, CubicSce) {
         let mut tp = test_state(w, w / 2);
         tp.mss = mss;
-        let mut c = CubicSce::new(CubicSceParams { rcv_mss });
+        let mut c = CubicSce::new(CubicSceParams { rcv_mss, ..CubicSceParams::default() });
         c.init(&mut tp);
         tp.now = Time::from_secs(10);
         c.cong_avoid(&mut tp, 1); // starts the epoch, sets √cwnd
