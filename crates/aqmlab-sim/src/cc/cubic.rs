@@ -32,7 +32,7 @@
 
 use super::{acked_for_avoidance, cong_avoid_ai, AckSample, CaEvent, CaState, CcConfig, CongestionControl, TcpCcState};
 use super::CcKind;
-use crate::params::{Args, Param, Type, Value};
+use crate::params::{Args, Param, Params, Type, Value};
 use crate::profile::Stack;
 use std::sync::Arc;
 use crate::time::Time;
@@ -251,6 +251,11 @@ pub const CUBIC: CcKind = CcKind {
     ],
     build: |a| Ok(Arc::new(CubicParams::from_args(a))),
 };
+
+/// `cubic ...` read from `p` (Linux's defaults).
+pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
+    CUBIC.parse(p)
+}
 
 /// `version 5.4|5.6|5.8|5.16|6.13`: the HyStart generation of `tcp_cubic.c` (see
 /// [`CubicVersion`]), defaulting to `default`.
