@@ -130,7 +130,7 @@ fn schedule_changes(sc: &Scenario, bottleneck: usize, return_link: usize, mut ra
                 let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
                 spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng, stack: sc.stack })
             });
-            out.push(ScheduledChange::new(c.at, link, c.rate, qdisc));
+            out.push(ScheduledChange::new(c.at, link, c.rate, qdisc).with_params(c.qdisc.as_ref().map(|spec| spec.args())));
         }
     }
     out

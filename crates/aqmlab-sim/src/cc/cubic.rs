@@ -31,7 +31,8 @@
 //!   only guarantees no overflow below ~1 million packets / 100 s RTT).
 
 use super::{acked_for_avoidance, cong_avoid_ai, AckSample, CaEvent, CaState, CcConfig, CongestionControl, TcpCcState};
-use crate::params::Params;
+use super::CcKind;
+use crate::params::{Args, Param, Params, Type, Value};
 use crate::profile::Stack;
 use std::sync::Arc;
 use crate::time::Time;
@@ -115,12 +116,15 @@ impl CubicVersion {
     /// - `l4steam-2024`: [`CubicVersion::Current`] (a v5.15.72-based tree; whether 4e1fddc98d25
     ///   was in that stable release is UNVERIFIED, and it only matters for flows that are not
     ///   cwnd-limited).
+    ///
+    /// These are the per-stack defaults of `version` in [`CUBIC`]'s table.
     pub fn for_stack(stack: Stack) -> CubicVersion {
-        match stack {
-            Stack::Linux => CubicVersion::V6_13,
-            Stack::L4steam2024 => CubicVersion::Current,
-            Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 => CubicVersion::V5_4,
-        }
+        CubicVersion::from_word(CUBIC.defaults(stack).word("version"))
+    }
+
+    /// The version a table word names (one of [`CubicVersion::name`]'s).
+    pub(crate) fn from_word(w: &str) -> CubicVersion {
+        CubicVersion::parse(w).unwrap_or_else(|| panic!("cubic version '{w}'"))
     }
 
     /// The name used in scenarios (`cubic version 5.4`).
@@ -182,26 +186,33 @@ pub struct CubicParams {
 }
 
 impl Default for CubicParams {
+    /// Linux's module parameter defaults (the table's).
     fn default() -> Self {
+        CubicParams::from_args(&CUBIC.defaults(Stack::Linux))
+    }
+}
+
+impl CubicParams {
+    fn from_args(a: &Args) -> Self {
         CubicParams {
-            fast_convergence: true,
-            beta: 717,
-            initial_ssthresh: 0,
-            bic_scale: 41,
-            tcp_friendliness: true,
-            hystart: true,
-            hystart_detect: HYSTART_ACK_TRAIN | HYSTART_DELAY,
-            hystart_low_window: 16,
-            hystart_ack_delta_us: 2_000,
+            fast_convergence: a.uint("fast_convergence") == 1,
+            beta: a.u32("beta"),
+            initial_ssthresh: a.u32("initial_ssthresh"),
+            bic_scale: a.u32("bic_scale"),
+            tcp_friendliness: a.uint("tcp_friendliness") == 1,
+            hystart: a.uint("hystart") == 1,
+            hystart_detect: a.uint("hystart_detect") as u8,
+            hystart_low_window: a.u32("hystart_low_window"),
+            hystart_ack_delta_us: a.uint("hystart_ack_delta_us"),
             gso_max_size: 65_536,
-            version: None,
+            version: a.given("version").then(|| CubicVersion::from_word(a.word("version"))),
         }
     }
 }
 
 impl CcConfig for CubicParams {
     fn name(&self) -> &'static str {
-        "cubic"
+        CUBIC.name
     }
     fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> Box<dyn CongestionControl> {
         Box::new(Cubic::new(self.resolved(stack)))
@@ -220,36 +231,45 @@ impl CubicParams {
 /// [version 5.4|5.6|5.8|5.16|6.13]`: the module parameters of `tcp_cubic.c`, by their Linux names
 /// and units, and the HyStart generation (default: the profile's). Under `version 5.4` the
 /// ACK spacing is Linux's `hystart_ack_delta` in whole ms: `hystart_ack_delta_us / 1000`.
+pub const CUBIC: CcKind = CcKind {
+    name: "cubic",
+    doc: "CUBIC with HyStart (tcp_cubic.c, RFC 9438)",
+    params: &[
+        Param::uint("fast_convergence", 0, 1, 1).doc("release bandwidth faster when cwnd is below the last maximum"),
+        Param::uint("beta", 1, 1023, 717).unit("1/1024").doc("multiplicative decrease factor (717: 0.7)"),
+        Param::uint("bic_scale", 1, 1024, 41).unit("1/1024 / 10").doc("C of the cubic (41: C = 0.4)"),
+        Param::uint("tcp_friendliness", 0, 1, 1).doc("grow at least as fast as Reno would"),
+        Param::uint("hystart", 0, 1, 1).doc("leave slow start early on HyStart's signals"),
+        Param::uint("hystart_detect", 0, 3, (HYSTART_ACK_TRAIN | HYSTART_DELAY) as u64).doc("bit set: 1 ACK train, 2 delay increase"),
+        Param::uint("hystart_low_window", 2, 1_000_000, 16).unit("packets").doc("HyStart only from this cwnd on"),
+        Param::uint("hystart_ack_delta_us", 1, 100_000, 2_000).unit("us").doc("largest ACK spacing that continues an ACK train"),
+        Param::uint("initial_ssthresh", 0, u32::MAX as u64, 0).unit("packets").doc("initial ssthresh when HyStart is off; 0: none"),
+        version(Value::Word("6.13")).stack_defaults(&[
+            (Stack::L4steam2024, Value::Word("5.16")),
+            (Stack::L4steam2020, Value::Word("5.4")),
+            (Stack::L4steam2020Apr, Value::Word("5.4")),
+            (Stack::Sce2020, Value::Word("5.4")),
+        ]),
+    ],
+    build: |a| Ok(Arc::new(CubicParams::from_args(a))),
+};
+
+/// `cubic ...` read from `p` (Linux's defaults).
 pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    let mut c = CubicParams::default();
-    while let Some(k) = p.next_key() {
-        match k {
-            "fast_convergence" => c.fast_convergence = p.uint(k, 0..=1)? == 1,
-            "beta" => c.beta = p.uint(k, 1..=1023)? as u32,
-            "bic_scale" => c.bic_scale = p.uint(k, 1..=1024)? as u32,
-            "tcp_friendliness" => c.tcp_friendliness = p.uint(k, 0..=1)? == 1,
-            "hystart" => c.hystart = p.uint(k, 0..=1)? == 1,
-            "hystart_detect" => c.hystart_detect = p.uint(k, 0..=3)? as u8,
-            "hystart_low_window" => c.hystart_low_window = p.uint(k, 2..=1_000_000)? as u32,
-            "hystart_ack_delta_us" => c.hystart_ack_delta_us = p.uint(k, 1..=100_000)?,
-            "initial_ssthresh" => c.initial_ssthresh = p.uint(k, 0..=u32::MAX as u64)? as u32,
-            "version" => c.version = Some(parse_version(p, k)?),
-            _ => {
-                return Err(p.unknown(
-                    k,
-                    "fast_convergence, beta, bic_scale, tcp_friendliness, hystart, hystart_detect, hystart_low_window, hystart_ack_delta_us, initial_ssthresh, version",
-                ))
-            }
-        }
-    }
-    Ok(Arc::new(c))
+    CUBIC.parse(p)
 }
 
-/// The value of a `version` key: `5.4`, `5.6`, `5.8`, `5.16` or `6.13`.
-pub(crate) fn parse_version(p: &mut Params, k: &str) -> Result<CubicVersion, String> {
-    let v = p.value(k)?;
-    CubicVersion::parse(v).ok_or_else(|| p.invalid(format!("{k} '{v}': expected 5.4, 5.6, 5.8, 5.16 or 6.13")))
+/// `version 5.4|5.6|5.8|5.16|6.13`: the HyStart generation of `tcp_cubic.c` (see
+/// [`CubicVersion`]), defaulting to `default`.
+pub(crate) const fn version(default: Value) -> Param {
+    Param::new("version", Type::Custom { syntax: "5.4|5.6|5.8|5.16|6.13", parse: parse_version }, default)
+        .doc("HyStart generation of tcp_cubic.c (kernel version that introduced it)")
 }
+
+fn parse_version(k: &str, v: &str) -> Result<Value, String> {
+    CubicVersion::parse(v).map(|c| Value::Word(c.name())).ok_or_else(|| format!("{k} '{v}': expected 5.4, 5.6, 5.8, 5.16 or 6.13"))
+}
+
 
 /// Linux `struct bictcp` minus the HyStart round fields: what `bictcp_reset` clears.
 #[derive(Clone, Copy, Debug, Default)]
@@ -546,7 +566,7 @@ impl Cubic {
 
 impl CongestionControl for Cubic {
     fn name(&self) -> &'static str {
-        "cubic"
+        CUBIC.name
     }
 
     /// Linux `cubictcp_init`.

@@ -22,11 +22,11 @@ pub use bbr3::Bbr3;
 pub use dctcp::Dctcp;
 pub use prague::Prague;
 
-use crate::params::{Params, Registered, Spec};
+use crate::params::{ConfigEq, Kind, Registered, Spec};
 use crate::rng::Stream;
 use crate::packet::EcnMode;
 use crate::time::Time;
-use std::sync::Arc;
+
 
 /// Linux `enum tcp_ca_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -308,8 +308,8 @@ pub fn cong_avoid_ai(tp: &mut TcpCcState, w: u32, acked: u32) {
 }
 
 /// A parsed congestion-control configuration (name and parameters) that builds instances.
-pub trait CcConfig: std::fmt::Debug + Send + Sync {
-    /// The Linux name, e.g. `"cubic"`.
+pub trait CcConfig: std::fmt::Debug + Send + Sync + ConfigEq {
+    /// The Linux name, e.g. `"cubic"` (the kind's name in [`REGISTRY`]).
     fn name(&self) -> &'static str;
     /// A new instance for one connection, with its own seeded random stream (labelled
     /// `cc/<flow index>`; algorithms that draw no random numbers ignore it) and the run's era
@@ -317,29 +317,37 @@ pub trait CcConfig: std::fmt::Debug + Send + Sync {
     fn build(&self, rng: Stream, stack: crate::profile::Stack) -> Box<dyn CongestionControl>;
 }
 
-/// A congestion control's parser (parameters after the name, tc style).
-pub type CcParser = fn(&mut Params) -> Result<Arc<dyn CcConfig>, String>;
+/// A congestion control's declaration: Linux name, module parameters and builder.
+pub type CcKind = Kind<dyn CcConfig>;
 
-/// Congestion controls by name.
+/// Congestion controls by name, each declared once in its file.
 ///
 /// `bbr2` is an alias of `bbr3`: the studies' "BBR2" rows run with the BBRv3 model.
-pub const REGISTRY: &[(&str, CcParser)] = &[
-    ("reno", reno::parse),
-    ("cubic", cubic::parse),
-    ("dctcp", dctcp::parse),
-    ("prague", prague::parse),
-    ("bbr", bbr::parse),
-    ("bbr3", bbr3::parse),
-    ("bbr2", bbr3::parse),
-    ("reno-sce", sce::parse_reno_sce),
-    ("cubic-sce", sce::parse_cubic_sce),
+pub const REGISTRY: &[(&str, &CcKind)] = &[
+    (reno::RENO.name, &reno::RENO),
+    (cubic::CUBIC.name, &cubic::CUBIC),
+    (dctcp::DCTCP.name, &dctcp::DCTCP),
+    (prague::PRAGUE.name, &prague::PRAGUE),
+    (bbr::BBR.name, &bbr::BBR),
+    (bbr3::BBR3.name, &bbr3::BBR3),
+    ("bbr2", &bbr3::BBR3),
+    (sce::RENO_SCE.name, &sce::RENO_SCE),
+    (sce::CUBIC_SCE.name, &sce::CUBIC_SCE),
 ];
 
 impl Registered for dyn CcConfig {
     const WHAT: &'static str = "congestion control";
-    fn registry() -> &'static [(&'static str, CcParser)] {
+    fn registry() -> &'static [(&'static str, &'static CcKind)] {
         REGISTRY
     }
+    fn config_eq(a: &Self, b: &Self) -> bool {
+        a.config_eq(b.as_any())
+    }
+}
+
+/// Every congestion control's declaration as JSON (for `aqmlab cc list|show`).
+pub fn table_json() -> serde_json::Value {
+    crate::params::registry_json::<dyn CcConfig>()
 }
 
 /// A congestion control with its parameters: `cc = "cubic"`, or with parameters

@@ -44,7 +44,8 @@
 //! - Without ECN the connection runs Reno (`prague_reno`) unpaced.
 
 use super::{acked_for_avoidance, cong_avoid_ai, slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, RateSample, TcpCcState, TsoSegs};
-use crate::params::Params;
+use super::CcKind;
+use crate::params::{parse_args, Args, Param, Params, Value};
 use crate::profile::Stack;
 use crate::time::Time;
 use std::sync::Arc;
@@ -152,39 +153,36 @@ impl PragueParams {
     ///   `DEFAULT_RTT_TRANSITION 100`, `prague_ecn_fallback = 0`): NONE / 15 ms / 100, off;
     /// - `l4steam-2020-04` (L4STeam/linux@e741f5ac, same lines, but `prague_ecn_fallback = 1`):
     ///   NONE / 15 ms / 100, detection and fallback on.
+    ///
+    /// These are the per-stack defaults declared in [`PRAGUE`]'s table.
     pub fn for_stack(stack: Stack) -> Self {
-        let era = PragueEra::of(stack);
-        match era {
-            PragueEra::V06 => PragueParams { era, ..PragueParams::default() },
-            PragueEra::V05Aug2020 | PragueEra::V05Apr2020 => PragueParams {
-                rtt_scaling: RTT_CONTROL_NONE,
-                rtt_target: Time::from_millis(15),
-                rtt_transition: 100,
-                ecn_fallback: if era == PragueEra::V05Apr2020 { 1 } else { 0 },
-                burst_shift: 12,
-                era,
-            },
-        }
+        PragueParams::from_args(&PRAGUE.defaults(stack))
     }
 }
 
 impl Default for PragueParams {
-    /// Today's model (profile `linux`): v0.6 defaults.
+    /// Today's model (profile `linux`): v0.6 defaults (the table's).
     fn default() -> Self {
+        PragueParams::from_args(&PRAGUE.defaults(Stack::Linux))
+    }
+}
+
+impl PragueParams {
+    fn from_args(a: &Args) -> Self {
         PragueParams {
-            rtt_scaling: RTT_CONTROL_RATE,
-            rtt_target: Time::from_millis(25),
-            rtt_transition: 500,
-            ecn_fallback: 0,
-            burst_shift: 12,
-            era: PragueEra::V06,
+            rtt_scaling: a.uint("rtt_scaling") as u8,
+            rtt_target: a.time("rtt_target"),
+            rtt_transition: a.u32("rtt_transition"),
+            ecn_fallback: a.uint("classic_ecn_detection") as u8,
+            burst_shift: a.u32("burst_shift"),
+            era: PragueEra::of(a.stack()),
         }
     }
 }
 
 /// The parsed `prague ...` configuration: a parameter left unset takes the default of the
 /// run's profile when an instance is built; one given explicitly always wins.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct PragueConfig {
     pub rtt_scaling: Option<u8>,
     pub rtt_target: Option<Time>,
@@ -210,7 +208,7 @@ impl PragueConfig {
 
 impl CcConfig for PragueConfig {
     fn name(&self) -> &'static str {
-        "prague"
+        PRAGUE.name
     }
     fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> Box<dyn CongestionControl> {
         Box::new(Prague::new(self.resolve(stack)))
@@ -219,28 +217,61 @@ impl CcConfig for PragueConfig {
 
 /// `prague rtt_target 25ms rtt_scaling 1 rtt_transition 500 classic_ecn_detection 1
 /// burst_shift 12` (Linux `prague_*` module parameters; `ecn_fallback` is a synonym of
-/// `classic_ecn_detection`). Unset parameters take the profile's defaults at build time.
-pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    Ok(Arc::new(parse_config(p)?))
+/// `classic_ecn_detection`). Unset parameters take the profile's defaults at build time
+/// (the per-stack defaults of this table).
+pub const PRAGUE: CcKind = CcKind {
+    name: "prague",
+    doc: "TCP Prague, the L4S scalable congestion control (L4STeam/linux tcp_prague.c)",
+    params: &[
+        Param::uint("rtt_scaling", 0, 3, RTT_CONTROL_RATE as u64)
+            .doc("RTT independence: 0 none, 1 rate, 2 scalable, 3 additive")
+            .stack_defaults(&V05_RTT_SCALING),
+        Param::time("rtt_target", Time::from_millis(25))
+            .doc("RTT that flows behave as if they had; 0 disables RTT independence")
+            .stack_defaults(&V05_RTT_TARGET),
+        Param::uint("rtt_transition", 0, u32::MAX as u64, 500)
+            .unit("rounds")
+            .doc("rounds after slow start before RTT independence")
+            .stack_defaults(&V05_RTT_TRANSITION),
+        Param::uint("classic_ecn_detection", 0, 2, 0)
+            .aliases(&["ecn_fallback"])
+            .doc("classic ECN AQM detection: 0 off, 1 detect and fall back, 2 detect only")
+            .stack_defaults(&[(Stack::L4steam2020Apr, Value::Uint(1))]),
+        Param::uint("burst_shift", 0, 30, 12).doc("GSO burst at most 2^-shift s of the pacing rate"),
+    ],
+    build: |a| Ok(Arc::new(PragueConfig::from_args(a)?)),
+};
+
+/// The v0.5 module-parameter defaults of both 2020 L4STeam kernels (b256daed and e741f5ac
+/// `tcp_prague.c` ≈ lines 139-161).
+const V05_RTT_SCALING: [(Stack, Value); 2] =
+    [(Stack::L4steam2020, Value::Uint(RTT_CONTROL_NONE as u64)), (Stack::L4steam2020Apr, Value::Uint(RTT_CONTROL_NONE as u64))];
+const V05_RTT_TARGET: [(Stack, Value); 2] =
+    [(Stack::L4steam2020, Value::Time(Time::from_millis(15))), (Stack::L4steam2020Apr, Value::Time(Time::from_millis(15)))];
+const V05_RTT_TRANSITION: [(Stack, Value); 2] = [(Stack::L4steam2020, Value::Uint(100)), (Stack::L4steam2020Apr, Value::Uint(100))];
+
+impl PragueConfig {
+    /// The parameters given in `a`; the others stay unset for the profile to fill in.
+    fn from_args(a: &Args) -> Result<Self, String> {
+        let given = |k: &str| a.given(k).then(|| a.get(k));
+        let uint = |k: &str| given(k).map(|_| a.uint(k));
+        let c = PragueConfig {
+            rtt_scaling: uint("rtt_scaling").map(|n| n as u8),
+            rtt_target: given("rtt_target").map(|_| a.time("rtt_target")),
+            rtt_transition: uint("rtt_transition").map(|n| n as u32),
+            ecn_fallback: uint("classic_ecn_detection").map(|n| n as u8),
+            burst_shift: uint("burst_shift").map(|n| n as u32),
+        };
+        if c.rtt_target.is_some_and(|t| t.as_micros() >> RTT_UNIT > u32::MAX as u64) {
+            return Err(a.invalid("rtt_target too large"));
+        }
+        Ok(c)
+    }
 }
 
-/// [`parse`] without the type erasure.
+/// `prague ...` read from `p` without the type erasure (unset parameters stay unset).
 pub fn parse_config(p: &mut Params) -> Result<PragueConfig, String> {
-    let mut c = PragueConfig::default();
-    while let Some(k) = p.next_key() {
-        match k {
-            "rtt_scaling" => c.rtt_scaling = Some(p.uint(k, 0..=3)? as u8),
-            "rtt_target" => c.rtt_target = Some(p.time(k)?),
-            "rtt_transition" => c.rtt_transition = Some(p.uint(k, 0..=u32::MAX as u64)? as u32),
-            "classic_ecn_detection" | "ecn_fallback" => c.ecn_fallback = Some(p.uint(k, 0..=2)? as u8),
-            "burst_shift" => c.burst_shift = Some(p.uint(k, 0..=30)? as u32),
-            _ => return Err(p.unknown(k, "rtt_scaling, rtt_target, rtt_transition, classic_ecn_detection (ecn_fallback), burst_shift")),
-        }
-    }
-    if c.rtt_target.is_some_and(|t| t.as_micros() >> RTT_UNIT > u32::MAX as u64) {
-        return Err(p.invalid("rtt_target too large"));
-    }
-    Ok(c)
+    PragueConfig::from_args(&parse_args(PRAGUE.name, PRAGUE.params, p, Stack::Linux)?)
 }
 
 /// Floor of log2 (x > 0), Linux `ilog2`.
@@ -605,7 +636,7 @@ impl CongestionControl for Prague {
         if self.reno {
             "prague-reno"
         } else {
-            "prague"
+            PRAGUE.name
         }
     }
 

@@ -23,9 +23,11 @@
 //! comments say by mss/536 ≈ 2.7 with a 1448-byte MSS. That is modelled (parameter
 //! `rcv_mss`, default 536); `rcv_mss 1448` gives the intended unit behaviour.
 
-use super::cubic::{jiffies, parse_version, CubicParams, CubicVersion};
+use super::cubic::{self, jiffies, CubicParams, CubicVersion};
 use super::{slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, Cubic, TcpCcState};
-use crate::params::Params;
+use super::CcKind;
+use crate::params::{Args, Param, Params, Value};
+use crate::profile::Stack;
 use crate::rng::Stream;
 use std::sync::Arc;
 
@@ -62,16 +64,10 @@ fn acked_bytes(tp: &TcpCcState, s: &AckSample, rcv_mss: u32) -> i64 {
     }
 }
 
-fn parse_rcv_mss(p: &mut Params) -> Result<u32, String> {
-    let mut rcv_mss = DEFAULT_RCV_MSS;
-    while let Some(k) = p.next_key() {
-        match k {
-            "rcv_mss" => rcv_mss = p.uint(k, 64..=65_535)? as u32,
-            _ => return Err(p.unknown(k, "rcv_mss")),
-        }
-    }
-    Ok(rcv_mss)
-}
+/// `rcv_mss`, the one parameter of both SCE congestion controls.
+const RCV_MSS: Param = Param::uint("rcv_mss", 64, 65_535, DEFAULT_RCV_MSS as u64)
+    .unit("bytes")
+    .doc("bytes per packet of the window counter (icsk_ack.rcv_mss)");
 
 // ------------------------------------------------------------------------------ Reno-SCE
 
@@ -84,21 +80,36 @@ pub struct RenoSceParams {
 
 impl Default for RenoSceParams {
     fn default() -> Self {
-        RenoSceParams { rcv_mss: DEFAULT_RCV_MSS }
+        RenoSceParams::from_args(&RENO_SCE.defaults(Stack::Linux))
+    }
+}
+
+impl RenoSceParams {
+    fn from_args(a: &Args) -> Self {
+        RenoSceParams { rcv_mss: a.u32("rcv_mss") }
     }
 }
 
 impl CcConfig for RenoSceParams {
     fn name(&self) -> &'static str {
-        "reno-sce"
+        RENO_SCE.name
     }
     fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(RenoSce::new(*self))
     }
 }
 
+/// `reno-sce [rcv_mss N]`.
+pub const RENO_SCE: CcKind = CcKind {
+    name: "reno-sce",
+    doc: "NewReno with the SCE response (chromi/sce tcp_reno_sce.c)",
+    params: &[RCV_MSS],
+    build: |a| Ok(Arc::new(RenoSceParams::from_args(a))),
+};
+
+/// `reno-sce ...` read from `p`.
 pub fn parse_reno_sce(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    Ok(Arc::new(RenoSceParams { rcv_mss: parse_rcv_mss(p)? }))
+    RENO_SCE.parse(p)
 }
 
 /// NewReno with the SCE response (chromi/sce `tcp_reno_sce.c`, version 07bbe597).
@@ -129,7 +140,7 @@ impl RenoSce {
 
 impl CongestionControl for RenoSce {
     fn name(&self) -> &'static str {
-        "reno-sce"
+        RENO_SCE.name
     }
 
     /// `reno_sce_init`.
@@ -233,29 +244,37 @@ pub struct CubicSceParams {
 
 impl Default for CubicSceParams {
     fn default() -> Self {
-        CubicSceParams { rcv_mss: DEFAULT_RCV_MSS, version: CubicVersion::V5_4 }
+        CubicSceParams::from_args(&CUBIC_SCE.defaults(Stack::Linux))
+    }
+}
+
+impl CubicSceParams {
+    fn from_args(a: &Args) -> Self {
+        CubicSceParams { rcv_mss: a.u32("rcv_mss"), version: CubicVersion::from_word(a.word("version")) }
     }
 }
 
 impl CcConfig for CubicSceParams {
     fn name(&self) -> &'static str {
-        "cubic-sce"
+        CUBIC_SCE.name
     }
     fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(CubicSce::new(*self))
     }
 }
 
+/// `cubic-sce [rcv_mss N] [version V]` (CUBIC's module parameters at their defaults; its own
+/// copy of HyStart is the 5.4 one in every chromi/sce version).
+pub const CUBIC_SCE: CcKind = CcKind {
+    name: "cubic-sce",
+    doc: "CUBIC with the SCE response (chromi/sce tcp_cubic_sce.c)",
+    params: &[RCV_MSS, cubic::version(Value::Word("5.4"))],
+    build: |a| Ok(Arc::new(CubicSceParams::from_args(a))),
+};
+
+/// `cubic-sce ...` read from `p`.
 pub fn parse_cubic_sce(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    let mut c = CubicSceParams::default();
-    while let Some(k) = p.next_key() {
-        match k {
-            "rcv_mss" => c.rcv_mss = p.uint(k, 64..=65_535)? as u32,
-            "version" => c.version = parse_version(p, k)?,
-            _ => return Err(p.unknown(k, "rcv_mss, version")),
-        }
-    }
-    Ok(Arc::new(c))
+    CUBIC_SCE.parse(p)
 }
 
 /// CUBIC with the SCE response (chromi/sce `tcp_cubic_sce.c`): the crate's Linux CUBIC
@@ -327,7 +346,7 @@ impl CubicSce {
 
 impl CongestionControl for CubicSce {
     fn name(&self) -> &'static str {
-        "cubic-sce"
+        CUBIC_SCE.name
     }
     /// `bictcp_init` (+ the SCE fields of `bictcp_reset`).
     fn init(&mut self, tp: &mut TcpCcState) {
