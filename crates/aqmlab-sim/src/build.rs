@@ -221,7 +221,7 @@ impl Built {
                 };
                 let cfg = TcpConfig {
                     pacing: spec.pacing,
-                    rwnd_packets: spec.rwnd.map(|b| (b / spec.mss as u64).max(1) as u32),
+                    rwnd_packets: spec.rwnd.or(sc.stack.default_rwnd_bytes()).map(|b| (b / spec.mss as u64).max(1) as u32),
                     ..TcpConfig::connection(spec.mss, spec.initial_cwnd, spec.initial_rto, spec.ecn, spec.size)
                 };
                 let (rtt, start, stop, direction, ecn_rewrite, host) = (spec.rtt, spec.start, spec.stop, spec.direction, spec.ecn_rewrite, spec.host);

@@ -27,3 +27,4 @@ mod traffic;
 mod tunnel;
 mod udp;
 mod golden;
+mod pathologies;
