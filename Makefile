@@ -37,7 +37,7 @@ $(DEPS_STAMP): pyproject.toml
 		+ p["project"]["optional-dependencies"]["test"]))')
 	@touch $@
 
-# 2. The engine built in release mode and installed (editable) into the venv.
+# 2. The engine built (profile test-release, shared with make test) and installed (editable) into the venv.
 $(EXT_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
 	PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1 VIRTUAL_ENV=$(VENV_ABS) PATH=$(VENV_ABS)/bin:$$PATH $(VENV)/bin/maturin develop --profile test-release --quiet
 	@touch $@
