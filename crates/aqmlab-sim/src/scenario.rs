@@ -55,10 +55,36 @@ pub struct Scenario {
     /// Tunnels flows, probes and media can be carried in (`tunnel = "<name>"`).
     #[serde(default)]
     pub tunnels: Vec<TunnelSpec>,
+    /// The end hosts' send path (`[host]`): GSO bursts.
+    #[serde(default)]
+    pub host: HostSpec,
 }
 
 fn default_seed() -> u64 {
     1
+}
+
+/// The end hosts (`[host]`): how their network stack hands packets to the path. Defaults
+/// are those of a Linux netns testbed (docs/host.md).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// TCP sends GSO skbs of `tcp_tso_segs` segments that leave the host back to back
+    /// (Linux: always on for TCP, also with `ethtool -K <veth> gso off`, which only moves
+    /// the segmentation into software). `false` sends one segment at a time. A flow's own
+    /// `gso` overrides it.
+    #[serde(default = "default_true")]
+    pub gso: bool,
+}
+
+impl Default for HostSpec {
+    fn default() -> Self {
+        HostSpec { gso: true }
+    }
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// The shared forward bottleneck.
@@ -257,6 +283,9 @@ pub struct FlowSpec {
     /// Receive window limit in bytes (default: not limiting).
     #[serde(default, deserialize_with = "de_opt_bytes")]
     pub rwnd: Option<u64>,
+    /// Multi-segment GSO sends for this flow (default: `[host] gso`, on).
+    #[serde(default)]
+    pub gso: Option<bool>,
     /// Rewrite the ECN field of this flow's data on the way to the bottleneck, as the
     /// studies' middlebox did with iptables (`"not-ect"` bleaches: the "cubic-noecn" cases;
     /// `"ect1"` is their `dscp_to_ect1`).

@@ -598,7 +598,8 @@ impl Simulation {
                     pacing: spec.pacing,
                     rwnd_packets: spec.rwnd.map(|b| (b / spec.mss as u64).max(1) as u32),
                     ..TcpConfig::connection(spec.mss, spec.initial_cwnd, spec.initial_rto, spec.ecn, spec.size)
-                };
+                }
+                .on_host(spec.gso.unwrap_or(sc.host.gso), sc.stack);
                 let (rtt, start, stop, direction, ecn_rewrite, host) = (spec.rtt, spec.start, spec.stop, spec.direction, spec.ecn_rewrite, spec.host);
                 plans.push(FlowPlan { name, cc: &spec.cc, rtt, start, stop, cfg, direction, netem: spec.netem.as_ref(), ecn_rewrite, host, tunnel: spec.tunnel.as_deref() });
             }
@@ -610,7 +611,7 @@ impl Simulation {
             let start = transient::group_start(sc.seed, &name, t.start, t.start_jitter);
             let first = plans.len();
             for (k, size) in transient::split(t.total, t.flows).enumerate() {
-                let cfg = TcpConfig::connection(t.mss, t.initial_cwnd, t.initial_rto, t.ecn, Some(size));
+                let cfg = TcpConfig::connection(t.mss, t.initial_cwnd, t.initial_rto, t.ecn, Some(size)).on_host(sc.host.gso, sc.stack);
                 let (rtt, direction) = (t.rtt, t.direction);
                 plans.push(FlowPlan { name: format!("{name}-{k}"), cc: &t.cc, rtt, start, stop: None, cfg, direction, netem: None, ecn_rewrite: None, host: 0, tunnel: None });
             }
@@ -748,7 +749,7 @@ impl Simulation {
         }
         client_hosts.extend(std::iter::repeat((0, false)).take(probes.len() + media.len()));
         client_hosts.extend(sc.udp.iter().map(|u| (0, u.direction == Way::Down)));
-        let workloads = Workloads::new(sc.seed, sc.stack, routes.len() as u32, &sc.workloads, sc.duration);
+        let workloads = Workloads::new(sc.seed, sc.stack, sc.host.gso, routes.len() as u32, &sc.workloads, sc.duration);
         for w in &sc.workloads {
             routes.push(shared.route(&mut elements, w.rtt, PathSides::default(), w.direction == Way::Down));
         }

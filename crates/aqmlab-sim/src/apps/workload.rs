@@ -163,8 +163,9 @@ pub struct WorkloadSummary {
 
 impl Workloads {
     /// `base` is the endpoint id of the first workload's arrival clock; `end` the run's end;
-    /// `stack` the era profile the transfers' congestion controls are built for.
-    pub fn new(seed: u64, stack: Stack, base: u32, specs: &[WorkloadSpec], end: Time) -> Workloads {
+    /// `stack` the era profile the transfers' congestion controls are built for; `gso`
+    /// whether the hosts send GSO bursts (`[host] gso`).
+    pub fn new(seed: u64, stack: Stack, gso: bool, base: u32, specs: &[WorkloadSpec], end: Time) -> Workloads {
         let list = specs
             .iter()
             .enumerate()
@@ -176,7 +177,7 @@ impl Workloads {
                     start: s.start,
                     arrivals: Arrivals::new(s.start, stop, s.mean_interarrival, SizeDist::from_percentiles(s.size_p5, s.size_p95), rng),
                     cc: s.cc.clone(),
-                    cfg: TcpConfig::connection(s.mss, s.initial_cwnd, s.initial_rto, s.ecn, None),
+                    cfg: TcpConfig::connection(s.mss, s.initial_cwnd, s.initial_rto, s.ecn, None).on_host(gso, stack),
                     data_down: s.direction == Way::Down,
                     fct: Vec::new(),
                     name,

@@ -577,6 +577,12 @@ impl CongestionControl for Bbr {
     fn needs_pacing(&self) -> bool {
         true
     }
+
+    /// `bbr_min_tso_segs` (`.min_tso_segs`, torvalds/linux `net/ipv4/tcp_bbr.c`): one segment
+    /// per skb below `bbr_min_tso_rate` (1.2 Mbit/s = 150 kB/s of pacing rate), else 2.
+    fn min_tso_segs(&self, tp: &TcpCcState) -> Option<u32> {
+        Some(if (tp.pacing_rate as u64) < MIN_TSO_RATE >> 3 { 1 } else { 2 })
+    }
 }
 
 #[cfg(test)]

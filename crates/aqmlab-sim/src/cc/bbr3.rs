@@ -982,6 +982,13 @@ impl CongestionControl for Bbr3 {
     fn needs_pacing(&self) -> bool {
         true
     }
+
+    /// google/bbr v3 `.tso_segs = bbr_tso_segs` (`net/ipv4/tcp_bbr.c`,
+    /// `bbr_tso_segs_generic` with the socket's `gso_max_size`, 64 KiB on a veth): it
+    /// replaces `tcp_tso_autosize`, and is never above it (see the trait's doc).
+    fn max_tso_segs(&self, tp: &TcpCcState) -> Option<u32> {
+        Some(self.tso_segs_goal(tp))
+    }
 }
 
 #[cfg(test)]

@@ -236,6 +236,32 @@ pub trait CongestionControl {
     fn needs_pacing(&self) -> bool {
         false
     }
+    /// The floor of the segments per GSO/TSO skb (Linux `ca_ops->min_tso_segs`, read by
+    /// `tcp_tso_segs` in `net/ipv4/tcp_output.c` and passed to `tcp_tso_autosize`); `None`
+    /// keeps `sysctl_tcp_min_tso_segs` (2). Upstream BBR returns 1 below 150 kB/s of pacing
+    /// rate (`bbr_min_tso_segs`). Only read when the flow sends GSO skbs (`gso` on).
+    fn min_tso_segs(&self, _tp: &TcpCcState) -> Option<u32> {
+        None
+    }
+    /// The congestion control's own bound on the segments per GSO/TSO skb; the sender sends
+    /// `min(tcp_tso_autosize, this, gso_max_segs)` segments per skb. `None`: no bound.
+    ///
+    /// Linux has had three shapes of this hook, and this one method models each exactly:
+    /// - L4STeam/linux 2020 (`.max_tso_segs`, Prague's `prague_max_tso_seg` = `max_tso_burst`,
+    ///   floor 1): `tcp_tso_segs` takes `min(autosize, ca_ops->max_tso_segs(sk))` — a cap,
+    ///   literally this method (read in the sibling L4S tree dboru/linux@b9acb4cf
+    ///   `net/ipv4/tcp_output.c` `tcp_tso_segs`; L4STeam's own file is not stored for 2020).
+    /// - google/bbr and later L4STeam trees (`.tso_segs(sk, mss_now)`, Prague generation D's
+    ///   `prague_tso_segs` = max(`max_tso_burst`, 2), BBRv3's `bbr_tso_segs`): the hook
+    ///   *replaces* `tcp_tso_autosize`. Every implementation here returns at most what
+    ///   autosize would (Prague's burst is 2^-12 s of its own pacing rate against autosize's
+    ///   2^-10 s, both floored at 2; BBRv3's formula is autosize's with BBR's min RTT, which
+    ///   is never below the socket's), so taking the minimum gives the replacement's value.
+    ///
+    /// Only read when the flow sends GSO skbs (`gso` on).
+    fn max_tso_segs(&self, _tp: &TcpCcState) -> Option<u32> {
+        None
+    }
 }
 
 /// Linux `tcp_slow_start()` (`net/ipv4/tcp_cong.c`): grow cwnd by the acked packets up to

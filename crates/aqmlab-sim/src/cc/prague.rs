@@ -585,6 +585,17 @@ impl CongestionControl for Prague {
     fn needs_pacing(&self) -> bool {
         !self.reno
     }
+
+    /// Generation D `prague_tso_segs` (`.tso_segs`, google/bbr@23cbf7e1
+    /// `net/ipv4/tcp_prague.c`): max(`max_tso_burst`, `tcp_min_tso_segs` = 2), with
+    /// `prague_max_tso_segs` = 0 (no further cap). It replaces `tcp_tso_autosize` in that
+    /// tree's `tcp_tso_segs`; `max_tso_burst` = 2^-`burst_shift` s of the pacing rate in
+    /// packets (≈ 244 µs) is a quarter of autosize's ≈ 1 ms, so the minimum the sender takes
+    /// equals the replacement. The Reno fallback (`prague_reno`) has no hook. (The 2020
+    /// L4STeam code's `.max_tso_segs` returned `max_tso_burst` without the floor of 2.)
+    fn max_tso_segs(&self, _tp: &TcpCcState) -> Option<u32> {
+        (!self.reno).then(|| self.max_tso_burst.max(2))
+    }
 }
 
 #[cfg(test)]
