@@ -983,4 +983,15 @@ pub(crate) mod tests {
         assert!(CcSpec::parse("bbr beta 3").unwrap_err().contains("min_rtt_win"));
         assert!(CcSpec::parse("bbr tso_segs 500").is_err());
     }
+
+    /// `bbr_min_tso_segs`: 1 below `bbr_min_tso_rate` (1.2 Mbit/s = 150 000 B/s), else 2.
+    #[test]
+    fn min_tso_segs_is_one_below_the_min_tso_rate() {
+        let cc = Bbr::new(BbrParams::default(), Stream::new(1, "cc/0"));
+        let mut tp = crate::cc::test_state(10, u32::MAX);
+        tp.pacing_rate = 149_999.0;
+        assert_eq!(cc.min_tso_segs(&tp), Some(1));
+        tp.pacing_rate = 150_000.0;
+        assert_eq!(cc.min_tso_segs(&tp), Some(2));
+    }
 }

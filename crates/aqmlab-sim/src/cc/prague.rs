@@ -931,4 +931,26 @@ mod tests {
         cc.init(&mut tp);
         assert_eq!(cc.name(), "prague");
     }
+
+    /// Generation D `prague_tso_segs`: max(`max_tso_burst`, 2) where `max_tso_burst` =
+    /// max(1, (rate / MTU) >> 12). cwnd 10 at 20 ms srtt: 1500 B × 10 / 20 ms = 500 pkt/s
+    /// >> 12 = 0 → 1 → 2. cwnd 100 at 1 ms: 100 000 pkt/s >> 12 = 24. The Reno fallback has
+    /// no hook.
+    #[test]
+    fn tso_segs_hook_is_the_burst_floored_at_two() {
+        let (mut p, mut tp) = prague(PragueParams::default(), 10, 20);
+        p.update_pacing_rate(&tp);
+        assert_eq!(p.max_tso_burst(), 1);
+        assert_eq!(p.max_tso_segs(&tp), Some(2));
+        tp.cwnd = 100;
+        tp.ssthresh = 100;
+        tp.srtt = Time(MS);
+        p.update_pacing_rate(&tp);
+        assert_eq!((p.max_tso_burst(), p.max_tso_segs(&tp)), (24, Some(24)));
+        let mut reno = Prague::new(PragueParams::default());
+        let mut tp = test_state(10, u32::MAX);
+        tp.ecn = crate::scenario::EcnMode::Off;
+        reno.init(&mut tp);
+        assert_eq!(reno.max_tso_segs(&tp), None);
+    }
 }
