@@ -25,4 +25,5 @@ mod topology;
 mod traffic;
 mod tunnel;
 mod udp;
+mod tcp_gso;
 mod golden;

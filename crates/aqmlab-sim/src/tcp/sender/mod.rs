@@ -52,6 +52,7 @@ mod undo;
 #[cfg(test)]
 mod tests;
 
+pub use self::output::tso_autosize;
 use self::queue::{Seg, NIL};
 use super::{EndpointCtx, TcpConfig};
 use crate::cc::{CaState, CongestionControl, TcpCcState};
