@@ -348,18 +348,29 @@ def validate_cmd(
     report: Optional[Path] = typer.Option(None, "--report", metavar="FILE", help="Where to write VALIDATION.md (default: DIR/VALIDATION.md)."),
     filter_: list[str] = typer.Option([], "--filter", metavar="AXIS=VALUE[,VALUE]", help="Restrict the runs (axes of any validated suite)."),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run (for quick checks)."),
-    seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="Seeds per cell."),
+    seeds: Optional[int] = typer.Option(None, "--seeds", min=1, help="Seeds per cell (default: 5, or the suite's own number when larger)."),
     only: list[str] = typer.Option([], "--only", metavar="KEY", help="Only this comparison or suite (repeatable)."),
+    linux: bool = typer.Option(
+        True, "--linux/--no-linux", help="Also rerun each suite with stack=linux (today's stack) into DIR/<suite>@linux and show it beside the study's profile."
+    ),
+    dry_run: bool = typer.Option(False, "--dry-run", help="Print the passes and runs that would be run (and how many are finished); run nothing."),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
-    """Run (or reuse) the suites with published numbers and write VALIDATION.md; exits 0 whatever they show."""
+    """Run (or reuse) the suites with published numbers, on each study's profile and on linux,
+    and write VALIDATION.md; exits 0 whatever they show."""
 
     def go() -> None:
         from .suite import parse_filters, parse_overrides
-        from .validate import validate
+        from .validate import plan_text, plan_validation, validate
 
+        if dry_run:
+            plan = plan_validation(
+                out, filters=parse_filters(filter_), overrides=parse_overrides(set_), seeds=seeds, only=only, linux=linux
+            )
+            sys.stdout.write(plan_text(plan))
+            return
         parts = ["aqmlab", "validate"]
         for f in filter_:
             parts += ["--filter", f]
@@ -369,6 +380,8 @@ def validate_cmd(
             parts += ["--seeds", str(seeds)]
         for o in only:
             parts += ["--only", o]
+        if not linux:
+            parts += ["--no-linux"]
         path = validate(
             out,
             jobs=jobs,
@@ -377,6 +390,7 @@ def validate_cmd(
             seeds=seeds,
             plots=plots,
             only=only,
+            linux=linux,
             progress=not quiet,
             report_path=report,
             command=shlex.join(parts),

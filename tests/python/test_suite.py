@@ -318,22 +318,110 @@ def test_same_cell_is_byte_identical_with_one_or_two_jobs(tmp_path):
     assert (a / "REPORT.md").read_bytes() == (b / "REPORT.md").read_bytes()
 
 
+# One S1 row and one S6 row of 3 s (the other comparisons are left out to stay fast).
+VAL_TINY = ["--set", "duration=3s", "--no-plots", "--jobs", "2", "--only", "l4s-tests-s1", "--only", "l4s-tests-s6",
+            "--filter", "qdisc=dualpi2,pie", "--filter", "rtt=10/10", "--filter", "cc=prague-cubic",
+            "--filter", "classic=cubic", "--filter", "ecn=ecn"]
+
+
+def _stack_of(run) -> str:
+    import tomllib
+
+    return tomllib.loads(run.text).get("stack", "linux")
+
+
+def test_validate_plans_five_seeds_on_the_study_profile_and_on_linux(tmp_path):
+    """Nothing runs: the plan of a default validation has 5 seeds per cell (a suite that
+    declares more keeps its own), the study's profile under DIR/<suite> and stack=linux under
+    DIR/<suite>@linux."""
+    from aqmlab.validate import plan_validation
+
+    plan = {c.key: passes for c, _, passes in plan_validation(tmp_path, filters={"qdisc": ["pie"]})}
+    s6 = plan["l4s-tests-s6"]
+    assert [(p.kind, p.label) for p in s6] == [("profile", "l4steam-2020"), ("linux", "linux")]
+    assert [p.out_dir for p in s6] == [tmp_path / "l4s-tests/s6", tmp_path / "l4s-tests/s6@linux"]
+    for p, stack in zip(s6, ("l4steam-2020", "linux")):
+        assert p.seeds == 5
+        assert len(p.runs) == 5 * len({r.cell.id for r in p.runs}) > 0
+        assert sorted({r.seed for r in p.runs}) == [1, 2, 3, 4, 5]
+        assert {_stack_of(r) for r in p.runs} == {stack}
+        assert all(r.run_dir.is_relative_to(p.out_dir) for r in p.runs)
+    assert "--set stack=linux" in s6[1].command and "stack" not in s6[0].command
+    # Järvinen & Kojo (ns-2, no era profile): its own 100 replications, one pass on linux
+    jk = plan["jarvinen-kojo-q95"]
+    assert [(p.kind, p.label, p.seeds) for p in jk] == [("profile", "linux", 100)]
+    # --seeds overrides both passes
+    s1 = {c.key: ps for c, _, ps in plan_validation(tmp_path, seeds=2, only=["l4s-tests-s1"])}["l4s-tests-s1"]
+    assert [p.seeds for p in s1] == [2, 2] and {r.seed for r in s1[1].runs} == {1, 2}
+
+
+def test_validate_linux_pass_is_dropped_or_not_doubled(tmp_path):
+    from aqmlab.validate import plan_validation
+
+    def passes(**kw):
+        return next(ps for c, _, ps in plan_validation(tmp_path, only=["l4s-tests-s6"], **kw))
+
+    assert [p.label for p in passes(linux=False)] == ["l4steam-2020"]
+    # the user's own stack=linux: one pass, in the linux directory (reusing a full validation's)
+    only = passes(overrides=[("duration", "3s"), ("stack", "linux")])
+    assert [(p.kind, p.label, p.out_dir) for p in only] == [("linux", "linux", tmp_path / "l4s-tests/s6@linux")]
+    assert {_stack_of(r) for r in only[0].runs} == {"linux"}
+    full = passes(overrides=[("duration", "3s")])
+    assert [r.text for r in only[0].runs] == [r.text for r in full[1].runs]
+    # another stack replaces the study's in the first pass; the linux pass stays linux
+    other = passes(overrides=[("stack", "l4steam-2024")])
+    assert [p.label for p in other] == ["l4steam-2024", "linux"]
+    assert {_stack_of(r) for r in other[1].runs} == {"linux"}
+
+
+def test_validate_dry_run_prints_the_plan(tmp_path):
+    code, stdout, stderr = cli("validate", "--dry-run", "--out", tmp_path, "--only", "l4s-tests-s6", "--filter", "qdisc=pie")
+    assert code == 0, stderr
+    assert stdout.splitlines() == [
+        f"l4s-tests-s6: l4steam-2020 (study): 4 cells x 5 seeds = 20 runs (0 finished) -> {tmp_path / 'l4s-tests/s6'}",
+        f"l4s-tests-s6: linux (linux pass): 4 cells x 5 seeds = 20 runs (0 finished) -> {tmp_path / 'l4s-tests/s6@linux'}",
+    ]
+    assert not any(tmp_path.iterdir())
+
+
 def test_validate_on_a_tiny_subset(tmp_path):
     out = tmp_path / "val"
-    code, _, stderr = cli("validate", "--out", out, "--set", "duration=3s", "--no-plots", "--jobs", "2",
-                          "--filter", "qdisc=dualpi2,pie", "--filter", "rtt=10/10", "--filter", "cc=prague-cubic",
-                          "--filter", "classic=cubic", "--filter", "ecn=ecn")
+    code, _, stderr = cli("validate", "--out", out, *VAL_TINY, "--seeds", "2")
     assert code == 0, stderr
     text = (out / "VALIDATION.md").read_text()
-    assert "## l4s-tests Scenario 1 fairness table, 50 Mbit/s" in text
-    assert "## l4s-tests Scenario 6: Prague vs a classic flow in one RFC3168 queue" in text
-    assert "- rows compared: 1 of 96 published (95 without a simulated run)" in text
-    assert "- rows compared: 1 of 24 published (23 without a simulated run)" in text
-    assert "rows where the same flow wins:" in text and "absolute difference in Jain's index" in text
-    assert "| qdisc | CC1 (RTT) | CC2 (RTT) | DSS1 | DSS2 | Jain's | same winner |" in text
-    assert "| qdisc | CC2 (RTT) | DSS1 (prague) | DSS2 | published ratio | simulated ratio |" in text
-    assert "| pie | cubic-ecn(20ms) |" in text
-    assert (out / "l4s-tests/s1/REPORT.md").is_file() and (out / "l4s-tests/s6/results.csv").is_file()
+    assert "## l4s-tests Scenario 1 fairness table, 50 Mbit/s (stack: l4steam-2020 vs linux)" in text
+    assert "## l4s-tests Scenario 6: Prague vs a classic flow in one RFC3168 queue (stack: l4steam-2020 vs linux)" in text
+    assert "| measure | l4steam-2020 (study's profile) | linux (today's stack) |" in text
+    assert "| rows compared | 1 of 96 published (95 without a simulated run) | 1 of 96 published (95 without a simulated run) |" in text
+    assert "| rows compared | 1 of 24 published (23 without a simulated run) | 1 of 24 published (23 without a simulated run) |" in text
+    assert "| rows where the same flow wins |" in text and "ΔJain" in text
+    assert "| simulated ratio within a factor of 2 of the published |" in text
+    assert ("| qdisc | CC1 (RTT) | CC2 (RTT) | DSS1 published / l4steam-2020 / linux | DSS2 published / l4steam-2020 / linux "
+            "| Jain's published / l4steam-2020 / linux | same winner (l4steam-2020 / linux) |") in text
+    assert "| qdisc | CC2 (RTT) | DSS1 (prague) published / l4steam-2020 / linux | DSS2 published / l4steam-2020 / linux | ratio published / l4steam-2020 / linux |" in text
+    # every simulated number carries its spread over the 2 seeds
+    s1_row = next(l for l in text.splitlines() if l.startswith("| dualpi2 | prague(10ms) | cubic(10ms) |"))
+    s6_row = next(l for l in text.splitlines() if l.startswith("| pie | cubic-ecn(20ms) |"))
+    assert s1_row.count(" ± ") == 6, s1_row  # DSS1, DSS2, Jain on both stacks
+    assert s6_row.count(" ± ") == 6, s6_row  # DSS1, DSS2, ratio on both stacks
+    for d in ("l4s-tests/s1", "l4s-tests/s1@linux", "l4s-tests/s6", "l4s-tests/s6@linux"):
+        assert len(list((out / d).glob("runs/*/seed-*/summary.json"))) == 2, d
+        assert (out / d / "REPORT.md").is_file() and (out / d / "results.csv").is_file()
+    assert 'stack = "linux"' in next((out / "l4s-tests/s6@linux").glob("runs/*/seed-1/scenario.toml")).read_text()
+    assert 'stack = "l4steam-2020"' in next((out / "l4s-tests/s6").glob("runs/*/seed-1/scenario.toml")).read_text()
+
+    # --no-linux: the same runs (reused), no linux column
+    code, _, stderr = cli("validate", "--out", out, *VAL_TINY, "--seeds", "2", "--no-linux", "--report", tmp_path / "nolinux.md")
+    assert code == 0, stderr
+    text = (tmp_path / "nolinux.md").read_text()
+    assert "(stack: l4steam-2020)" in text and "| DSS1 published / l4steam-2020 |" in text
+    assert "/ linux" not in text and "the linux pass was left out (`--no-linux`)" in text
+    # the user's own stack=linux: one pass, reusing the linux runs
+    code, _, stderr = cli("validate", "--out", out, *VAL_TINY, "--seeds", "2", "--set", "stack=linux", "--report", tmp_path / "linux.md")
+    assert code == 0, stderr
+    text = (tmp_path / "linux.md").read_text()
+    assert "(stack: linux)" in text and "| DSS1 published / linux |" in text and "l4steam-2020" not in text
+    assert text.count("`aqmlab suite run l4s-tests/s6 ") == 1
 
 
 # --------------------------------------------------------------------------------------
@@ -428,6 +516,16 @@ def test_pivot_lines_compare_values_and_rank_order():
     assert "- columns with the same rank order: 1 of 2" in text
     assert "| codel | 0.090 / 0.100 | 0.126 / 0.300 |" in text
     assert "| 2+2 | codel, pie | pie, codel | **no** |" in text
+    # two stacks side by side, each value shown with its spread
+    lx = {k: v * 2 for k, v in pub.items()}
+    text = "\n".join(pivot_lines(pub, {"l4steam-2020": sim, "linux": lx}, ["codel", "pie"], ["1+1", "2+2"], row_title="AQM",
+                                  shown={"linux": {("codel", "1+1"): "0.180 [0.170–0.190]"}}))
+    assert "- l4steam-2020: columns with the same rank order: 1 of 2" in text
+    assert "- linux: columns with the same rank order: 2 of 2" in text
+    assert "- linux: absolute difference: median 0.180, worst 0.252" in text
+    assert "| codel | 0.090 / 0.100 / 0.180 [0.170–0.190] | 0.126 / 0.300 / 0.252 |" in text
+    assert "| column | published | l4steam-2020 | linux | same order (l4steam-2020 / linux) |" in text
+    assert "| 2+2 | codel, pie | pie, codel | codel, pie | **no** / yes |" in text
 
 
 def test_fct_harm_rows_are_derived_from_the_solo_run(tmp_path):

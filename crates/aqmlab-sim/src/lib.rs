@@ -4,9 +4,10 @@
 //! See `docs/architecture.md` for what each module owns and how a packet moves.
 
 pub mod apps;
+pub mod build;
 pub mod cc;
+pub mod endpoint;
 pub mod event;
-pub mod link;
 pub mod metrics;
 pub mod packet;
 pub mod params;
@@ -15,11 +16,15 @@ pub mod profile;
 pub mod qdisc;
 pub mod rng;
 pub mod scenario;
-pub mod shared_links;
 pub mod sim;
 pub mod tcp;
 pub mod time;
 pub mod units;
+
+/// The path elements' former module, kept for existing callers: see [`path`].
+pub mod link {
+    pub use crate::path::{DelayLine, Element, ElementCtx, Link, LinkStats, QueueStats};
+}
 
 pub use scenario::{Scenario, ScenarioError};
 pub use sim::{RunOutput, Simulation};

@@ -1,6 +1,7 @@
 //! Packets: small plain values, copied by value through the engine (no heap allocation).
 
 use crate::time::Time;
+use serde::Deserialize;
 
 /// The two-bit ECN field of the IP header (RFC 3168 §5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -26,6 +27,44 @@ impl Ecn {
         }
         *self = Ecn::Ce;
         true
+    }
+}
+
+// Wire sizes.
+
+/// Bytes of IPv4 + TCP headers with the timestamp option, as Linux sends them.
+pub const TCP_IP_HEADER_BYTES: u32 = 52;
+/// Ethernet header bytes. Linux qdiscs and shapers count packets with their link-layer
+/// header (`qdisc_pkt_len`), and the studies' veth links add no preamble or FCS, so a full
+/// segment occupies 1514 bytes of link time and queue space.
+pub const ETHERNET_HEADER_BYTES: u32 = 14;
+/// Largest frame on the links (Linux `psched_mtu`: 1500-byte MTU + Ethernet header).
+pub const LINK_MTU: u32 = 1500 + ETHERNET_HEADER_BYTES;
+/// Largest UDP payload in one 1500-byte IPv4 packet.
+pub const MAX_UDP_PAYLOAD: u32 = 1500 - 20 - 8;
+/// Header bytes below a UDP payload on the wire: UDP 8 + IPv4 20 + Ethernet 14.
+pub const UDP_IP_ETH: u32 = 8 + 20 + 14;
+
+/// ECN use of a flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EcnMode {
+    /// Not-ECT: AQMs drop instead of marking.
+    Off,
+    /// RFC 3168: ECT(0), ECE latched until CWR, one reduction per window.
+    Rfc3168,
+    /// L4S (RFC 9330/9331): ECT(1) on every data packet, accurate (AccECN-style) feedback of
+    /// the number of CE-marked packets; the congestion control decides the response.
+    L4s,
+    /// SCE (draft-morton-tsvwg-sce): ECT(0) sender; SCE marks (ECT(1)) are echoed as ESCE
+    /// with an exact count, CE as in RFC 3168.
+    Sce,
+}
+
+impl EcnMode {
+    /// Whether ECN is negotiated at all.
+    pub fn is_on(self) -> bool {
+        self != EcnMode::Off
     }
 }
 

@@ -3,6 +3,7 @@
 //! Every key is checked: unknown keys, missing keys and malformed or out-of-range values
 //! are reported as one line naming the key path and the file line (see [`ScenarioError`]).
 
+use crate::packet::{EcnMode, MAX_UDP_PAYLOAD};
 use crate::path::netem::NetemSpec;
 use crate::path::tunnel::{self, TunnelSpec};
 use crate::profile::Stack;
@@ -217,29 +218,6 @@ fn default_step() -> Time {
 }
 fn default_steady_window() -> Time {
     Time::from_secs(60)
-}
-
-/// ECN use of a flow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EcnMode {
-    /// Not-ECT: AQMs drop instead of marking.
-    Off,
-    /// RFC 3168: ECT(0), ECE latched until CWR, one reduction per window.
-    Rfc3168,
-    /// L4S (RFC 9330/9331): ECT(1) on every data packet, accurate (AccECN-style) feedback of
-    /// the number of CE-marked packets; the congestion control decides the response.
-    L4s,
-    /// SCE (draft-morton-tsvwg-sce): ECT(0) sender; SCE marks (ECT(1)) are echoed as ESCE
-    /// with an exact count, CE as in RFC 3168.
-    Sce,
-}
-
-impl EcnMode {
-    /// Whether ECN is negotiated at all.
-    pub fn is_on(self) -> bool {
-        self != EcnMode::Off
-    }
 }
 
 /// One flow (or `count` identical flows).
@@ -652,8 +630,6 @@ fn default_udp_rate() -> Rate {
 }
 /// Default video frame rate of `[[udp]]` sources.
 pub const DEFAULT_UDP_FRAME_RATE: f64 = 30.0;
-/// Largest UDP payload in one 1500-byte IPv4 packet.
-pub const MAX_UDP_PAYLOAD: u32 = 1500 - 20 - 8;
 
 fn default_ecn() -> EcnMode {
     EcnMode::Off
@@ -670,15 +646,6 @@ fn default_iw() -> u32 {
 fn default_initial_rto() -> Time {
     Time::from_secs(1)
 }
-
-/// Bytes of IPv4 + TCP headers with the timestamp option, as Linux sends them.
-pub const TCP_IP_HEADER_BYTES: u32 = 52;
-/// Ethernet header bytes. Linux qdiscs and shapers count packets with their link-layer
-/// header (`qdisc_pkt_len`), and the studies' veth links add no preamble or FCS, so a full
-/// segment occupies 1514 bytes of link time and queue space.
-pub const ETHERNET_HEADER_BYTES: u32 = 14;
-/// Largest frame on the links (Linux `psched_mtu`: 1500-byte MTU + Ethernet header).
-pub const LINK_MTU: u32 = 1500 + ETHERNET_HEADER_BYTES;
 
 fn expect_str<'de, D: Deserializer<'de>>(d: D, what: &str) -> Result<String, D::Error> {
     struct V<'a>(&'a str);

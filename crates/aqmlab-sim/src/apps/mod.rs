@@ -1,13 +1,14 @@
-//! Traffic sources other than TCP bulk transfers.
+//! Traffic: the applications at the endpoints. `bulk.rs` is a TCP transfer (a `[[flows]]`
+//! copy or a transient group's member); the others are traffic other than TCP bulk
+//! transfers. Each file also holds its endpoint's series and `summary.json` entry.
 
+pub mod bulk;
+pub mod media;
 pub mod probe;
 pub mod scream;
-pub mod udp;
 pub mod transient;
+pub mod udp;
 pub mod workload;
 
 pub use probe::{Probe, ProbeStats};
 pub use udp::{UdpSource, UdpStats};
-
-/// Header bytes below a UDP payload on the wire: UDP 8 + IPv4 20 + Ethernet 14.
-pub const UDP_IP_ETH: u32 = 8 + 20 + 14;

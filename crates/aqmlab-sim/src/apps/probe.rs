@@ -10,10 +10,12 @@
 //! DualPI2 L queue (ECT(1)) or be a sparse flow in fq_codel.
 
 use crate::event::{FlowTimer, Timer};
-use crate::metrics::DelayStats;
+use crate::metrics::{DelayStats, SeriesId, SeriesRecorder, SojournSummary};
 use crate::packet::{Direction, Ecn, Kind, Packet};
+use crate::path::Route;
 use crate::tcp::EndpointCtx;
 use crate::time::Time;
+use serde::Serialize;
 
 /// Probe settings.
 #[derive(Clone, Debug)]
@@ -104,6 +106,90 @@ impl Probe {
                 }
             }
             _ => {}
+        }
+    }
+}
+
+/// A latency probe as an endpoint of the run: the probe, its route and series.
+pub struct ProbeFlow {
+    pub name: String,
+    /// `irtt` or `ping`.
+    pub kind: &'static str,
+    /// Propagation delay of the probe's path (its `rtt` plus the shared links' delays).
+    pub rtt_base: Time,
+    pub start: Time,
+    pub route: Route,
+    pub probe: Probe,
+    pub rtt: SeriesId,
+    /// One-way delays (up, down), for the kinds that measure them.
+    pub owd: Option<(SeriesId, SeriesId)>,
+}
+
+/// A latency probe (`summary.json` → `probes[]`); delays in ms.
+#[derive(Clone, Debug, Serialize)]
+pub struct ProbeSummary {
+    pub name: String,
+    /// `irtt` or `ping`.
+    pub kind: &'static str,
+    /// Propagation delay of the probe's path (its `rtt` plus the shared links' delays).
+    pub rtt_base_ms: f64,
+    pub sent: u64,
+    pub received: u64,
+    pub rtt_ms: SojournSummary,
+    /// RTT less `rtt_base_ms` (algorithms.md 5.6): queueing plus the probe's own
+    /// serialisation on each link.
+    pub induced_ms: SojournSummary,
+    /// One-way delays; null for ping, which measures the round trip only.
+    pub owd_up_ms: Option<SojournSummary>,
+    pub owd_down_ms: Option<SojournSummary>,
+}
+
+impl ProbeFlow {
+    /// Registers the series of a probe called `name` (the one-way delays if `one_way`).
+    pub fn new(name: String, kind: &'static str, rtt_base: Time, start: Time, route: Route, probe: Probe, recorder: &mut SeriesRecorder) -> Self {
+        let one_way = probe.cfg.one_way;
+        ProbeFlow {
+            rtt: recorder.register(&name, "rtt", "ms"),
+            owd: one_way.then(|| (recorder.register(&name, "owd_up", "ms"), recorder.register(&name, "owd_down", "ms"))),
+            name,
+            kind,
+            rtt_base,
+            start,
+            route,
+            probe,
+        }
+    }
+
+    pub fn on_timer(&mut self, timer: FlowTimer, ctx: &mut EndpointCtx) {
+        match timer {
+            FlowTimer::Start => self.probe.start(ctx),
+            _ => self.probe.on_timer(timer, ctx),
+        }
+    }
+
+    pub fn sample(&mut self, recorder: &mut SeriesRecorder) {
+        let st = &mut self.probe.stats;
+        recorder.set(self.rtt, st.rtt.take_tick_mean_ms());
+        if let Some((up, down)) = self.owd {
+            recorder.set(up, st.owd_up.take_tick_mean_ms());
+            recorder.set(down, st.owd_down.take_tick_mean_ms());
+        }
+    }
+
+    pub fn summary(&self) -> ProbeSummary {
+        let st = &self.probe.stats;
+        let one_way = self.owd.is_some();
+        let rtt = SojournSummary::of(&st.rtt.all);
+        ProbeSummary {
+            name: self.name.clone(),
+            kind: self.kind,
+            rtt_base_ms: self.rtt_base.as_millis_f64(),
+            sent: st.sent,
+            received: st.received,
+            induced_ms: rtt.minus(self.rtt_base.as_millis_f64()),
+            rtt_ms: rtt,
+            owd_up_ms: one_way.then(|| SojournSummary::of(&st.owd_up.all)),
+            owd_down_ms: one_way.then(|| SojournSummary::of(&st.owd_down.all)),
         }
     }
 }

@@ -13,9 +13,8 @@
 //!
 //! See `docs/algorithms/scream.md` for what is modelled and every known difference.
 
-use super::UDP_IP_ETH;
 use crate::event::{FlowTimer, Timer};
-use crate::packet::{Direction, Ecn, Kind, Packet, SackBlock};
+use crate::packet::{Direction, Ecn, Kind, Packet, SackBlock, UDP_IP_ETH};
 use crate::rng::Stream;
 use crate::tcp::EndpointCtx;
 use crate::time::Time;

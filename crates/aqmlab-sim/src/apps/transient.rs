@@ -15,6 +15,14 @@ use crate::rng::Stream;
 use crate::time::Time;
 use serde::Serialize;
 
+/// A load-transient group of a run: its start and its flows (a range of endpoint ids, TCP
+/// flows all).
+pub struct TransientGroup {
+    pub name: String,
+    pub start: Time,
+    pub flows: std::ops::Range<usize>,
+}
+
 /// When a group opens its connections: `start` + U(0, `jitter`).
 pub fn group_start(seed: u64, name: &str, start: Time, jitter: Time) -> Time {
     let u = Stream::new(seed, &format!("transient/{name}")).uniform();

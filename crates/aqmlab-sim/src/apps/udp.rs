@@ -16,13 +16,14 @@
 //! losses as RTP does (RFC 3550 A.3): expected = highest sequence number + 1, lost =
 //! expected − received, so a late (reordered) packet is not a loss.
 
-use super::UDP_IP_ETH;
 use crate::event::FlowTimer;
-use crate::metrics::DelayStats;
-use crate::packet::{Direction, Ecn, Kind, Packet};
+use crate::metrics::{DelayStats, SeriesId, SeriesRecorder, SojournSummary, Tick};
+use crate::packet::{Direction, Ecn, Kind, Packet, UDP_IP_ETH};
+use crate::path::Route;
 use crate::rng::Stream;
 use crate::tcp::EndpointCtx;
 use crate::time::{Rate, Time};
+use serde::Serialize;
 
 /// What the source sends.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -201,6 +202,73 @@ impl UdpSource {
         st.tick_bytes += pkt.tcp.payload as u64;
         st.highest = Some(st.highest.map_or(pkt.tcp.seq, |h| h.max(pkt.tcp.seq)));
         st.owd.record(ctx.now - pkt.sent_at);
+    }
+}
+
+/// An unresponsive UDP flow as an endpoint of the run: the source and receiver, its route
+/// and series.
+pub struct UdpFlow {
+    pub name: String,
+    /// `video` or `cbr`.
+    pub kind: &'static str,
+    pub start: Time,
+    pub stop: Option<Time>,
+    pub route: Route,
+    pub app: UdpSource,
+    /// Payload received per tick, Mbit/s.
+    rate: SeriesId,
+    /// Mean one-way delay per tick, ms.
+    owd: SeriesId,
+}
+
+/// An unresponsive UDP flow (`summary.json` → `udp[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct UdpSummary {
+    pub name: String,
+    pub kind: String,
+    /// Packets sent and received.
+    pub sent: u64,
+    pub received: u64,
+    /// Packets missing below the highest sequence number received (RFC 3550 A.3).
+    pub lost: u64,
+    /// Payload received over the flow's span (start to stop or the end of the run), Mbit/s.
+    pub mean_mbps: f64,
+    pub owd_ms: SojournSummary,
+}
+
+impl UdpFlow {
+    /// Registers the series of a flow called `name`.
+    pub fn new(name: String, kind: &'static str, start: Time, stop: Option<Time>, route: Route, app: UdpSource, recorder: &mut SeriesRecorder) -> Self {
+        UdpFlow { rate: recorder.register(&name, "rate", "Mbit/s"), owd: recorder.register(&name, "owd", "ms"), name, kind, start, stop, route, app }
+    }
+
+    pub fn on_timer(&mut self, timer: FlowTimer, ctx: &mut EndpointCtx) {
+        match timer {
+            FlowTimer::Start => self.app.start(ctx),
+            _ => self.app.on_timer(timer, ctx),
+        }
+    }
+
+    pub fn sample(&mut self, tick: &Tick, recorder: &mut SeriesRecorder) {
+        let st = &mut self.app.stats;
+        let rate = st.tick_bytes as f64 * 8.0 / tick.step_s / 1e6;
+        st.tick_bytes = 0;
+        recorder.set(self.rate, if tick.now > self.start { rate } else { f64::NAN });
+        recorder.set(self.owd, st.owd.take_tick_mean_ms());
+    }
+
+    pub fn summary(&self, end: Time) -> UdpSummary {
+        let span = (self.stop.map_or(end, |s| s.min(end)) - self.start).as_secs_f64();
+        let st = &self.app.stats;
+        UdpSummary {
+            name: self.name.clone(),
+            kind: self.kind.to_string(),
+            sent: st.sent,
+            received: st.received,
+            lost: st.lost(),
+            mean_mbps: if span > 0.0 { st.bytes_received as f64 * 8.0 / span / 1e6 } else { 0.0 },
+            owd_ms: SojournSummary::of(&st.owd.all),
+        }
     }
 }
 

@@ -25,9 +25,9 @@ use crate::cc::CcSpec;
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::FctStats;
 use crate::packet::{Direction, Kind, Packet};
+use crate::path::Route;
 use crate::profile::Stack;
 use crate::rng::Stream;
-use crate::scenario::{Way, WorkloadSpec};
 use crate::tcp::{EndpointCtx, TcpConfig, TcpReceiver, TcpSender};
 use crate::time::Time;
 use serde::Serialize;
@@ -96,6 +96,27 @@ impl Arrivals {
     }
 }
 
+/// One workload's settings, as the scenario gives them (`[[workloads]]`).
+#[derive(Debug)]
+pub struct WorkloadConfig {
+    /// Names the random stream (`workload/<name>`) and the summary entry.
+    pub name: String,
+    pub cc: CcSpec,
+    /// Connection settings; the size is set per transfer.
+    pub tcp: TcpConfig,
+    pub data_down: bool,
+    pub mean_interarrival: Time,
+    /// 5th and 95th percentiles of the lognormal object size.
+    pub size_p5: u64,
+    pub size_p95: u64,
+    /// First arrival.
+    pub start: Time,
+    /// No arrivals at or after this time.
+    pub stop: Time,
+    /// The route all its transfers share.
+    pub route: Route,
+}
+
 /// One workload's configuration and results.
 struct Workload {
     name: String,
@@ -104,6 +125,7 @@ struct Workload {
     /// Connection settings; the size is set per transfer.
     cfg: TcpConfig,
     data_down: bool,
+    route: Route,
     arrivals: Arrivals,
     /// FCT of every transfer started, in arrival order (`None` while unfinished).
     fct: Vec<Option<Time>>,
@@ -126,11 +148,12 @@ struct Transfer {
 
 const CLOSED: u32 = u32::MAX;
 
-/// Every workload of a run, with the connection slab they share.
+/// Every workload of a run, with the connection slab they share: the last entry of the
+/// engine's endpoint table, which owns every endpoint id from its own on.
 ///
 /// Endpoint ids: `base + w` is workload w's arrival clock (its `FlowTimer::Start` events
 /// are arrivals); transfers get `base + workloads + k` in order of arrival over all
-/// workloads. The engine routes workload w's traffic over route `base + w`.
+/// workloads. Workload w's traffic travels on its route.
 pub struct Workloads {
     seed: u64,
     stack: Stack,
@@ -162,25 +185,22 @@ pub struct WorkloadSummary {
 }
 
 impl Workloads {
-    /// `base` is the endpoint id of the first workload's arrival clock; `end` the run's end;
-    /// `stack` the era profile the transfers' congestion controls are built for; `gso`
-    /// whether the hosts send GSO bursts (`[host] gso`).
-    pub fn new(seed: u64, stack: Stack, gso: bool, base: u32, specs: &[WorkloadSpec], end: Time) -> Workloads {
-        let list = specs
-            .iter()
-            .enumerate()
-            .map(|(i, s)| {
-                let name = s.name.clone().unwrap_or_else(|| format!("workload-{i}"));
-                let rng = Stream::new(seed, &format!("workload/{name}"));
-                let stop = s.stop.unwrap_or(end).min(end);
+    /// `base` is the endpoint id of the first workload's arrival clock; `stack` the era
+    /// profile the transfers' congestion controls are built for.
+    pub fn new(seed: u64, stack: Stack, base: u32, configs: Vec<WorkloadConfig>) -> Workloads {
+        let list = configs
+            .into_iter()
+            .map(|c| {
+                let rng = Stream::new(seed, &format!("workload/{}", c.name));
                 Workload {
-                    start: s.start,
-                    arrivals: Arrivals::new(s.start, stop, s.mean_interarrival, SizeDist::from_percentiles(s.size_p5, s.size_p95), rng),
-                    cc: s.cc.clone(),
-                    cfg: TcpConfig::connection(s.mss, s.initial_cwnd, s.initial_rto, s.ecn, None).on_host(gso, stack),
-                    data_down: s.direction == Way::Down,
+                    start: c.start,
+                    arrivals: Arrivals::new(c.start, c.stop, c.mean_interarrival, SizeDist::from_percentiles(c.size_p5, c.size_p95), rng),
+                    cc: c.cc,
+                    cfg: c.tcp,
+                    data_down: c.data_down,
+                    route: c.route,
                     fct: Vec::new(),
-                    name,
+                    name: c.name,
                 }
             })
             .collect();
@@ -194,11 +214,6 @@ impl Workloads {
                 events.schedule(t, Event::Flow(self.base + w as u32, FlowTimer::Start));
             }
         }
-    }
-
-    /// Endpoint id of the first workload's arrival clock (every id below is another endpoint's).
-    pub fn base(&self) -> usize {
-        self.base as usize
     }
 
     /// Each workload's first arrival time.
@@ -218,15 +233,10 @@ impl Workloads {
         }
     }
 
-    /// Index of the route an endpoint id travels on (the routes of the workloads follow
-    /// those of the other endpoints, from `base`).
-    pub fn route_of(&self, id: u32) -> usize {
-        self.base as usize + self.workload_of(id)
-    }
-
-    /// Whether this endpoint's data travels down (false for ids below the workloads').
-    pub fn data_down(&self, id: u32) -> bool {
-        id >= self.base && self.list[self.workload_of(id)].data_down
+    /// The route of an endpoint id (arrival clock or transfer): its workload's.
+    #[inline]
+    pub fn route(&self, id: u32) -> &Route {
+        &self.list[self.workload_of(id)].route
     }
 
     /// Connection slots allocated so far (the peak number of simultaneously open transfers).
@@ -348,6 +358,7 @@ impl Workloads {
         self.live -= 1;
     }
 
+    /// `summary.json` → `workloads[]`.
     pub fn summaries(&self) -> Vec<WorkloadSummary> {
         self.list
             .iter()

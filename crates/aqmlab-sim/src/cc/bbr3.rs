@@ -26,7 +26,7 @@ use super::bbr_common::*;
 use super::{CaEvent, CaState, CcConfig, CongestionControl, LostSkb, RateSample, TcpCcState};
 use crate::params::Params;
 use crate::rng::Stream;
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 use crate::time::Time;
 use std::sync::Arc;
 

@@ -338,7 +338,7 @@ mod tests {
     #[test]
     fn without_ecn_it_is_reno() {
         let mut tp = test_state(100, 1000);
-        tp.ecn = crate::scenario::EcnMode::Off;
+        tp.ecn = crate::packet::EcnMode::Off;
         let mut d = Dctcp::new(DctcpParams::default());
         d.init(&mut tp);
         assert_eq!(d.name(), "dctcp-reno");

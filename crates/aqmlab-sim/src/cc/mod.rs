@@ -24,7 +24,7 @@ pub use prague::Prague;
 
 use crate::params::{Params, Registered, Spec};
 use crate::rng::Stream;
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 use crate::time::Time;
 use std::sync::Arc;
 

@@ -302,7 +302,7 @@ impl Prague {
     /// `prague_update_pacing_rate`: MTU · max(cwnd, in flight) / srtt, ×2 while
     /// cwnd < ssthresh/2; the GSO burst is bounded to 2^-burst_shift s at that rate.
     fn update_pacing_rate(&mut self, tp: &TcpCcState) {
-        let mtu = (tp.mss + crate::scenario::TCP_IP_HEADER_BYTES) as f64;
+        let mtu = (tp.mss + crate::packet::TCP_IP_HEADER_BYTES) as f64;
         let factor = if tp.cwnd < tp.ssthresh / 2 { 2.0 } else { 1.0 };
         let window = tp.cwnd.max(tp.packets_in_flight()) as f64;
         let srtt = tp.srtt.as_secs_f64();
@@ -906,7 +906,7 @@ mod tests {
     #[test]
     fn without_ecn_it_is_unpaced_reno() {
         let mut tp = test_state(100, 1000);
-        tp.ecn = crate::scenario::EcnMode::Off;
+        tp.ecn = crate::packet::EcnMode::Off;
         tp.srtt = Time(20 * MS);
         let mut p = Prague::new(PragueParams::default());
         p.init(&mut tp);
@@ -949,7 +949,7 @@ mod tests {
         assert_eq!((p.max_tso_burst(), p.max_tso_segs(&tp)), (24, Some(24)));
         let mut reno = Prague::new(PragueParams::default());
         let mut tp = test_state(10, u32::MAX);
-        tp.ecn = crate::scenario::EcnMode::Off;
+        tp.ecn = crate::packet::EcnMode::Off;
         reno.init(&mut tp);
         assert_eq!(reno.max_tso_segs(&tp), None);
     }

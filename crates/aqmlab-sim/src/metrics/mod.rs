@@ -7,10 +7,12 @@ mod histogram;
 mod series;
 mod spikes;
 mod steady;
+mod summary;
 
 pub use delay::DelayStats;
 pub use fct::{empirical_quantile, FctStats};
 pub use histogram::LogHistogram;
 pub use spikes::{SpikeSummary, SpikeTracker};
-pub use series::{Column, Series, SeriesId, SeriesRecorder};
+pub use series::{Column, Series, SeriesId, SeriesRecorder, Tick};
 pub use steady::{jain_index, steady_state_rate};
+pub use summary::SojournSummary;

@@ -30,6 +30,16 @@ impl Series {
     }
 }
 
+/// One tick of the sampling grid, as the endpoints see it when they record their series.
+#[derive(Clone, Copy, Debug)]
+pub struct Tick {
+    pub now: crate::time::Time,
+    /// `now` in seconds.
+    pub t: f64,
+    /// The grid step in seconds.
+    pub step_s: f64,
+}
+
 /// Builds a [`Series`] tick by tick.
 #[derive(Debug, Default)]
 pub struct SeriesRecorder {

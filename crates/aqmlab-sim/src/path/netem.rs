@@ -10,7 +10,7 @@
 //! See docs/algorithms/netem.md for the semantics and the differences from Linux.
 
 use crate::event::{Event, Timer};
-use crate::link::ElementCtx;
+use super::ElementCtx;
 use crate::packet::Packet;
 use crate::params::Params;
 use crate::rng::Stream;

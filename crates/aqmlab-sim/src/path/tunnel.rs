@@ -16,10 +16,9 @@
 //! ECN decapsulation (RFC 6040 §4.2 as each kind's Linux code applies it), then the inner
 //! header is restored.
 
-use crate::link::ElementCtx;
-use crate::packet::{Ecn, Packet, TunnelTag};
+use super::ElementCtx;
+use crate::packet::{Ecn, Packet, TunnelTag, ETHERNET_HEADER_BYTES};
 use crate::qdisc::flow_bucket;
-use crate::scenario::ETHERNET_HEADER_BYTES;
 use serde::{Deserialize, Serialize};
 
 /// Tunnel implementations, for their overhead, ECN and anti-replay defaults.

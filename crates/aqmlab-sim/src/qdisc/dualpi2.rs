@@ -1,7 +1,9 @@
 //! DualPI2, the DualQ Coupled AQM (RFC 9332), modelled on Linux `net/sched/sch_dualpi2.c`
 //! as merged upstream (torvalds/linux 6.17+, read at commit 92b9c2b7), with the tc syntax of
-//! iproute2 `tc/q_dualpi2.c`. Differences from the 2019–2020 L4STeam out-of-tree versions are
-//! listed in docs/algorithms/dualpi2.md.
+//! iproute2 `tc/q_dualpi2.c`. The L4STeam out-of-tree qdisc that the 2020-2024 studies ran is
+//! selected by the era profile (`stack`, see [`Era`]): it differs in the step eligibility
+//! (`min_qlen_step` 2), the absence of a byte limit and the packet step threshold ×1000.
+//! docs/algorithms/dualpi2.md lists the sources and every remaining difference.
 //!
 //! - Two FIFOs share one limit: C (classic, `Packet::queue` 0) and L (low latency, 1).
 //!   A packet goes to L when `ecn & ecn_mask != 0` (`dualpi2_skb_classify`): with the default
@@ -25,6 +27,7 @@
 
 use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
 use crate::packet::{Ecn, Packet};
+use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::time::Time;
 use crate::units::parse_time;
@@ -66,12 +69,92 @@ enum StepThresh {
     Packets(u32),
 }
 
+/// Which `sch_dualpi2.c` a profile ran (see docs/algorithms/dualpi2.md, "Era profiles").
+///
+/// Only the defaults and quirks that differ are modelled here; everything else (PI2 with the
+/// /64 gain scaling, `must_drop`, the WRR, the classification, overload) was read to be the
+/// same in every era and shares one code path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Era {
+    /// Upstream Linux (torvalds/linux 92b9c2b7; netdev v9 of 16 Mar 2025 onwards): profiles
+    /// `linux` and `sce-2020` (the SCE kernel had no DualPI2 of its own).
+    Upstream,
+    /// The L4STeam out-of-tree qdisc of 2020-2024 (profiles `l4steam-2020`, `l4steam-2020-04`,
+    /// `l4steam-2024`). Read: the L4STeam 5.4 tree as copied in dejeneboru/mdtcp-mprague at
+    /// b69a6a70 (15 Mar 2020) and 715833c6 (17 Apr 2020), `net/sched/sch_dualpi2.c`; the netdev
+    /// submission "[PATCH net-next 1/1] sched: Add dualpi2 qdisc" of 18 Oct 2024 (stored id
+    /// 19582659352); L4STeam/iproute2 b19604c3 `tc/q_dualpi2.c`. The tested commits themselves
+    /// (b256daed, e741f5ac, 1014c0e4, the 5.15 kernel of 2024) were not readable; they lie
+    /// between copies that behave the same in everything modelled here.
+    L4steam,
+}
+
+impl Era {
+    fn of(stack: Stack) -> Era {
+        if stack.is_l4steam() {
+            Era::L4steam
+        } else {
+            Era::Upstream
+        }
+    }
+
+    /// `min_qlen_step` when the scenario does not set it.
+    ///
+    /// Upstream: 0 (`dualpi2_reset_default`: "Always apply step mark in L-queue"; tested in
+    /// `skb_apply_step` as `qdisc_qlen(q->l_queue) >= q->min_qlen_step`).
+    ///
+    /// L4STeam: the era had no such option; `dualpi2_enqueue_skb` (715833c6 ~l.394; the
+    /// 2024-10-18 submission, same function) sets `apply_step = skb_is_l4s(skb) &&
+    /// qdisc_qlen(q->l_queue) > 1` before `qdisc_enqueue_tail` adds the packet, and b69a6a70
+    /// `dualpi2_qdisc_enqueue` (~l.314) has the same test on the L queue only. `qdisc_qlen` of
+    /// the L child counts the packets still queued in L (not the one on the wire, not the C
+    /// queue), which is exactly what [`DualPi2::enqueue`] compares with `min_qlen_step`
+    /// before pushing, so the era's rule is `min_qlen_step` 2. `do_step_aqm` (715833c6
+    /// ~l.520-539) then marks at dequeue only if `apply_step && qdelay > step.thresh`.
+    fn min_qlen_step(self) -> u32 {
+        match self {
+            Era::Upstream => 0,
+            Era::L4steam => 2,
+        }
+    }
+
+    /// The byte limit when the scenario gives no `memlimit`.
+    ///
+    /// Upstream: `limit · 2 · MTU` (`get_memory_limit`, netdev v12 onwards).
+    ///
+    /// L4STeam: none; `dualpi2_enqueue_skb` (715833c6 ~l.374, 2024-10-18 submission) refuses
+    /// a packet only when `qdisc_qlen(sch) >= sch->limit`, and the netlink policy has no
+    /// memlimit attribute (added in netdev v5, 22 Feb 2025).
+    fn memory_limit(self, limit: u32, mtu: u32) -> u64 {
+        match self {
+            Era::Upstream => (limit as u64 * 2 * mtu as u64).min(u32::MAX as u64),
+            Era::L4steam => u64::MAX,
+        }
+    }
+
+    /// The stored step threshold for the parsed one.
+    ///
+    /// L4STeam: `dualpi2_change` (715833c6 ~l.733; same in the 2024-10-18 submission) stores
+    /// `nla_get_u32(TCA_DUALPI2_STEP_THRESH) * NSEC_PER_USEC` whatever
+    /// `TCA_DUALPI2_STEP_PACKETS` says, and the era's tc (L4STeam/iproute2 b19604c3
+    /// `dualpi2_parse_opt`) sends the bare count with `STEP_PACKETS` 1 for `step_thresh 5pkt`.
+    /// `do_step_aqm` then compares the L queue length with 5000. Fixed upstream in netdev v5
+    /// ("Fix step_thresh in packets"). `step.thresh` is a u32 (715833c6 ~l.76), so the product
+    /// wraps modulo 2^32 as the kernel's store does.
+    fn step_thresh(self, th: StepThresh) -> StepThresh {
+        match (self, th) {
+            (Era::L4steam, StepThresh::Packets(n)) => StepThresh::Packets(n.wrapping_mul(1000)),
+            (_, th) => th,
+        }
+    }
+}
+
 /// Parsed `dualpi2` parameters, in the units the kernel receives them over netlink.
 #[derive(Clone, Debug, PartialEq)]
 struct DualPi2Config {
     /// Shared packet limit of both queues (`limit`, default 10000).
     limit: u32,
-    /// Byte limit (`memlimit`); `None`: limit · 2 · MTU (`get_memory_limit`).
+    /// Byte limit (`memlimit`); `None`: the profile's default (see [`Era::memory_limit`]).
     memlimit: Option<u32>,
     /// PI target delay, µs (`target`, 15 ms).
     target_us: u32,
@@ -83,8 +166,9 @@ struct DualPi2Config {
     beta: u32,
     /// L-queue step threshold (`step_thresh`, 1 ms).
     step_thresh: StepThresh,
-    /// Step marking only for packets that found at least this many packets in L (`min_qlen_step`, 0).
-    min_qlen_step: u32,
+    /// Step marking only for packets that found at least this many packets in L
+    /// (`min_qlen_step`); `None`: the profile's default (see [`Era::min_qlen_step`]).
+    min_qlen_step: Option<u32>,
     /// k (`coupling_factor`, 2).
     coupling_factor: u8,
     /// `drop_on_overload` (true) or `overflow`.
@@ -110,7 +194,7 @@ impl Default for DualPi2Config {
             alpha: 41,
             beta: 819,
             step_thresh: StepThresh::Time(1_000_000),
-            min_qlen_step: 0,
+            min_qlen_step: None,
             coupling_factor: 2,
             drop_overload: true,
             drop_early: false,
@@ -126,7 +210,7 @@ impl QdiscConfig for DualPi2Config {
         "dualpi2"
     }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(DualPi2::new(self, ctx.mtu, ctx.rng.clone()))
+        Box::new(DualPi2::new(self, ctx.stack, ctx.mtu, ctx.rng.clone()))
     }
 }
 
@@ -186,7 +270,7 @@ pub fn parse_dualpi2(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
                     };
                 }
             }
-            "min_qlen_step" => c.min_qlen_step = p.uint(key, 0..=u32::MAX as u64)? as u32,
+            "min_qlen_step" => c.min_qlen_step = Some(p.uint(key, 0..=u32::MAX as u64)? as u32),
             "drop_on_overload" => c.drop_overload = true,
             "overflow" => c.drop_overload = false,
             "drop_enqueue" => c.drop_early = true,
@@ -302,19 +386,22 @@ pub struct DualPi2 {
 }
 
 impl DualPi2 {
-    fn new(c: &DualPi2Config, mtu: u32, rng: Stream) -> Self {
+    /// Builds the discipline of profile `stack`; parameters the scenario left unset take
+    /// that profile's defaults ([`Era`]), explicit ones are used as given.
+    fn new(c: &DualPi2Config, stack: Stack, mtu: u32, rng: Stream) -> Self {
+        let era = Era::of(stack);
         let wc = c.c_protection.min(MAX_WC) as i64;
         let wl = MAX_WC as i64 - wc;
         let cap = (c.limit as usize).min(1 << 14);
         DualPi2 {
             limit: c.limit,
-            memory_limit: c.memlimit.map_or_else(|| (c.limit as u64 * 2 * mtu as u64).min(u32::MAX as u64), |m| m as u64),
+            memory_limit: c.memlimit.map_or_else(|| era.memory_limit(c.limit, mtu), |m| m as u64),
             target: c.target_us as u64 * 1000,
             tupdate: (c.tupdate_us as u64 * 1000).min(u32::MAX as u64),
             alpha: scale_alpha_beta(c.alpha),
             beta: scale_alpha_beta(c.beta),
-            step_thresh: c.step_thresh,
-            min_qlen_step: c.min_qlen_step,
+            step_thresh: era.step_thresh(c.step_thresh),
+            min_qlen_step: c.min_qlen_step.unwrap_or(era.min_qlen_step()),
             coupling_factor: c.coupling_factor.max(1),
             drop_overload: c.drop_overload,
             drop_early: c.drop_early,
@@ -616,7 +703,11 @@ mod tests {
     }
 
     fn build(f: impl FnOnce(&mut DualPi2Config)) -> DualPi2 {
-        DualPi2::new(&cfg(f), MTU, Stream::new(1, "dualpi2-test"))
+        build_on(Stack::Linux, f)
+    }
+
+    fn build_on(stack: Stack, f: impl FnOnce(&mut DualPi2Config)) -> DualPi2 {
+        DualPi2::new(&cfg(f), stack, MTU, Stream::new(1, "dualpi2-test"))
     }
 
     fn dflt() -> DualPi2 {
@@ -654,7 +745,7 @@ mod tests {
                 c.drop_early = true;
                 c.c_protection = 25;
                 c.ecn_mask = 3;
-                c.min_qlen_step = 2;
+                c.min_qlen_step = Some(2);
                 c.memlimit = Some(1 << 20);
                 c.split_gso = false;
             })
@@ -922,7 +1013,7 @@ mod tests {
         let got: Vec<bool> = (0..8).map(|_| q.dequeue(Time::ZERO).unwrap().ecn == Ecn::Ce).collect();
         assert_eq!(got, vec![true, true, true, true, false, false, false, false]);
         // min_qlen_step 2: only packets that found at least 2 packets in L are eligible.
-        let mut q = build(|c| c.min_qlen_step = 2);
+        let mut q = build(|c| c.min_qlen_step = Some(2));
         for i in 0..4 {
             q.enqueue(pkt(Ecn::Ect1, 1514, i), Time::ZERO);
         }
@@ -932,6 +1023,146 @@ mod tests {
         let mut q = dflt();
         q.enqueue(pkt(Ecn::Ect0, 1514, 0), Time::ZERO);
         assert_eq!(q.dequeue(ms(500)).unwrap().ecn, Ecn::Ect0);
+    }
+
+    /// Serialisation time of one 1514-byte packet at `mbit` Mbit/s, ns.
+    fn wire_ns(mbit: u64) -> u64 {
+        1514 * 8 * 1000 / mbit
+    }
+
+    const L4STEAM: [Stack; 3] = [Stack::L4steam2020, Stack::L4steam2020Apr, Stack::L4steam2024];
+
+    /// The HTB-like link: a C packet is taken for the wire at t = 0; `n` ECT(1) packets arrive
+    /// at 0.1 ms, each dequeued when the previous one has been serialised. Returns which of
+    /// them left CE and the step_marks counter.
+    fn l_burst_behind_c(q: &mut dyn Qdisc, mbit: u64, n: u32) -> (Vec<bool>, f64) {
+        let wire = wire_ns(mbit);
+        q.enqueue(pkt(Ecn::NotEct, 1514, 0), Time::ZERO);
+        assert_eq!(q.dequeue(Time::ZERO).unwrap().queue, 0);
+        for i in 0..n {
+            assert_eq!(q.enqueue(pkt(Ecn::Ect1, 1514, i), Time::from_micros(100)), Enqueued::Queued);
+        }
+        let marks = (1..=n as u64).map(|k| q.dequeue(Time(k * wire)).unwrap().ecn == Ecn::Ce).collect();
+        let mut v = Vec::new();
+        q.xstats(&mut v);
+        (marks, v.iter().find(|(k, _)| *k == "step_marks").unwrap().1)
+    }
+
+    /// Issue 11's question at 10 Mbit/s: a lone L packet that waited 1.1112 ms (> the 1 ms
+    /// step) behind a C packet on the wire (1.2112 ms) is step-marked by upstream
+    /// (`min_qlen_step` 0) but not by the L4STeam code, which set `apply_step` only when the L
+    /// queue already held more than one packet at enqueue.
+    #[test]
+    fn lone_l_packet_behind_the_wire_step_marked_only_upstream() {
+        assert_eq!(wire_ns(10), 1_211_200);
+        assert!(wire_ns(10) - 100_000 > 1_000_000, "the lone packet's sojourn exceeds the step");
+        for stack in [Stack::Linux, Stack::Sce2020] {
+            assert_eq!(l_burst_behind_c(&mut build_on(stack, |_| {}), 10, 1), (vec![true], 1.0), "{stack}");
+        }
+        for stack in L4STEAM {
+            assert_eq!(l_burst_behind_c(&mut build_on(stack, |_| {}), 10, 1), (vec![false], 0.0), "{stack}");
+        }
+    }
+
+    /// Three back-to-back L packets behind the same C packet at 10 Mbit/s, sojourns 1.1112,
+    /// 2.3224 and 3.5336 ms: upstream marks all three; the L4STeam code only the third, the
+    /// first that found 2 packets in L. At 50 Mbit/s (0.24224 ms per packet) the sojourns are
+    /// 0.14224 + k·0.24224 ms: the first four stay below 1 ms, so both eras mark only the 5th
+    /// and 6th (both found at least 2 packets).
+    #[test]
+    fn l_burst_step_marks_from_the_third_packet_in_l4steam_eras() {
+        for stack in L4STEAM {
+            assert_eq!(l_burst_behind_c(&mut build_on(stack, |_| {}), 10, 3), (vec![false, false, true], 1.0), "{stack}");
+            let (m, steps) = l_burst_behind_c(&mut build_on(stack, |_| {}), 50, 6);
+            assert_eq!((m, steps), (vec![false, false, false, false, true, true], 2.0), "{stack}");
+        }
+        assert_eq!(l_burst_behind_c(&mut dflt(), 10, 3), (vec![true, true, true], 3.0));
+        assert_eq!(l_burst_behind_c(&mut dflt(), 50, 6), (vec![false, false, false, false, true, true], 2.0));
+    }
+
+    /// The exemption covers the step only: a lone L packet behind a standing C queue still
+    /// gets the coupled mark k·p' (here k·p' = 1 − 2^-31) in the L4STeam eras.
+    #[test]
+    fn lone_l_packet_still_gets_the_coupled_mark() {
+        let mut q = build_on(Stack::L4steam2020, |_| {});
+        for i in 0..3 {
+            q.enqueue(pkt(Ecn::NotEct, 1514, i), Time::ZERO);
+        }
+        q.enqueue(pkt(Ecn::Ect1, 1514, 9), Time::from_micros(100));
+        q.set_prob(u32::MAX / 2);
+        // WRR: the initial credit is negative, so L goes first; 3 C packets stay (>= 2 MTU).
+        let out = q.dequeue(ms(5)).unwrap();
+        assert_eq!((out.queue, out.ecn), (1, Ecn::Ce));
+        assert_eq!((q.step_marks, q.ecn_mark), (0, 1));
+    }
+
+    /// Builds a tc string on a profile, as the simulator does.
+    fn spec_on(stack: Stack, tc: &str) -> Box<dyn Qdisc> {
+        let mut ctx = BuildCtx { link_rate: crate::time::Rate(10_000_000), mtu: MTU, rng: Stream::new(1, "dualpi2-test"), stack };
+        QdiscSpec::parse(tc).unwrap().build(&mut ctx)
+    }
+
+    /// A parameter given in the scenario beats the profile's default, in both directions.
+    #[test]
+    fn explicit_min_qlen_step_overrides_the_profile() {
+        for stack in L4STEAM {
+            assert_eq!(l_burst_behind_c(spec_on(stack, "dualpi2").as_mut(), 10, 1).0, vec![false], "{stack}");
+            assert_eq!(l_burst_behind_c(spec_on(stack, "dualpi2 min_qlen_step 0").as_mut(), 10, 1).0, vec![true], "{stack}");
+        }
+        assert_eq!(l_burst_behind_c(spec_on(Stack::Linux, "dualpi2").as_mut(), 10, 1).0, vec![true]);
+        let mut q = spec_on(Stack::Linux, "dualpi2 min_qlen_step 2");
+        assert_eq!(l_burst_behind_c(q.as_mut(), 10, 3).0, vec![false, false, true]);
+        // The resolved values.
+        let c = cfg(|_| {});
+        assert_eq!(DualPi2::new(&c, Stack::L4steam2024, MTU, Stream::new(1, "t")).min_qlen_step, 2);
+        assert_eq!(DualPi2::new(&c, Stack::Linux, MTU, Stream::new(1, "t")).min_qlen_step, 0);
+        let c = cfg(|c| c.min_qlen_step = Some(7));
+        assert_eq!(DualPi2::new(&c, Stack::L4steam2020, MTU, Stream::new(1, "t")).min_qlen_step, 7);
+    }
+
+    /// Upstream refuses a packet once the bytes queued would exceed limit·2·MTU
+    /// (`get_memory_limit`); the L4STeam code had the packet limit only. With a small
+    /// psched MTU (100 B, limit 10: a 2000-byte memlimit) full-size packets hit it at once.
+    #[test]
+    fn memory_limit_only_upstream_unless_given() {
+        let fill = |stack: Stack, memlimit: Option<u32>| {
+            let c = cfg(|c| {
+                c.limit = 10;
+                c.memlimit = memlimit;
+            });
+            let mut q = DualPi2::new(&c, stack, 100, Stream::new(1, "t"));
+            let ok = (0..12).filter(|&i| q.enqueue(pkt(Ecn::Ect1, 1514, i), Time::ZERO) == Enqueued::Queued).count();
+            (ok, q.stats().overlimits, q.memory_limit)
+        };
+        assert_eq!(fill(Stack::Linux, None), (1, 11, 2000));
+        assert_eq!(fill(Stack::Sce2020, None), (1, 11, 2000));
+        for stack in L4STEAM {
+            assert_eq!(fill(stack, None), (10, 2, u64::MAX), "{stack}");
+            // An explicit memlimit applies on every profile: 5 packets fit in 8000 bytes.
+            assert_eq!(fill(stack, Some(8000)), (5, 7, 8000), "{stack}");
+        }
+    }
+
+    /// `step_thresh 1pkt`: upstream marks while more than 1 packet stays in L; the L4STeam
+    /// kernels stored 1·1000 and compared the L queue length with 1000. With 1005 L packets
+    /// queued at once, the L4STeam eras mark only packets 2 and 3 (eligible: found >= 2;
+    /// left 1002 and 1001 > 1000 behind); upstream marks every packet that leaves > 1 behind.
+    #[test]
+    fn packet_step_threshold_is_stored_times_1000_in_l4steam_eras() {
+        let marked = |stack: Stack| {
+            let mut q = spec_on(stack, "dualpi2 step_thresh 1pkt");
+            for i in 0..1005 {
+                q.enqueue(pkt(Ecn::Ect1, 100, i), Time::ZERO);
+            }
+            (0..1005).filter_map(|_| q.dequeue(Time::ZERO)).filter(|p| p.ecn == Ecn::Ce).map(|p| p.tcp.seq).collect::<Vec<_>>()
+        };
+        assert_eq!(marked(Stack::Linux), (0..=1002).collect::<Vec<u32>>());
+        for stack in L4STEAM {
+            assert_eq!(marked(stack), vec![2, 3], "{stack}");
+        }
+        assert_eq!(build_on(Stack::L4steam2020, |c| c.step_thresh = StepThresh::Packets(5)).step_thresh, StepThresh::Packets(5000));
+        assert_eq!(build_on(Stack::L4steam2020, |c| c.step_thresh = StepThresh::Time(2_000_000)).step_thresh, StepThresh::Time(2_000_000));
+        assert_eq!(build_on(Stack::Linux, |c| c.step_thresh = StepThresh::Packets(5)).step_thresh, StepThresh::Packets(5));
     }
 
     #[test]

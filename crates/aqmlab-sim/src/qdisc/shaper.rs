@@ -12,7 +12,7 @@
 //!   shaper banks no credit (`cnq_unstale_shaper`, CAKE's "ensure shaper state isn't stale").
 
 use super::Params;
-use crate::scenario::ETHERNET_HEADER_BYTES;
+use crate::packet::ETHERNET_HEADER_BYTES;
 use crate::time::Time;
 
 /// Time per byte in fixed point, `rate_ns >> rate_shft`; zero = unlimited.

@@ -19,7 +19,7 @@ pub use sender::TcpSender;
 
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::packet::Packet;
-use crate::scenario::EcnMode;
+use crate::packet::{EcnMode, ETHERNET_HEADER_BYTES, TCP_IP_HEADER_BYTES};
 use crate::time::Time;
 
 /// Per-connection settings, with Linux defaults.
@@ -65,7 +65,7 @@ impl Default for TcpConfig {
     fn default() -> Self {
         TcpConfig {
             mss: 1448,
-            header_bytes: crate::scenario::ETHERNET_HEADER_BYTES + crate::scenario::TCP_IP_HEADER_BYTES,
+            header_bytes: ETHERNET_HEADER_BYTES + TCP_IP_HEADER_BYTES,
             initial_cwnd: 10,
             ecn: EcnMode::Off,
             pacing: false,

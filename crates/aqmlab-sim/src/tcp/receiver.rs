@@ -15,7 +15,7 @@
 use super::{EndpointCtx, TcpConfig};
 use crate::event::{FlowTimer, Timer};
 use crate::packet::{Direction, Ecn, Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 
 /// A contiguous range of out-of-order data held by the receiver.
 #[derive(Clone, Copy, Debug)]

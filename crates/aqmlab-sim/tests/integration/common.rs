@@ -128,7 +128,7 @@ pub fn recorded(sc: &Scenario) -> (Simulation, std::rc::Rc<std::cell::RefCell<Ve
     let mut sim = Simulation::new(sc);
     let mut ctx = BuildCtx {
         link_rate: sc.bottleneck.rate,
-        mtu: aqmlab_sim::scenario::LINK_MTU,
+        mtu: aqmlab_sim::packet::LINK_MTU,
         rng: aqmlab_sim::rng::Stream::new(sc.seed, "qdisc/bottleneck"),
         stack: sc.stack,
     };

@@ -10,7 +10,7 @@ use super::queue::*;
 use super::{EndpointCtx, TcpSender, TCP_REORDERING};
 use crate::cc::{AckSample, CaState, RateSample};
 use crate::packet::Packet;
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 use crate::time::Time;
 
 /// What one ACK did (Linux `FLAG_*` of `tcp_ack`).

@@ -43,7 +43,7 @@ use super::{EndpointCtx, Phase, TcpSender};
 use crate::cc::{CaEvent, CaState};
 use crate::event::FlowTimer;
 use crate::packet::{Direction, Ecn, Kind, Packet};
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 use crate::time::Time;
 
 /// `sysctl_tcp_min_tso_segs` default.

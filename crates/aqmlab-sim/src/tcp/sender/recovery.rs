@@ -6,7 +6,7 @@ use super::ack::AckFlags;
 use super::queue::*;
 use super::{EndpointCtx, TcpSender};
 use crate::cc::{CaEvent, CaState};
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 
 impl TcpSender {
     pub(super) fn set_state(&mut self, s: CaState) {

@@ -7,7 +7,7 @@ use super::queue::*;
 use super::{EndpointCtx, Phase, TcpSender, TCP_REORDERING};
 use crate::cc::{CaEvent, CaState};
 use crate::event::FlowTimer;
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 use crate::time::Time;
 
 impl TcpSender {

@@ -3,7 +3,7 @@ use crate::cc::Reno;
 use super::queue::*;
 use crate::event::EventQueue;
 use crate::packet::Direction;
-use crate::scenario::EcnMode;
+use crate::packet::EcnMode;
 
 /// A sender driven by hand-made ACKs (segment numbers; no timestamps echoed unless set).
 struct Harness {

@@ -10,12 +10,16 @@
 //! the old discipline's queue is dropped and the new one starts empty, built for the link's
 //! rate at that time with its own random stream (`qdisc/<link>/change/<index>`).
 
-use crate::link::Link;
-use crate::metrics::{SeriesId, SeriesRecorder};
-use crate::qdisc::{self, Qdisc};
-use crate::rng::Stream;
-use crate::scenario::{Scenario, LINK_MTU};
+use super::Link;
+use crate::metrics::{LogHistogram, SeriesId, SeriesRecorder, SojournSummary, SpikeSummary};
+use serde::Serialize;
+use crate::qdisc::Qdisc;
 use crate::time::{Rate, Time};
+
+/// Indices of the bottleneck and the return link in the engine's shared links; the upstream
+/// links follow.
+pub const BOTTLENECK: usize = 0;
+pub const RETURN: usize = 1;
 
 /// A shared link and its series.
 pub struct SharedLink {
@@ -133,6 +137,10 @@ pub struct ScheduledChange {
 }
 
 impl ScheduledChange {
+    pub fn new(at: Time, link: usize, rate: Option<Rate>, qdisc: Option<Box<dyn Qdisc>>) -> Self {
+        ScheduledChange { at, link, rate, qdisc }
+    }
+
     /// The change's discipline, for registering series before it is installed.
     pub fn qdisc(&self) -> Option<&dyn Qdisc> {
         self.qdisc.as_deref()
@@ -148,26 +156,65 @@ impl ScheduledChange {
     }
 }
 
-/// The scenario's `[[bottleneck.changes]]` as one change per link, in the order they apply
-/// (time, then listing order). `bottleneck` and `return_link` index the engine's shared
-/// links, whose starting rates are `rates`.
-pub fn schedule(sc: &Scenario, bottleneck: usize, return_link: usize, mut rates: Vec<Rate>) -> Vec<ScheduledChange> {
-    let mut order: Vec<usize> = (0..sc.bottleneck.changes.len()).collect();
-    order.sort_by_key(|&i| sc.bottleneck.changes[i].at);
-    let mut out = Vec::new();
-    for i in order {
-        let c = &sc.bottleneck.changes[i];
-        let targets = [(c.direction.forward(), bottleneck, "bottleneck"), (c.direction.ret(), return_link, "return")];
-        for (_, link, label) in targets.into_iter().filter(|t| t.0) {
-            if let Some(r) = c.rate {
-                rates[link] = r;
-            }
-            let qdisc = c.qdisc.as_ref().map(|spec| {
-                let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
-                spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng, stack: sc.stack })
-            });
-            out.push(ScheduledChange { at: c.at, link, rate: c.rate, qdisc });
+/// A shared link (`summary.json` → `bottleneck`, `return_link`, `upstream[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct BottleneckSummary {
+    /// The rate at the start of the run (`[[bottleneck.changes]]` may change it; the `rate`
+    /// series has it over time).
+    pub rate_mbps: f64,
+    /// The discipline at the start of the run, as given.
+    pub qdisc: String,
+    /// Packets that left the bottleneck.
+    pub packets: u64,
+    pub bytes: u64,
+    pub drops: u64,
+    pub ce_marks: u64,
+    /// Busy fraction from the first flow's start to the end of the run.
+    pub utilization: f64,
+    pub sojourn_ms: SojournSummary,
+    /// Per sub-queue sojourn (e.g. DualPI2's C and L queues); empty for single-queue disciplines.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub queues: Vec<QueueSummary>,
+    /// Delay-spike durations per `[metrics] spike_thresholds` entry.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub spikes: Vec<SpikeSummary>,
+}
+
+impl BottleneckSummary {
+    /// `rate` is the link's rate at the start; utilisation counts from `first_start` to `end`.
+    pub fn of(link: &Link, qdisc_text: &str, rate: Rate, first_start: Time, end: Time) -> Self {
+        let span = end - first_start;
+        let mut all = LogHistogram::default();
+        for q in &link.stats.queues {
+            all.merge(&q.sojourn);
+        }
+        let queues = if link.stats.queues.len() > 1 {
+            (link.stats.queues.iter())
+                .map(|q| QueueSummary { name: q.name.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::with_cdf(&q.sojourn) })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        BottleneckSummary {
+            rate_mbps: rate.as_mbps(),
+            qdisc: qdisc_text.to_string(),
+            packets: link.stats.tx_packets,
+            bytes: link.stats.tx_bytes,
+            drops: link.drops(),
+            ce_marks: link.ce_marks(),
+            utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
+            sojourn_ms: SojournSummary::with_cdf(&all),
+            queues,
+            spikes: link.stats.spikes.as_ref().map_or_else(Vec::new, |s| s.summary(end)),
         }
     }
-    out
+}
+
+/// One sub-queue of the bottleneck discipline.
+#[derive(Clone, Debug, Serialize)]
+pub struct QueueSummary {
+    pub name: String,
+    /// Packets dequeued from this sub-queue.
+    pub packets: u64,
+    pub sojourn_ms: SojournSummary,
 }

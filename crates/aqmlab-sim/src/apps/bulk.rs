@@ -1,0 +1,155 @@
+//! A TCP transfer between two endpoints: a `[[flows]]` copy (bulk or finite) or one member of
+//! a load-transient group, with its series and its `summary.json` entry.
+
+use crate::event::FlowTimer;
+use crate::metrics::{steady_state_rate, SeriesId, SeriesRecorder, Tick};
+use crate::packet::{Direction, Packet};
+use crate::path::Route;
+use crate::tcp::{EndpointCtx, TcpReceiver, TcpSender};
+use crate::time::Time;
+use serde::Serialize;
+
+/// Per-flow series handles.
+pub struct FlowSeries {
+    pub goodput: SeriesId,
+    pub delivery_rate: SeriesId,
+    pub srtt: SeriesId,
+    pub cwnd: SeriesId,
+    pub retransmits: SeriesId,
+}
+
+impl FlowSeries {
+    pub fn register(recorder: &mut SeriesRecorder, name: &str) -> FlowSeries {
+        FlowSeries {
+            goodput: recorder.register(name, "goodput", "Mbit/s"),
+            delivery_rate: recorder.register(name, "delivery_rate", "Mbit/s"),
+            srtt: recorder.register(name, "srtt", "ms"),
+            cwnd: recorder.register(name, "cwnd", "packets"),
+            retransmits: recorder.register(name, "retransmits", "packets"),
+        }
+    }
+}
+
+/// Both ends of one TCP connection.
+pub struct TcpFlow {
+    pub name: String,
+    /// Base RTT plus the shared links' delays.
+    pub rtt: Time,
+    pub start: Time,
+    pub stop: Option<Time>,
+    /// Whether the flow is listed under `flows[]` (a transient group's flows are reported
+    /// under `transients[]` instead).
+    pub listed: bool,
+    pub route: Route,
+    pub sender: TcpSender,
+    pub receiver: TcpReceiver,
+    pub series: FlowSeries,
+    last_delivered: u64,
+    last_retransmits: u64,
+    /// Delivery-rate samples (s, Mbit/s) while the flow runs, for the steady-state rate.
+    rate_samples: Vec<(f64, f64)>,
+}
+
+/// Summary of one flow (`summary.json` → `flows[]`).
+#[derive(Clone, Debug, Serialize)]
+pub struct FlowSummary {
+    pub name: String,
+    pub cc: String,
+    pub rtt_ms: f64,
+    pub start_s: f64,
+    /// Mean goodput (in-order payload at the receiver) from start to the flow's end.
+    pub goodput_mbps: f64,
+    /// Steady-state delivery rate D_SS (algorithms.md 5.2); null if the window is empty.
+    pub steady_mbps: Option<f64>,
+    pub bytes_delivered: u64,
+    pub retransmits: u64,
+    pub rto_events: u64,
+    pub fast_recoveries: u64,
+    pub ce_received: u64,
+    /// SCE-marked (ECT(1)) data packets received, on `ecn = "sce"` flows.
+    pub sce_received: u64,
+    /// Flow completion time of a finite transfer, from its start.
+    pub fct_s: Option<f64>,
+}
+
+impl TcpFlow {
+    /// `ticks`: the points of the sampling grid (the capacity of the rate samples).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, route: Route, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
+        TcpFlow { name, rtt, start, stop, listed, route, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
+    }
+
+    /// The flow stops contributing samples after its stop time or its completion.
+    fn active_at(&self, t: Time) -> bool {
+        t >= self.start && self.stop.map_or(true, |s| t <= s) && self.sender.stats.completed_at.map_or(true, |c| t <= c)
+    }
+    fn end_time(&self, run_end: Time) -> Time {
+        let mut e = run_end;
+        if let Some(s) = self.stop {
+            e = e.min(s);
+        }
+        if let Some(c) = self.sender.stats.completed_at {
+            e = e.min(c);
+        }
+        e
+    }
+
+    pub fn on_timer(&mut self, timer: FlowTimer, ctx: &mut EndpointCtx) {
+        match timer {
+            FlowTimer::Start => self.sender.start(ctx),
+            FlowTimer::Stop => self.sender.stop(),
+            FlowTimer::DelayedAck => self.receiver.on_timer(timer, ctx),
+            _ => self.sender.on_timer(timer, ctx),
+        }
+    }
+
+    /// Data reaches the receiver, ACKs the sender.
+    pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
+        match pkt.dir {
+            Direction::Forward => self.receiver.on_packet(pkt, ctx),
+            Direction::Reverse => self.sender.on_packet(pkt, ctx),
+        }
+    }
+
+    pub fn sample(&mut self, tick: &Tick, recorder: &mut SeriesRecorder) {
+        let (now, t, nan) = (tick.now, tick.t, f64::NAN);
+        let active = self.active_at(now) && now > self.start;
+        let delivered = self.receiver.delivered_bytes;
+        let goodput = (delivered - self.last_delivered) as f64 * 8.0 / tick.step_s / 1e6;
+        self.last_delivered = delivered;
+        let rate = self.sender.delivery_rate_bps() / 1e6;
+        if active {
+            self.rate_samples.push((t, rate));
+        }
+        let s = &self.series;
+        recorder.set(s.goodput, if now > self.start { goodput } else { nan });
+        recorder.set(s.delivery_rate, if active { rate } else { nan });
+        let srtt = self.sender.srtt();
+        recorder.set(s.srtt, if active && srtt > Time::ZERO { srtt.as_millis_f64() } else { nan });
+        recorder.set(s.cwnd, if active { self.sender.tp.cwnd as f64 } else { nan });
+        let rtx = self.sender.stats.retransmits;
+        recorder.set(s.retransmits, (rtx - self.last_retransmits) as f64);
+        self.last_retransmits = rtx;
+    }
+
+    /// `end`: the end of the run; `window_s`: the steady-state window.
+    pub fn summary(&self, end: Time, window_s: f64) -> FlowSummary {
+        let active = self.end_time(end) - self.start;
+        let bytes = self.receiver.delivered_bytes;
+        FlowSummary {
+            name: self.name.clone(),
+            cc: self.sender.cc_name().to_string(),
+            rtt_ms: self.rtt.as_millis_f64(),
+            start_s: self.start.as_secs_f64(),
+            goodput_mbps: if active > Time::ZERO { bytes as f64 * 8.0 / active.as_secs_f64() / 1e6 } else { 0.0 },
+            steady_mbps: steady_state_rate(&self.rate_samples, window_s),
+            bytes_delivered: bytes,
+            retransmits: self.sender.stats.retransmits,
+            rto_events: self.sender.stats.rto_events,
+            fast_recoveries: self.sender.stats.fast_recoveries,
+            ce_received: self.receiver.ce_received as u64,
+            sce_received: self.receiver.sce_received as u64,
+            fct_s: self.sender.stats.completed_at.map(|c| (c - self.start).as_secs_f64()),
+        }
+    }
+}

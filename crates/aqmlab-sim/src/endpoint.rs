@@ -1,0 +1,185 @@
+//! The endpoints of a run, in one table indexed by endpoint id (in the style of smoltcp's
+//! socket set): each entry is one kind of traffic with both of its ends, its route and its
+//! client host. The engine hands every timer and every packet that reaches the end of its
+//! route to `Endpoints::get_mut(id)`, and dispatches by `match` (no virtual call).
+//!
+//! Ids, which packets carry (`Packet::flow`) and which name random streams (`cc/<id>`) and
+//! flow hashes, run in table order: TCP flows (the `[[flows]]` copies, then the transient
+//! groups' flows), probes, media, UDP sources, and last the workloads' slot set, which owns
+//! every id from its own on (an arrival clock per workload, then the transfers in arrival
+//! order). A new kind of traffic is one application file in `apps/`, one spec in the
+//! scenario, one arm here and its construction in `build.rs`.
+
+use crate::apps::bulk::{FlowSummary, TcpFlow};
+use crate::apps::media::{MediaFlow, MediaSummary};
+use crate::apps::probe::{ProbeFlow, ProbeSummary};
+use crate::apps::udp::{UdpFlow, UdpSummary};
+use crate::apps::workload::{WorkloadSummary, Workloads};
+use crate::event::{Event, EventQueue, FlowTimer};
+use crate::metrics::{SeriesRecorder, Tick};
+use crate::packet::Packet;
+use crate::path::Route;
+use crate::tcp::EndpointCtx;
+use crate::time::Time;
+
+/// One entry of the endpoint table.
+pub enum Endpoint {
+    /// A TCP connection (sender and receiver).
+    Tcp(TcpFlow),
+    /// A latency probe (client and echo server).
+    Probe(ProbeFlow),
+    /// A real-time media flow (SCReAM sender and receiver).
+    Media(Box<MediaFlow>),
+    /// An unresponsive UDP source and its receiver.
+    Udp(UdpFlow),
+    /// The short-flow workloads: their arrival clocks and a slab of connection slots.
+    Workloads(Box<Workloads>),
+}
+
+/// What an endpoint reports in `summary.json`.
+pub enum EndpointSummary {
+    Flow(FlowSummary),
+    Probe(ProbeSummary),
+    Media(MediaSummary),
+    Udp(UdpSummary),
+    Workloads(Vec<WorkloadSummary>),
+}
+
+impl Endpoint {
+    /// The route endpoint `id` (this entry's, or one of the workloads') travels on.
+    #[inline]
+    pub fn route(&self, id: u32) -> &Route {
+        match self {
+            Endpoint::Tcp(f) => &f.route,
+            Endpoint::Probe(p) => &p.route,
+            Endpoint::Media(m) => &m.route,
+            Endpoint::Udp(u) => &u.route,
+            Endpoint::Workloads(w) => w.route(id),
+        }
+    }
+
+    /// Schedules the endpoint's start (and stop) as endpoint `id`.
+    pub fn schedule(&self, id: u32, events: &mut EventQueue) {
+        let start = |at: Time, events: &mut EventQueue| events.schedule(at, Event::Flow(id, FlowTimer::Start));
+        match self {
+            Endpoint::Tcp(f) => {
+                start(f.start, events);
+                if let Some(s) = f.stop {
+                    events.schedule(s, Event::Flow(id, FlowTimer::Stop));
+                }
+            }
+            Endpoint::Probe(p) => start(p.start, events),
+            Endpoint::Media(m) => start(m.start, events),
+            Endpoint::Udp(u) => start(u.start, events),
+            Endpoint::Workloads(w) => w.schedule(events),
+        }
+    }
+
+    /// A timer of endpoint `ctx.flow` fired (`FlowTimer::Start` starts it).
+    #[inline]
+    pub fn on_timer(&mut self, timer: FlowTimer, ctx: &mut EndpointCtx) {
+        match self {
+            Endpoint::Tcp(f) => f.on_timer(timer, ctx),
+            Endpoint::Probe(p) => p.on_timer(timer, ctx),
+            Endpoint::Media(m) => m.on_timer(timer, ctx),
+            Endpoint::Udp(u) => u.on_timer(timer, ctx),
+            Endpoint::Workloads(w) => w.on_timer(timer, ctx),
+        }
+    }
+
+    /// A packet reached the end of its route: the data side for `Direction::Forward`, the
+    /// other side for `Direction::Reverse`.
+    #[inline]
+    pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
+        match self {
+            Endpoint::Tcp(f) => f.on_packet(pkt, ctx),
+            Endpoint::Probe(p) => p.probe.on_packet(pkt, ctx),
+            Endpoint::Media(m) => m.on_packet(pkt, ctx),
+            Endpoint::Udp(u) => u.app.on_packet(pkt, ctx),
+            Endpoint::Workloads(w) => w.on_packet(pkt, ctx),
+        }
+    }
+
+    /// Records this endpoint's series at a grid tick.
+    pub fn sample(&mut self, tick: &Tick, recorder: &mut SeriesRecorder) {
+        match self {
+            Endpoint::Tcp(f) => f.sample(tick, recorder),
+            Endpoint::Probe(p) => p.sample(recorder),
+            Endpoint::Media(m) => m.sample(tick, recorder),
+            Endpoint::Udp(u) => u.sample(tick, recorder),
+            Endpoint::Workloads(_) => {}
+        }
+    }
+
+    /// The earliest time the endpoint starts.
+    pub fn first_start(&self) -> Option<Time> {
+        match self {
+            Endpoint::Tcp(f) => Some(f.start),
+            Endpoint::Probe(p) => Some(p.start),
+            Endpoint::Media(m) => Some(m.start),
+            Endpoint::Udp(u) => Some(u.start),
+            Endpoint::Workloads(w) => w.starts().min(),
+        }
+    }
+
+    /// The `summary.json` entry at the end of the run (`end`); `window_s` is the
+    /// steady-state window. `None` for a transient group's flow (its group reports it).
+    pub fn summary(&mut self, end: Time, window_s: f64) -> Option<EndpointSummary> {
+        Some(match self {
+            Endpoint::Tcp(f) if !f.listed => return None,
+            Endpoint::Tcp(f) => EndpointSummary::Flow(f.summary(end, window_s)),
+            Endpoint::Probe(p) => EndpointSummary::Probe(p.summary()),
+            Endpoint::Media(m) => EndpointSummary::Media(m.summary(end)),
+            Endpoint::Udp(u) => EndpointSummary::Udp(u.summary(end)),
+            Endpoint::Workloads(w) => EndpointSummary::Workloads(w.summaries()),
+        })
+    }
+}
+
+/// The endpoint table. Its last entry is always the workloads' slot set, which owns every id
+/// from its index on.
+pub struct Endpoints {
+    list: Vec<Endpoint>,
+}
+
+impl Endpoints {
+    /// `list` must end with the `Endpoint::Workloads` entry.
+    pub fn new(list: Vec<Endpoint>) -> Endpoints {
+        assert!(matches!(list.last(), Some(Endpoint::Workloads(_))), "the endpoint table ends with the workloads");
+        Endpoints { list }
+    }
+    #[inline]
+    fn index(&self, id: u32) -> usize {
+        (id as usize).min(self.list.len() - 1)
+    }
+    /// The endpoint that owns id `id`.
+    #[inline]
+    pub fn get(&self, id: u32) -> &Endpoint {
+        &self.list[self.index(id)]
+    }
+    #[inline]
+    pub fn get_mut(&mut self, id: u32) -> &mut Endpoint {
+        let i = self.index(id);
+        &mut self.list[i]
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &Endpoint> {
+        self.list.iter()
+    }
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut Endpoint> {
+        self.list.iter_mut()
+    }
+    /// The TCP flow with id `id`; panics if that endpoint is not one.
+    pub fn tcp(&self, id: usize) -> &TcpFlow {
+        match &self.list[id] {
+            Endpoint::Tcp(f) => f,
+            _ => panic!("endpoint {id} is not a TCP flow"),
+        }
+    }
+    /// The workloads' slot set.
+    pub fn workloads(&self) -> &Workloads {
+        match self.list.last() {
+            Some(Endpoint::Workloads(w)) => w,
+            _ => unreachable!("the endpoint table ends with the workloads"),
+        }
+    }
+}

@@ -1,0 +1,45 @@
+//! A constant propagation delay: one direction of a flow's base RTT, a shared link's own
+//! delay.
+
+use super::ElementCtx;
+use crate::packet::Packet;
+use crate::time::Time;
+use std::collections::VecDeque;
+
+/// A constant propagation delay. Packets keep their order, so a FIFO with one pending
+/// wake-up (for its head) suffices.
+#[derive(Debug)]
+pub struct DelayLine {
+    delay: Time,
+    line: VecDeque<(Time, Packet)>,
+}
+
+impl DelayLine {
+    pub fn new(delay: Time) -> Self {
+        DelayLine { delay, line: VecDeque::with_capacity(64) }
+    }
+    pub fn delay(&self) -> Time {
+        self.delay
+    }
+    pub(crate) fn receive(&mut self, pkt: Packet, ctx: &mut ElementCtx) {
+        let due = ctx.now + self.delay;
+        if self.line.is_empty() {
+            ctx.wake_at(due);
+        }
+        self.line.push_back((due, pkt));
+    }
+    pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
+        while let Some(&(due, pkt)) = self.line.front() {
+            if due > ctx.now {
+                ctx.wake_at(due);
+                return;
+            }
+            self.line.pop_front();
+            ctx.out.push(pkt);
+        }
+    }
+    /// Packets on the line.
+    pub fn held(&self) -> usize {
+        self.line.len()
+    }
+}
