@@ -56,7 +56,7 @@ pub struct Scenario {
     /// Tunnels flows, probes and media can be carried in (`tunnel = "<name>"`).
     #[serde(default)]
     pub tunnels: Vec<TunnelSpec>,
-    /// The end hosts' send path (`[host]`): GSO bursts.
+    /// The end hosts (`[host]`): GSO bursts, start-time spread, per-packet timing noise.
     #[serde(default)]
     pub host: HostSpec,
 }
@@ -65,8 +65,9 @@ fn default_seed() -> u64 {
     1
 }
 
-/// The end hosts (`[host]`): how their network stack hands packets to the path. Defaults
-/// are those of a Linux netns testbed (docs/host.md).
+/// The end hosts (`[host]`): how their network stack hands packets to the path, and when
+/// their applications start. Defaults are those of a Linux netns testbed run by flent
+/// (docs/host.md has the mapping and the evidence).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HostSpec {
@@ -76,12 +77,29 @@ pub struct HostSpec {
     /// `gso` overrides it.
     #[serde(default = "default_true")]
     pub gso: bool,
+    /// Every bulk flow, probe, media and UDP source starts a uniformly drawn U[0,
+    /// `start_spread`) after its `start` (flent launches one netperf/irtt process per flow;
+    /// they open their connections milliseconds apart). `"0s"`: exact starts.
+    #[serde(default = "default_start_spread", deserialize_with = "de_time")]
+    pub start_spread: Time,
+    /// Per-packet timing noise of the hosts: each send instant's packets leave U[0, `jitter`)
+    /// late, never reordered (veth transmit and softirq scheduling). `"0s"`: none.
+    #[serde(default = "default_host_jitter", deserialize_with = "de_time")]
+    pub jitter: Time,
 }
 
 impl Default for HostSpec {
     fn default() -> Self {
-        HostSpec { gso: true }
+        HostSpec { gso: true, start_spread: default_start_spread(), jitter: default_host_jitter() }
     }
+}
+
+fn default_start_spread() -> Time {
+    Time::from_millis(5)
+}
+
+fn default_host_jitter() -> Time {
+    Time::from_micros(50)
 }
 
 fn default_true() -> bool {
