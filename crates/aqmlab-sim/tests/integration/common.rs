@@ -7,6 +7,10 @@ use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
 use aqmlab_sim::sim::Summary;
 use aqmlab_sim::{Scenario, Simulation, Time};
 
+/// A `[host]` table without timing noise: exact starts, no per-packet jitter. For tests
+/// whose expectation is an exact time on an ideal path (host.rs covers the noise).
+pub const QUIET_HOST: &str = "\n[host]\nstart_spread = \"0s\"\njitter = \"0s\"\n";
+
 pub fn scenario(text: &str) -> Scenario {
     Scenario::from_toml(text, &[]).expect("valid scenario")
 }

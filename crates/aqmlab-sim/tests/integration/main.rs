@@ -26,4 +26,5 @@ mod traffic;
 mod tunnel;
 mod udp;
 mod tcp_gso;
+mod host_noise;
 mod golden;

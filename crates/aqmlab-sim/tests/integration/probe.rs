@@ -3,8 +3,10 @@
 
 use aqmlab_sim::{Scenario, Simulation};
 
+/// Runs on quiet hosts: the expectations are exact times of an ideal path.
 fn run(text: &str) -> aqmlab_sim::sim::Summary {
-    let out = Simulation::new(&Scenario::from_toml(text, &[]).unwrap()).run();
+    let text = format!("{text}{}", crate::common::QUIET_HOST);
+    let out = Simulation::new(&Scenario::from_toml(&text, &[]).unwrap()).run();
     let p = out.summary.packets;
     assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight);
     out.summary

@@ -16,8 +16,11 @@ fn run_bursts(sc: &aqmlab_sim::Scenario) -> (Summary, Vec<(u32, u32)>, Option<f6
     (out.summary, b, step)
 }
 
+/// The flows, on quiet hosts (no start spread, no jitter: the expectations below are
+/// derived for an ideal path; host jitter may merge separate sends into one arrival).
 fn flows(gso: bool, specs: &[(&str, &str, &str)]) -> String {
-    specs.iter().map(|(cc, rtt, ecn)| format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"{rtt}\"\necn = \"{ecn}\"\ngso = {gso}\n")).collect()
+    let f: String = specs.iter().map(|(cc, rtt, ecn)| format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"{rtt}\"\necn = \"{ecn}\"\ngso = {gso}\n")).collect();
+    f + QUIET_HOST
 }
 
 /// Bursts of `flow` other than its initial window (the first 10 segments leave unpaced

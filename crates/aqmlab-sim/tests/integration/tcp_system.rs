@@ -241,7 +241,9 @@ fn pacing_spreads_packets_so_a_fast_link_never_queues() {
             "pfifo limit 10000",
             "5s",
             // 5 MB keeps slow start's paced rate (2 cwnd / srtt) below the link rate.
-            &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"100ms\"\nsize = 5000000\npacing = {pacing}\n"),
+            // One segment per send: with GSO, pacing spaces skbs of `tcp_tso_segs` segments,
+            // which queue behind each other (tcp_gso.rs).
+            &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"100ms\"\nsize = 5000000\npacing = {pacing}\ngso = false\n"),
         );
         run(&sc).bottleneck.sojourn_ms.p99.unwrap()
     };

@@ -12,13 +12,14 @@ fn wire(payload: f64) -> f64 {
 }
 
 fn udp_run(rate: &str, qdisc: &str, duration: &str, extra: &str, udp: &str) -> aqmlab_sim::sim::Summary {
-    run(&scenario(&format!("duration = \"{duration}\"\n{extra}\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n[[udp]]\nrtt = \"20ms\"\n{udp}")))
+    // Quiet hosts: the expectations are exact times of an ideal path.
+    run(&scenario(&format!("duration = \"{duration}\"\n{extra}\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n[[udp]]\nrtt = \"20ms\"\n{udp}{}", common::QUIET_HOST)))
 }
 
 #[test]
 fn cbr_through_an_idle_link_arrives_whole_at_its_rate_after_base_delay_and_serialisation() {
-    let text = "duration = \"4s\"\n[bottleneck]\nrate = \"50Mbit\"\n[[udp]]\nname = \"cbr\"\nkind = \"cbr\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n";
-    let out = Simulation::new(&scenario(text)).run();
+    let text = format!("duration = \"4s\"\n[bottleneck]\nrate = \"50Mbit\"\n[[udp]]\nname = \"cbr\"\nkind = \"cbr\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n{}", common::QUIET_HOST);
+    let out = Simulation::new(&scenario(&text)).run();
     common::assert_conserved(&out.summary);
     let u = &out.summary.udp[0];
     // One 1200-byte packet every 960 us; those sent in the last 10 ms are still travelling.
