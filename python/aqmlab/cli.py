@@ -1,5 +1,5 @@
 """Command line: ``aqmlab run SCENARIO.toml --out DIR [--seed N] [--set key=value ...]``,
-``aqmlab suite list|show|run|report`` and ``aqmlab validate``.
+``aqmlab suite list|show|run|report``, ``aqmlab qdisc|cc list|show`` and ``aqmlab validate``.
 
 Exit codes: 0 success; 2 bad input (one line on stderr, nothing written); 1 anything else
 (a short message; the traceback only with ``--debug``).
@@ -166,6 +166,11 @@ suite_app = typer.Typer(
     help="Suites: named matrices of scenarios (the studies' experiments). See docs/suites.md.",
 )
 app.add_typer(suite_app, name="suite")
+
+from .params_cli import cc_app, qdisc_app  # noqa: E402
+
+app.add_typer(qdisc_app, name="qdisc")
+app.add_typer(cc_app, name="cc")
 
 
 def _guard(debug: bool, fn) -> None:

@@ -50,9 +50,29 @@ fn run(
     }
 }
 
+/// qdisc_table() -> str
+///
+/// Every queue discipline's parameter table as a JSON array: per kind its `name`,
+/// `aliases`, `doc` and `params` (each with `name`, `type`, `default`, `default_text`,
+/// `stack_defaults`, `unit`, `doc`, `aliases`, `words`).
+#[pyfunction]
+fn qdisc_table() -> String {
+    aqmlab_sim::qdisc::table_json().to_string()
+}
+
+/// cc_table() -> str
+///
+/// Every congestion control's parameter table as JSON, in the form of `qdisc_table`.
+#[pyfunction]
+fn cc_table() -> String {
+    aqmlab_sim::cc::table_json().to_string()
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(qdisc_table, m)?)?;
+    m.add_function(wrap_pyfunction!(cc_table, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

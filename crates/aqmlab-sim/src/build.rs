@@ -145,7 +145,7 @@ fn schedule_changes(sc: &Scenario, bottleneck: usize, return_link: usize, mut ra
                 let rng = Stream::new(sc.seed, &format!("qdisc/{label}/change/{i}"));
                 spec.build(&mut qdisc::BuildCtx { link_rate: rates[link], mtu: LINK_MTU, rng, stack: sc.stack })
             });
-            out.push(ScheduledChange::new(c.at, link, c.rate, qdisc));
+            out.push(ScheduledChange::new(c.at, link, c.rate, qdisc).with_params(c.qdisc.as_ref().map(|spec| spec.args())));
         }
     }
     out
@@ -236,7 +236,7 @@ impl Built {
                 };
                 let cfg = TcpConfig {
                     pacing: spec.pacing,
-                    rwnd_packets: spec.rwnd.map(|b| (b / spec.mss as u64).max(1) as u32),
+                    rwnd_packets: spec.rwnd.or(sc.stack.default_rwnd_bytes()).map(|b| (b / spec.mss as u64).max(1) as u32),
                     ..TcpConfig::connection(spec.mss, spec.initial_cwnd, spec.initial_rto, spec.ecn, spec.size)
                 }
                 .on_host(spec.gso.unwrap_or(sc.host.gso), sc.stack);
@@ -258,6 +258,7 @@ impl Built {
             transients.push(TransientGroup { name, start, flows: first..plans.len() });
         }
         let mut endpoints = Vec::new();
+        let mut routes = Vec::new();
         let tcp_flows = plans.len();
         for (id, p) in plans.into_iter().enumerate() {
             let id = id as u32;
@@ -278,7 +279,8 @@ impl Built {
             host_jitter(&mut elements, &route, sc, &format!("flow/{id}"));
             let series = FlowSeries::register(&mut recorder, &p.name);
             let (sender, receiver) = (TcpSender::new(id, p.cfg.clone(), cc), TcpReceiver::new(id, &p.cfg));
-            endpoints.push(Endpoint::Tcp(TcpFlow::new(p.name, p.rtt + path_delay, p.start, p.stop, p.listed, route, sender, receiver, series, ticks)));
+            routes.push(route);
+            endpoints.push(Endpoint::Tcp(TcpFlow::new(p.name, p.rtt + path_delay, p.start, p.stop, p.listed, sender, receiver, series, ticks)));
         }
         for (i, spec) in sc.probes.iter().enumerate() {
             let id = endpoints.len() as u32;
@@ -298,7 +300,8 @@ impl Built {
                 ProbeKind::Irtt => "irtt",
                 ProbeKind::Ping => "ping",
             };
-            endpoints.push(Endpoint::Probe(ProbeFlow::new(name, kind, spec.rtt + path_delay, start, route, Probe::new(id, cfg), &mut recorder)));
+            routes.push(route);
+            endpoints.push(Endpoint::Probe(ProbeFlow::new(name, kind, spec.rtt + path_delay, start, Probe::new(id, cfg), &mut recorder)));
         }
         for (i, spec) in sc.media.iter().enumerate() {
             let id = endpoints.len() as u32;
@@ -330,7 +333,8 @@ impl Built {
                 Codepoint::Ce => "ce",
             };
             let app = Scream::new(id, cfg, Stream::new(sc.seed, &format!("scream/{name}")));
-            endpoints.push(Endpoint::Media(Box::new(MediaFlow::new(name, ecn, spec.rtt + path_delay, start, spec.stop, route, app, &mut recorder))));
+            routes.push(route);
+            endpoints.push(Endpoint::Media(Box::new(MediaFlow::new(name, ecn, spec.rtt + path_delay, start, spec.stop, app, &mut recorder))));
         }
         for (i, spec) in sc.udp.iter().enumerate() {
             let id = endpoints.len() as u32;
@@ -350,7 +354,8 @@ impl Built {
             };
             let cfg = UdpConfig { pattern, rate: spec.rate, packet_size: spec.packet_size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             let app = UdpSource::new(id, cfg, Stream::new(sc.seed, &format!("udp/{name}")));
-            endpoints.push(Endpoint::Udp(UdpFlow::new(name, kind, start, spec.stop, route, app, &mut recorder)));
+            routes.push(route);
+            endpoints.push(Endpoint::Udp(UdpFlow::new(name, kind, start, spec.stop, app, &mut recorder)));
         }
         let configs = (sc.workloads.iter().enumerate())
             .map(|(i, s)| {
@@ -393,6 +398,6 @@ impl Built {
         }
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
-        Built { events, elements, endpoints: Endpoints::new(endpoints), transients, tunnels, links, changes, recorder }
+        Built { events, elements, endpoints: Endpoints::new(endpoints, routes), transients, tunnels, links, changes, recorder }
     }
 }

@@ -1,7 +1,9 @@
 //! The endpoints of a run, in one table indexed by endpoint id (in the style of smoltcp's
-//! socket set): each entry is one kind of traffic with both of its ends, its route and its
-//! client host. The engine hands every timer and every packet that reaches the end of its
-//! route to `Endpoints::get_mut(id)`, and dispatches by `match` (no virtual call).
+//! socket set): each entry is one kind of traffic with both of its ends; beside it the table
+//! keeps the entry's route (its elements and the client host its packets carry), a plain
+//! field looked up on every hop (`Endpoints::route`). The engine hands every timer and every
+//! packet that reaches the end of its route to `Endpoints::get_mut(id)`, and dispatches by
+//! `match` (no virtual call).
 //!
 //! Ids, which packets carry (`Packet::flow`) and which name random streams (`cc/<id>`) and
 //! flow hashes, run in table order: TCP flows (the `[[flows]]` copies, then the transient
@@ -46,18 +48,6 @@ pub enum EndpointSummary {
 }
 
 impl Endpoint {
-    /// The route endpoint `id` (this entry's, or one of the workloads') travels on.
-    #[inline]
-    pub fn route(&self, id: u32) -> &Route {
-        match self {
-            Endpoint::Tcp(f) => &f.route,
-            Endpoint::Probe(p) => &p.route,
-            Endpoint::Media(m) => &m.route,
-            Endpoint::Udp(u) => &u.route,
-            Endpoint::Workloads(w) => w.route(id),
-        }
-    }
-
     /// Schedules the endpoint's start (and stop) as endpoint `id`.
     pub fn schedule(&self, id: u32, events: &mut EventQueue) {
         let start = |at: Time, events: &mut EventQueue| events.schedule(at, Event::Flow(id, FlowTimer::Start));
@@ -137,16 +127,29 @@ impl Endpoint {
 }
 
 /// The endpoint table. Its last entry is always the workloads' slot set, which owns every id
-/// from its index on.
+/// from its index on and keeps its workloads' routes; `routes[i]` is entry `i`'s route for
+/// every other entry.
 pub struct Endpoints {
     list: Vec<Endpoint>,
+    routes: Vec<Route>,
 }
 
 impl Endpoints {
-    /// `list` must end with the `Endpoint::Workloads` entry.
-    pub fn new(list: Vec<Endpoint>) -> Endpoints {
+    /// `list` must end with the `Endpoint::Workloads` entry; `routes` holds the route of each
+    /// entry before it.
+    pub fn new(list: Vec<Endpoint>, routes: Vec<Route>) -> Endpoints {
         assert!(matches!(list.last(), Some(Endpoint::Workloads(_))), "the endpoint table ends with the workloads");
-        Endpoints { list }
+        assert_eq!(routes.len() + 1, list.len(), "a route per endpoint before the workloads");
+        Endpoints { list, routes }
+    }
+    /// The route endpoint `id` travels on: a field of the table, or (ids of the workloads'
+    /// arrival clocks and transfers) its workload's.
+    #[inline]
+    pub fn route(&self, id: u32) -> &Route {
+        match self.routes.get(id as usize) {
+            Some(r) => r,
+            None => self.workloads().route(id),
+        }
     }
     #[inline]
     fn index(&self, id: u32) -> usize {

@@ -22,11 +22,6 @@ pub mod tcp;
 pub mod time;
 pub mod units;
 
-/// The path elements' former module, kept for existing callers: see [`path`].
-pub mod link {
-    pub use crate::path::{DelayLine, Element, ElementCtx, Link, LinkStats, QueueStats};
-}
-
 pub use scenario::{Scenario, ScenarioError};
 pub use sim::{RunOutput, Simulation};
 pub use time::{Rate, Time};

@@ -19,11 +19,12 @@ pub enum Stack {
     #[default]
     Linux,
     /// L4STeam/linux@b256daed (4 Aug 2020): the kernel of heistp/l4s-tests' flent runs.
+    /// Base Linux 5.4-rc3 (evidence: `cc::cubic::CubicVersion::for_stack`).
     L4steam2020,
     /// L4STeam/linux@e741f5ac (8 Apr 2020; the re-run used 1014c0e4, 24 Apr 2020): the L4S
-    /// side of heistp/sce-l4s-ect1.
+    /// side of heistp/sce-l4s-ect1. Base Linux 5.4-rc3, as `L4steam2020`.
     L4steam2020Apr,
-    /// chromi/sce@0eddf2ad (9 Mar 2020): the SCE side of heistp/sce-l4s-ect1.
+    /// chromi/sce@0eddf2ad (9 Mar 2020): the SCE side of heistp/sce-l4s-ect1. Base Linux v5.4.
     Sce2020,
     /// The L4STeam kernel of autumn 2024 (5.15 based): the SCReAM over DualPi2 test record.
     L4steam2024,
@@ -52,6 +53,37 @@ impl Stack {
             Stack::L4steam2020Apr => "L4STeam/linux@e741f5ac, 8 Apr 2020 (heistp/sce-l4s-ect1, L4S side; re-run 1014c0e4)",
             Stack::Sce2020 => "chromi/sce@0eddf2ad, 9 Mar 2020 (heistp/sce-l4s-ect1, SCE side)",
             Stack::L4steam2024 => "L4STeam kernel of autumn 2024 (SCReAM over DualPi2 test record)",
+        }
+    }
+
+    /// The receiver's largest advertised window in bytes when a flow sets no `rwnd`: what
+    /// receive-buffer autotuning reaches on the profile's kernel with its default sysctls.
+    ///
+    /// The testbeds (heistp/l4s-tests and heistp/sce-l4s-ect1, `fl` `ns_setup`) set only
+    /// `net.ipv4.tcp_ecn` (and `tcp_sce`); flent's netperf passes no `-s`/`-S`, so the
+    /// receiver's buffer is autotuned up to `tcp_rmem[2]`, which a new netns copies from the
+    /// host (`tcp_sk_init`: `memcpy(net->ipv4.sysctl_tcp_rmem, init_net…)`, stored id
+    /// 40302208090) and the host leaves at `tcp_init`'s `min(6 MiB, 1/128 of memory)`
+    /// (stored id 36887411084): 6 MiB on any testbed host with more than 768 MiB. In 5.x,
+    /// `tcp_rcv_space_adjust` (stored id 14065428767) sets `rcvbuf = min(rcvwin/advmss ×
+    /// rcvmem, tcp_rmem[2])` and `window_clamp = tcp_win_from_space(rcvbuf)` =
+    /// rcvbuf − rcvbuf >> `tcp_adv_win_scale` (1 by default, `tcp_sk_init`), so the window
+    /// stops at 3 MiB. Below that ceiling autotuning grows the window by 3-6× per RTT
+    /// (`grow` term), faster than slow start doubles, so only the ceiling is modelled. The
+    /// host's own `tcp_rmem` was not published: the default is an assumption, stated so.
+    ///
+    /// `linux` keeps "not limiting": today's kernels replaced `tcp_adv_win_scale` by a
+    /// measured `scaling_ratio` (6.6) and raised `tcp_rmem[2]` to 32 MiB (Eric Dumazet,
+    /// net-next 2025, stored id 25373103302), a ceiling of about 16 MiB, above every
+    /// suite's bandwidth-delay product.
+    pub fn default_rwnd_bytes(self) -> Option<u64> {
+        match self {
+            Stack::Linux => None,
+            Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 | Stack::L4steam2024 => {
+                const TCP_RMEM2: u64 = 6 * 1024 * 1024;
+                const TCP_ADV_WIN_SCALE: u32 = 1;
+                Some(TCP_RMEM2 - (TCP_RMEM2 >> TCP_ADV_WIN_SCALE))
+            }
         }
     }
 
@@ -95,5 +127,13 @@ mod tests {
         }
         let e = "l4steam-2021".parse::<Stack>().unwrap_err();
         assert!(e.contains("unknown stack 'l4steam-2021'") && e.contains("l4steam-2020-04"), "{e}");
+    }
+
+    #[test]
+    fn the_2020s_kernels_stop_the_receive_window_at_half_of_6_mib() {
+        assert_eq!(Stack::Linux.default_rwnd_bytes(), None);
+        for p in [Stack::L4steam2020, Stack::L4steam2020Apr, Stack::Sce2020, Stack::L4steam2024] {
+            assert_eq!(p.default_rwnd_bytes(), Some(3_145_728), "{p}");
+        }
     }
 }

@@ -238,7 +238,7 @@ impl Simulation {
         while i < self.out.len() {
             let mut pkt = self.out[i];
             i += 1;
-            let route = self.endpoints.get(pkt.flow).route(pkt.flow);
+            let route = self.endpoints.route(pkt.flow);
             if pkt.hop == 0 {
                 self.packets_sent += 1;
                 route.address(&mut pkt);

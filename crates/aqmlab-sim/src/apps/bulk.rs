@@ -4,7 +4,6 @@
 use crate::event::FlowTimer;
 use crate::metrics::{steady_state_rate, SeriesId, SeriesRecorder, Tick};
 use crate::packet::{Direction, Packet};
-use crate::path::Route;
 use crate::tcp::{EndpointCtx, TcpReceiver, TcpSender};
 use crate::time::Time;
 use serde::Serialize;
@@ -40,7 +39,6 @@ pub struct TcpFlow {
     /// Whether the flow is listed under `flows[]` (a transient group's flows are reported
     /// under `transients[]` instead).
     pub listed: bool,
-    pub route: Route,
     pub sender: TcpSender,
     pub receiver: TcpReceiver,
     pub series: FlowSeries,
@@ -75,8 +73,8 @@ pub struct FlowSummary {
 impl TcpFlow {
     /// `ticks`: the points of the sampling grid (the capacity of the rate samples).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, route: Route, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
-        TcpFlow { name, rtt, start, stop, listed, route, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
+    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
+        TcpFlow { name, rtt, start, stop, listed, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
     }
 
     /// The flow stops contributing samples after its stop time or its completion.

@@ -1,11 +1,10 @@
 //! A real-time media flow (`[[media]]`) as an endpoint of the run: the media application
-//! (SCReAM, `scream.rs`), its route, series and `summary.json` entry.
+//! (SCReAM, `scream.rs`), its series and `summary.json` entry.
 
 use super::scream::Scream;
 use crate::event::FlowTimer;
 use crate::metrics::{SeriesId, SeriesRecorder, Tick};
 use crate::packet::Packet;
-use crate::path::Route;
 use crate::tcp::EndpointCtx;
 use crate::time::Time;
 use serde::Serialize;
@@ -18,7 +17,6 @@ pub struct MediaFlow {
     pub rtt_base: Time,
     pub start: Time,
     pub stop: Option<Time>,
-    pub route: Route,
     pub app: Scream,
     target: SeriesId,
     bitrate: SeriesId,
@@ -53,7 +51,7 @@ pub struct MediaSummary {
 impl MediaFlow {
     /// Registers the series of a flow called `name`.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(name: String, ecn: &'static str, rtt_base: Time, start: Time, stop: Option<Time>, route: Route, app: Scream, recorder: &mut SeriesRecorder) -> Self {
+    pub fn new(name: String, ecn: &'static str, rtt_base: Time, start: Time, stop: Option<Time>, app: Scream, recorder: &mut SeriesRecorder) -> Self {
         MediaFlow {
             target: recorder.register(&name, "target_bitrate", "Mbit/s"),
             bitrate: recorder.register(&name, "bitrate", "Mbit/s"),
@@ -65,7 +63,6 @@ impl MediaFlow {
             rtt_base,
             start,
             stop,
-            route,
         }
     }
 

@@ -12,7 +12,6 @@
 use crate::event::{FlowTimer, Timer};
 use crate::metrics::{DelayStats, SeriesId, SeriesRecorder, SojournSummary};
 use crate::packet::{Direction, Ecn, Kind, Packet};
-use crate::path::Route;
 use crate::tcp::EndpointCtx;
 use crate::time::Time;
 use serde::Serialize;
@@ -110,7 +109,7 @@ impl Probe {
     }
 }
 
-/// A latency probe as an endpoint of the run: the probe, its route and series.
+/// A latency probe as an endpoint of the run: the probe and its series.
 pub struct ProbeFlow {
     pub name: String,
     /// `irtt` or `ping`.
@@ -118,7 +117,6 @@ pub struct ProbeFlow {
     /// Propagation delay of the probe's path (its `rtt` plus the shared links' delays).
     pub rtt_base: Time,
     pub start: Time,
-    pub route: Route,
     pub probe: Probe,
     pub rtt: SeriesId,
     /// One-way delays (up, down), for the kinds that measure them.
@@ -146,7 +144,7 @@ pub struct ProbeSummary {
 
 impl ProbeFlow {
     /// Registers the series of a probe called `name` (the one-way delays if `one_way`).
-    pub fn new(name: String, kind: &'static str, rtt_base: Time, start: Time, route: Route, probe: Probe, recorder: &mut SeriesRecorder) -> Self {
+    pub fn new(name: String, kind: &'static str, rtt_base: Time, start: Time, probe: Probe, recorder: &mut SeriesRecorder) -> Self {
         let one_way = probe.cfg.one_way;
         ProbeFlow {
             rtt: recorder.register(&name, "rtt", "ms"),
@@ -155,7 +153,6 @@ impl ProbeFlow {
             kind,
             rtt_base,
             start,
-            route,
             probe,
         }
     }

@@ -19,7 +19,6 @@
 use crate::event::FlowTimer;
 use crate::metrics::{DelayStats, SeriesId, SeriesRecorder, SojournSummary, Tick};
 use crate::packet::{Direction, Ecn, Kind, Packet, UDP_IP_ETH};
-use crate::path::Route;
 use crate::rng::Stream;
 use crate::tcp::EndpointCtx;
 use crate::time::{Rate, Time};
@@ -205,15 +204,14 @@ impl UdpSource {
     }
 }
 
-/// An unresponsive UDP flow as an endpoint of the run: the source and receiver, its route
-/// and series.
+/// An unresponsive UDP flow as an endpoint of the run: the source and receiver and its
+/// series.
 pub struct UdpFlow {
     pub name: String,
     /// `video` or `cbr`.
     pub kind: &'static str,
     pub start: Time,
     pub stop: Option<Time>,
-    pub route: Route,
     pub app: UdpSource,
     /// Payload received per tick, Mbit/s.
     rate: SeriesId,
@@ -238,8 +236,8 @@ pub struct UdpSummary {
 
 impl UdpFlow {
     /// Registers the series of a flow called `name`.
-    pub fn new(name: String, kind: &'static str, start: Time, stop: Option<Time>, route: Route, app: UdpSource, recorder: &mut SeriesRecorder) -> Self {
-        UdpFlow { rate: recorder.register(&name, "rate", "Mbit/s"), owd: recorder.register(&name, "owd", "ms"), name, kind, start, stop, route, app }
+    pub fn new(name: String, kind: &'static str, start: Time, stop: Option<Time>, app: UdpSource, recorder: &mut SeriesRecorder) -> Self {
+        UdpFlow { rate: recorder.register(&name, "rate", "Mbit/s"), owd: recorder.register(&name, "owd", "ms"), name, kind, start, stop, app }
     }
 
     pub fn on_timer(&mut self, timer: FlowTimer, ctx: &mut EndpointCtx) {

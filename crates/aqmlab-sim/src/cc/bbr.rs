@@ -23,7 +23,9 @@
 
 use super::bbr_common::*;
 use super::{CaEvent, CaState, CcConfig, CongestionControl, RateSample, TcpCcState};
-use crate::params::Params;
+use super::CcKind;
+use crate::params::{Args, Param};
+use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::time::Time;
 use std::sync::Arc;
@@ -114,46 +116,52 @@ pub struct BbrParams {
 }
 
 impl Default for BbrParams {
+    /// Linux's constants (the table's defaults).
     fn default() -> Self {
+        BbrParams::from_args(&BBR.defaults(Stack::Linux))
+    }
+}
+
+impl BbrParams {
+    fn from_args(a: &Args) -> Self {
         BbrParams {
-            bw_rtts: CYCLE_LEN + 2,
-            min_rtt_win: Time::from_secs(10),
-            probe_rtt_mode: Time::from_millis(200),
-            tso_segs: 0,
-            extra_acked_gain: BBR_UNIT,
+            bw_rtts: a.u32("bw_rtts"),
+            min_rtt_win: a.time("min_rtt_win"),
+            probe_rtt_mode: a.time("probe_rtt_mode"),
+            tso_segs: a.u32("tso_segs"),
+            extra_acked_gain: a.u32("extra_acked_gain"),
         }
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct BbrConfig {
     params: BbrParams,
 }
 
 impl CcConfig for BbrConfig {
     fn name(&self) -> &'static str {
-        "bbr"
+        BBR.name
     }
     fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Bbr::new(self.params, rng))
     }
 }
 
-/// `bbr [bw_rtts N] [min_rtt_win T] [probe_rtt_mode T] [tso_segs N] [extra_acked_gain N]`.
-pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    let mut c = BbrParams::default();
-    while let Some(k) = p.next_key() {
-        match k {
-            "bw_rtts" => c.bw_rtts = p.uint(k, 1..=1000)? as u32,
-            "min_rtt_win" => c.min_rtt_win = p.time(k)?,
-            "probe_rtt_mode" => c.probe_rtt_mode = p.time(k)?,
-            "tso_segs" => c.tso_segs = p.uint(k, 0..=127)? as u32,
-            "extra_acked_gain" => c.extra_acked_gain = p.uint(k, 0..=1024)? as u32,
-            _ => return Err(p.unknown(k, "bw_rtts, min_rtt_win, probe_rtt_mode, tso_segs, extra_acked_gain")),
-        }
-    }
-    Ok(Arc::new(BbrConfig { params: c }))
-}
+/// `bbr [bw_rtts N] [min_rtt_win T] [probe_rtt_mode T] [tso_segs N] [extra_acked_gain N]`:
+/// Linux v1 has no module parameters; these are its constants under their Linux names.
+pub const BBR: CcKind = CcKind {
+    name: "bbr",
+    doc: "BBR v1 (tcp_bbr.c)",
+    params: &[
+        Param::uint("bw_rtts", 1, 1000, (CYCLE_LEN + 2) as u64).unit("rounds").doc("bandwidth filter window (bbr_bw_rtts)"),
+        Param::time("min_rtt_win", Time::from_secs(10)).doc("min-RTT filter window (bbr_min_rtt_win_sec)"),
+        Param::time("probe_rtt_mode", Time::from_millis(200)).doc("time at 4 packets in PROBE_RTT; 0 disables it (bbr_probe_rtt_mode_ms)"),
+        Param::uint("tso_segs", 0, 127, 0).unit("packets").doc("fixed bbr_tso_segs_goal(); 0: Linux's formula"),
+        Param::uint("extra_acked_gain", 0, 1024, BBR_UNIT as u64).unit("1/256").doc("aggregation allowance gain; 0 disables it"),
+    ],
+    build: |a| Ok(Arc::new(BbrConfig { params: BbrParams::from_args(a) })),
+};
 
 /// Linux `struct bbr` (v1).
 #[derive(Debug)]
@@ -507,7 +515,7 @@ impl Bbr {
 
 impl CongestionControl for Bbr {
     fn name(&self) -> &'static str {
-        "bbr"
+        BBR.name
     }
 
     /// `bbr_init`.

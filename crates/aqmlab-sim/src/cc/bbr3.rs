@@ -23,8 +23,10 @@
 //! Differences from the source are listed in docs/algorithms/bbr.md.
 
 use super::bbr_common::*;
-use super::{CaEvent, CaState, CcConfig, CongestionControl, LostSkb, RateSample, TcpCcState};
-use crate::params::Params;
+use super::{CaEvent, CaState, CcConfig, CongestionControl, LostSkb, RateSample, TcpCcState, TsoSegs};
+use super::CcKind;
+use crate::params::{Args, Param};
+use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::packet::EcnMode;
 use crate::time::Time;
@@ -104,35 +106,42 @@ pub struct Bbr3Params {
 }
 
 impl Default for Bbr3Params {
+    /// The v3 constants (the table's defaults).
     fn default() -> Self {
+        Bbr3Params::from_args(&BBR3.defaults(Stack::Linux))
+    }
+}
+
+impl Bbr3Params {
+    fn from_args(a: &Args) -> Self {
         Bbr3Params {
-            min_rtt_win: Time::from_secs(10),
-            probe_rtt_win: Time::from_millis(5_000),
-            probe_rtt_mode: Time::from_millis(200),
-            beta: BBR_UNIT * 30 / 100,
-            loss_thresh: BBR_UNIT * 2 / 100,
-            ecn_alpha_gain: BBR_UNIT / 16,
-            ecn_factor: BBR_UNIT / 3,
-            ecn_thresh: BBR_UNIT / 2,
-            ecn_max_rtt: Time::from_micros(5_000),
-            ecn_low: false,
-            inflight_headroom: BBR_UNIT * 15 / 100,
-            bw_probe_max_rounds: 63,
-            bw_probe_base: Time::from_secs(2),
-            bw_probe_rand: Time::from_secs(1),
-            extra_acked_gain: BBR_UNIT,
+            min_rtt_win: a.time("min_rtt_win"),
+            probe_rtt_win: a.time("probe_rtt_win"),
+            probe_rtt_mode: a.time("probe_rtt_mode"),
+            beta: a.u32("beta"),
+            loss_thresh: a.u32("loss_thresh"),
+            ecn_alpha_gain: a.u32("ecn_alpha_gain"),
+            ecn_factor: a.u32("ecn_factor"),
+            ecn_thresh: a.u32("ecn_thresh"),
+            ecn_max_rtt: a.time("ecn_max_rtt"),
+            ecn_low: a.uint("ecn_low") == 1,
+            inflight_headroom: a.u32("inflight_headroom"),
+            bw_probe_max_rounds: a.u32("bw_probe_max_rounds"),
+            bw_probe_base: a.time("bw_probe_base"),
+            bw_probe_rand: a.time("bw_probe_rand"),
+            extra_acked_gain: a.u32("extra_acked_gain"),
         }
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, PartialEq)]
 struct Bbr3Config {
     params: Bbr3Params,
 }
 
 impl CcConfig for Bbr3Config {
     fn name(&self) -> &'static str {
-        "bbr3"
+        BBR3.name
     }
     fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Bbr3::new(self.params, rng))
@@ -143,38 +152,34 @@ impl CcConfig for Bbr3Config {
 /// [ecn_max_rtt T] [ecn_low 0|1] [inflight_headroom N] [probe_rtt_win T] [probe_rtt_mode T]
 /// [min_rtt_win T] [bw_probe_max_rounds N] [bw_probe_base T] [bw_probe_rand T]
 /// [extra_acked_gain N]`; fractions in 1/256 as in Linux. `bbr2` is the same model.
-pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    let mut c = Bbr3Params::default();
-    while let Some(k) = p.next_key() {
-        match k {
-            "beta" => c.beta = p.uint(k, 0..=255)? as u32,
-            "loss_thresh" => c.loss_thresh = p.uint(k, 1..=255)? as u32,
-            "ecn_alpha_gain" => c.ecn_alpha_gain = p.uint(k, 0..=256)? as u32,
-            "ecn_factor" => c.ecn_factor = p.uint(k, 0..=256)? as u32,
-            "ecn_thresh" => c.ecn_thresh = p.uint(k, 0..=256)? as u32,
-            "ecn_max_rtt" => c.ecn_max_rtt = p.time(k)?,
-            "ecn_low" => c.ecn_low = p.uint(k, 0..=1)? == 1,
-            "inflight_headroom" => c.inflight_headroom = p.uint(k, 0..=255)? as u32,
-            "probe_rtt_win" => c.probe_rtt_win = p.time(k)?,
-            "probe_rtt_mode" => c.probe_rtt_mode = p.time(k)?,
-            "min_rtt_win" => c.min_rtt_win = p.time(k)?,
-            "bw_probe_max_rounds" => c.bw_probe_max_rounds = p.uint(k, 1..=255)? as u32,
-            "bw_probe_base" => c.bw_probe_base = p.time(k)?,
-            "bw_probe_rand" => c.bw_probe_rand = p.time(k)?,
-            "extra_acked_gain" => c.extra_acked_gain = p.uint(k, 0..=1024)? as u32,
-            _ => {
-                return Err(p.unknown(
-                    k,
-                    "beta, loss_thresh, ecn_alpha_gain, ecn_factor, ecn_thresh, ecn_max_rtt, ecn_low, inflight_headroom, probe_rtt_win, probe_rtt_mode, min_rtt_win, bw_probe_max_rounds, bw_probe_base, bw_probe_rand, extra_acked_gain",
-                ))
-            }
+pub const BBR3: CcKind = CcKind {
+    name: "bbr3",
+    doc: "BBRv3 (google/bbr v3 tcp_bbr.c); also listed as bbr2",
+    params: &[
+        Param::uint("beta", 0, 255, (BBR_UNIT * 30 / 100) as u64).unit("1/256").doc("multiplicative decrease on loss or ECN (bbr_beta)"),
+        Param::uint("loss_thresh", 1, 255, (BBR_UNIT * 2 / 100) as u64).unit("1/256").doc("loss rate that ends probing (bbr_loss_thresh)"),
+        Param::uint("ecn_alpha_gain", 0, 256, (BBR_UNIT / 16) as u64).unit("1/256").doc("gain of the ECN mark-rate average"),
+        Param::uint("ecn_factor", 0, 256, (BBR_UNIT / 3) as u64).unit("1/256").doc("response to the ECN mark rate"),
+        Param::uint("ecn_thresh", 0, 256, (BBR_UNIT / 2) as u64).unit("1/256").doc("ECN mark rate that ends probing"),
+        Param::time("ecn_max_rtt", Time::from_micros(5_000)).doc("ECN logic only at or below this min RTT; 0: any RTT"),
+        Param::uint("ecn_low", 0, 1, 0).doc("treat RFC 3168 / SCE ECN as shallow-threshold (TCP_ECN_LOW); l4s always is"),
+        Param::uint("inflight_headroom", 0, 255, (BBR_UNIT * 15 / 100) as u64).unit("1/256").doc("headroom below inflight_hi"),
+        Param::time("probe_rtt_win", Time::from_millis(5_000)).doc("PROBE_RTT when no lower RTT for this long (at most min_rtt_win)"),
+        Param::time("probe_rtt_mode", Time::from_millis(200)).doc("time at the PROBE_RTT cwnd"),
+        Param::time("min_rtt_win", Time::from_secs(10)).doc("min-RTT filter window"),
+        Param::uint("bw_probe_max_rounds", 1, 255, 63).unit("rounds").doc("longest wait between bandwidth probes"),
+        Param::time("bw_probe_base", Time::from_secs(2)).doc("base wait between bandwidth probes"),
+        Param::time("bw_probe_rand", Time::from_secs(1)).doc("random extra wait between bandwidth probes"),
+        Param::uint("extra_acked_gain", 0, 1024, BBR_UNIT as u64).unit("1/256").doc("aggregation allowance gain"),
+    ],
+    build: |a| {
+        let c = Bbr3Params::from_args(a);
+        if c.probe_rtt_win > c.min_rtt_win {
+            return Err(a.invalid("probe_rtt_win must not exceed min_rtt_win"));
         }
-    }
-    if c.probe_rtt_win > c.min_rtt_win {
-        return Err(p.invalid("probe_rtt_win must not exceed min_rtt_win"));
-    }
-    Ok(Arc::new(Bbr3Config { params: c }))
-}
+        Ok(Arc::new(Bbr3Config { params: c }))
+    },
+};
 
 /// "No bound" for the u32 bounds (`~0U`).
 const NONE: u32 = u32::MAX;
@@ -855,7 +860,7 @@ impl Bbr3 {
 
 impl CongestionControl for Bbr3 {
     fn name(&self) -> &'static str {
-        "bbr3"
+        BBR3.name
     }
 
     /// v3 `bbr_init`.
@@ -985,9 +990,9 @@ impl CongestionControl for Bbr3 {
 
     /// google/bbr v3 `.tso_segs = bbr_tso_segs` (`net/ipv4/tcp_bbr.c`,
     /// `bbr_tso_segs_generic` with the socket's `gso_max_size`, 64 KiB on a veth): it
-    /// replaces `tcp_tso_autosize`, and is never above it (see the trait's doc).
-    fn max_tso_segs(&self, tp: &TcpCcState) -> Option<u32> {
-        Some(self.tso_segs_goal(tp))
+    /// replaces `tcp_tso_autosize` in that tree's `tcp_tso_segs` (then `gso_max_segs`).
+    fn tso_segs(&self, tp: &TcpCcState) -> Option<TsoSegs> {
+        Some(TsoSegs::Exactly(self.tso_segs_goal(tp)))
     }
 }
 

@@ -19,28 +19,37 @@
 //! has exact CE counts (AccECN), with `ecn = "rfc3168"` it reacts to the latched ECE flag.
 
 use super::{acked_for_avoidance, cong_avoid_ai, AckSample, CaEvent, CaState, CcConfig, CongestionControl, TcpCcState};
-use crate::params::Params;
+use super::CcKind;
+use crate::params::{Args, Param, Params};
+use crate::profile::Stack;
 use std::sync::Arc;
 
 /// `DCTCP_MAX_ALPHA`: α = 1.0.
 pub const MAX_ALPHA: u32 = 1024;
 
 /// Module parameters (`dctcp_shift_g`, `dctcp_alpha_on_init`).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct DctcpParams {
     pub shift_g: u32,
     pub alpha_on_init: u32,
 }
 
 impl Default for DctcpParams {
+    /// The module parameter defaults (the table's).
     fn default() -> Self {
-        DctcpParams { shift_g: 4, alpha_on_init: MAX_ALPHA }
+        DctcpParams::from_args(&DCTCP.defaults(Stack::Linux))
+    }
+}
+
+impl DctcpParams {
+    fn from_args(a: &Args) -> Self {
+        DctcpParams { shift_g: a.u32("shift_g"), alpha_on_init: a.u32("alpha_on_init") }
     }
 }
 
 impl CcConfig for DctcpParams {
     fn name(&self) -> &'static str {
-        "dctcp"
+        DCTCP.name
     }
     fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Dctcp::new(*self))
@@ -48,17 +57,20 @@ impl CcConfig for DctcpParams {
 }
 
 /// `dctcp shift_g 4 alpha_on_init 1024` (Linux module parameter names without the prefix).
+pub const DCTCP: CcKind = CcKind {
+    name: "dctcp",
+    doc: "Data Center TCP (tcp_dctcp.c, RFC 8257)",
+    params: &[
+        // Linux allows any value, but 2^(10 - g) must stay an integer.
+        Param::uint("shift_g", 0, 10, 4).doc("weight of the new mark fraction in alpha: 2^-shift_g"),
+        Param::uint("alpha_on_init", 0, u32::MAX as u64, MAX_ALPHA as u64).unit("1/1024").doc("initial alpha"),
+    ],
+    build: |a| Ok(Arc::new(DctcpParams::from_args(a))),
+};
+
+/// `dctcp ...` read from `p`.
 pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    let mut c = DctcpParams::default();
-    while let Some(k) = p.next_key() {
-        match k {
-            // Linux allows any value, but 2^(10 - g) must stay an integer.
-            "shift_g" => c.shift_g = p.uint(k, 0..=10)? as u32,
-            "alpha_on_init" => c.alpha_on_init = p.uint(k, 0..=u32::MAX as u64)? as u32,
-            _ => return Err(p.unknown(k, "shift_g, alpha_on_init")),
-        }
-    }
-    Ok(Arc::new(c))
+    DCTCP.parse(p)
 }
 
 /// Linux `struct dctcp`.
@@ -133,7 +145,7 @@ impl CongestionControl for Dctcp {
         if self.reno {
             "dctcp-reno"
         } else {
-            "dctcp"
+            DCTCP.name
         }
     }
 

@@ -22,11 +22,11 @@ pub use bbr3::Bbr3;
 pub use dctcp::Dctcp;
 pub use prague::Prague;
 
-use crate::params::{Params, Registered, Spec};
+use crate::params::{ConfigEq, Kind, Registered, Spec};
 use crate::rng::Stream;
 use crate::packet::EcnMode;
 use crate::time::Time;
-use std::sync::Arc;
+
 
 /// Linux `enum tcp_ca_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,6 +113,11 @@ pub struct TcpCcState {
     pub edt: Time,
     /// The connection's ECN mode (negotiated at the handshake).
     pub ecn: EcnMode,
+    /// Linux `tcp_write_queue_empty()`: the application has no data queued that was not yet
+    /// sent (`write_seq == snd_nxt`). A bulk flow always has some; a sized flow runs out at
+    /// its end, a stopped one at once. Evaluated with `is_cwnd_limited`, once per ACK at the
+    /// `tcp_cong_control` stage (2020 Prague's growth gate reads it).
+    pub write_queue_empty: bool,
 }
 
 impl TcpCcState {
@@ -190,6 +195,23 @@ impl RateSample {
     }
 }
 
+/// How a congestion control sizes one send (one GSO/TSO skb: segments handed to the device
+/// at once, which leave back to back when offloads are off). The sender takes the result,
+/// then `min(…, gso_max_segs)` as Linux `tcp_tso_segs` does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TsoSegs {
+    /// At most this many segments: `min(tcp_tso_autosize(sk, mss, tcp_min_tso_segs), n)`.
+    /// The `.max_tso_segs` hook of the 2020 L4S trees (L4STeam/linux@b256daed and @e741f5ac
+    /// `prague_max_tso_seg`; consumer `tcp_tso_segs` read in the sibling tree
+    /// dboru/linux@b9acb4cf `net/ipv4/tcp_output.c`, stored id 9164548996). `n` ≥ 1.
+    AtMost(u32),
+    /// Exactly this many segments, replacing `tcp_tso_autosize` altogether: the `.tso_segs`
+    /// hook of the google/bbr v2alpha tree (`tcp_tso_segs`: `ca_ops->tso_segs ?
+    /// ca_ops->tso_segs(sk, mss_now) : tcp_tso_autosize(...)`), used by its Prague
+    /// (google/bbr@23cbf7e1 `prague_tso_segs`, stored id 14268397719). `n` ≥ 1.
+    Exactly(u32),
+}
+
 /// A congestion-control algorithm (Linux `tcp_congestion_ops`).
 pub trait CongestionControl {
     /// Name as in Linux (`"reno"`, `"cubic"`).
@@ -243,23 +265,15 @@ pub trait CongestionControl {
     fn min_tso_segs(&self, _tp: &TcpCcState) -> Option<u32> {
         None
     }
-    /// The congestion control's own bound on the segments per GSO/TSO skb; the sender sends
-    /// `min(tcp_tso_autosize, this, gso_max_segs)` segments per skb. `None`: no bound.
-    ///
-    /// Linux has had three shapes of this hook, and this one method models each exactly:
-    /// - L4STeam/linux 2020 (`.max_tso_segs`, Prague's `prague_max_tso_seg` = `max_tso_burst`,
-    ///   floor 1): `tcp_tso_segs` takes `min(autosize, ca_ops->max_tso_segs(sk))` — a cap,
-    ///   literally this method (read in the sibling L4S tree dboru/linux@b9acb4cf
-    ///   `net/ipv4/tcp_output.c` `tcp_tso_segs`; L4STeam's own file is not stored for 2020).
-    /// - google/bbr and later L4STeam trees (`.tso_segs(sk, mss_now)`, Prague generation D's
-    ///   `prague_tso_segs` = max(`max_tso_burst`, 2), BBRv3's `bbr_tso_segs`): the hook
-    ///   *replaces* `tcp_tso_autosize`. Every implementation here returns at most what
-    ///   autosize would (Prague's burst is 2^-12 s of its own pacing rate against autosize's
-    ///   2^-10 s, both floored at 2; BBRv3's formula is autosize's with BBR's min RTT, which
-    ///   is never below the socket's), so taking the minimum gives the replacement's value.
-    ///
-    /// Only read when the flow sends GSO skbs (`gso` on).
-    fn max_tso_segs(&self, _tp: &TcpCcState) -> Option<u32> {
+    /// The controller's say in how many MSS-sized segments one send (one GSO/TSO skb) may
+    /// carry, for its current state. Units: segments (packets of `tp.mss` payload), not bytes.
+    /// When called: by the sender each time it sizes a send (Linux calls `tcp_tso_segs` once
+    /// per `tcp_write_xmit`), i.e. after the latest ACK's `cong_control`/`cong_avoid` and
+    /// pacing update, so a value derived from the pacing rate is current. `None` (the
+    /// default): the controller has no hook and Linux's `tcp_tso_autosize` (≈ 1 ms of the
+    /// pacing rate, at least `tcp_min_tso_segs` = 2) applies unchanged. See [`TsoSegs`] for
+    /// the two kernel hooks (`.max_tso_segs` caps autosize, `.tso_segs` replaces it).
+    fn tso_segs(&self, _tp: &TcpCcState) -> Option<TsoSegs> {
         None
     }
 }
@@ -301,8 +315,8 @@ pub fn cong_avoid_ai(tp: &mut TcpCcState, w: u32, acked: u32) {
 }
 
 /// A parsed congestion-control configuration (name and parameters) that builds instances.
-pub trait CcConfig: std::fmt::Debug + Send + Sync {
-    /// The Linux name, e.g. `"cubic"`.
+pub trait CcConfig: std::fmt::Debug + Send + Sync + ConfigEq {
+    /// The Linux name, e.g. `"cubic"` (the kind's name in [`REGISTRY`]).
     fn name(&self) -> &'static str;
     /// A new instance for one connection, with its own seeded random stream (labelled
     /// `cc/<flow index>`; algorithms that draw no random numbers ignore it) and the run's era
@@ -310,29 +324,37 @@ pub trait CcConfig: std::fmt::Debug + Send + Sync {
     fn build(&self, rng: Stream, stack: crate::profile::Stack) -> Box<dyn CongestionControl>;
 }
 
-/// A congestion control's parser (parameters after the name, tc style).
-pub type CcParser = fn(&mut Params) -> Result<Arc<dyn CcConfig>, String>;
+/// A congestion control's declaration: Linux name, module parameters and builder.
+pub type CcKind = Kind<dyn CcConfig>;
 
-/// Congestion controls by name.
+/// Congestion controls by name, each declared once in its file.
 ///
 /// `bbr2` is an alias of `bbr3`: the studies' "BBR2" rows run with the BBRv3 model.
-pub const REGISTRY: &[(&str, CcParser)] = &[
-    ("reno", reno::parse),
-    ("cubic", cubic::parse),
-    ("dctcp", dctcp::parse),
-    ("prague", prague::parse),
-    ("bbr", bbr::parse),
-    ("bbr3", bbr3::parse),
-    ("bbr2", bbr3::parse),
-    ("reno-sce", sce::parse_reno_sce),
-    ("cubic-sce", sce::parse_cubic_sce),
+pub const REGISTRY: &[(&str, &CcKind)] = &[
+    (reno::RENO.name, &reno::RENO),
+    (cubic::CUBIC.name, &cubic::CUBIC),
+    (dctcp::DCTCP.name, &dctcp::DCTCP),
+    (prague::PRAGUE.name, &prague::PRAGUE),
+    (bbr::BBR.name, &bbr::BBR),
+    (bbr3::BBR3.name, &bbr3::BBR3),
+    ("bbr2", &bbr3::BBR3),
+    (sce::RENO_SCE.name, &sce::RENO_SCE),
+    (sce::CUBIC_SCE.name, &sce::CUBIC_SCE),
 ];
 
 impl Registered for dyn CcConfig {
     const WHAT: &'static str = "congestion control";
-    fn registry() -> &'static [(&'static str, CcParser)] {
+    fn registry() -> &'static [(&'static str, &'static CcKind)] {
         REGISTRY
     }
+    fn config_eq(a: &Self, b: &Self) -> bool {
+        a.config_eq(b.as_any())
+    }
+}
+
+/// Every congestion control's declaration as JSON (for `aqmlab cc list|show`).
+pub fn table_json() -> serde_json::Value {
+    crate::params::registry_json::<dyn CcConfig>()
 }
 
 /// A congestion control with its parameters: `cc = "cubic"`, or with parameters
@@ -370,5 +392,6 @@ pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
         app_limited: 0,
         edt: Time::ZERO,
         ecn: EcnMode::L4s,
+        write_queue_empty: false,
     }
 }

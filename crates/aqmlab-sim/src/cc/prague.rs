@@ -1,8 +1,13 @@
-//! TCP Prague as in the L4S team's 2020 kernels (`L4STeam/linux:net/ipv4/tcp_prague.c`,
-//! MODULE_VERSION 0.6, the `cwnd_cnt` generation with RTT independence and the optional
-//! classic-ECN-AQM detection; read in the copy at google/bbr@23cbf7e1, which is that file,
-//! and cross-checked with the newer `frac_cwnd` generation at L4STeam/linux@02573a21).
-//! See docs/algorithms/prague.md for the version notes and the audit list.
+//! TCP Prague of the L4S team's kernels (`net/ipv4/tcp_prague.c`), the `cwnd_cnt`
+//! generation with RTT independence and the optional classic-ECN-AQM detection, in the
+//! version the run's era profile names ([`PragueEra`], [`PragueParams::for_stack`]):
+//! - `linux` (and `sce-2020`, `l4steam-2024`): MODULE_VERSION 0.6, read at google/bbr@23cbf7e1
+//!   (stored id 14268397719; cross-checked with the newer `frac_cwnd` generation at
+//!   L4STeam/linux@02573a21);
+//! - `l4steam-2020`: MODULE_VERSION 0.5 at L4STeam/linux@b256daed (stored id 9843571704);
+//! - `l4steam-2020-04`: MODULE_VERSION 0.5 at L4STeam/linux@e741f5ac (stored id 20070779646).
+//! Line numbers "≈ line N" below are approximate, counted in those stored files. See
+//! docs/algorithms/prague.md for the per-profile table and the audit list.
 //!
 //! Prague is a `.cong_control` algorithm: on every ACK it runs its own window update
 //! (`prague_update_cwnd`), once per round its α update (`prague_update_alpha`), and sets the
@@ -11,31 +16,37 @@
 //!
 //! - cwnd is tracked with a signed carry `cwnd_cnt` in 2^-20 packets; cwnd moves by at most
 //!   one packet per ACK towards cwnd + carry (a decrement also sets ssthresh = cwnd).
-//! - Additive increase on every ACK, in every state but a loss reduction: non-CE-marked ACKed
-//!   packets × `ai_ack_increase`/cwnd (1 packet per window unscaled), so a window with a
-//!   fraction p of marks grows by (1 − p).
+//! - Additive increase on every ACK, in every state but a loss reduction (v0.5 of e741f5ac:
+//!   in every state): non-CE-marked ACKed packets × `ai_ack_increase`/cwnd (1 packet per
+//!   window unscaled), so a window with a fraction p of marks grows by (1 − p). Only while
+//!   cwnd-limited (v0.6), or also while pacing-limited with data queued (v0.5).
 //! - α: EWMA of the CE fraction with g = 1/16 kept upscaled by 16 in 2^-20 units, updated when
 //!   a round (snd_una past the snd_nxt of the previous update) has elapsed, and — once RTT
 //!   independent — at least `rtt_target` after the previous update; α stays at its initial 1.0
 //!   until the first CE is seen.
 //! - CE echo: the sender's CWR (at most once per window) calls `prague_enter_cwr`, which takes
 //!   α/2 · cwnd off the carry (rounded half up); once RTT independent, at most once per
-//!   `rtt_target`. `ssthresh` returns ssthresh unchanged, so the generic reduction does nothing.
+//!   `rtt_target`. `ssthresh` returns ssthresh unchanged (e741f5ac: max(cwnd, ssthresh)), so
+//!   the generic reduction does nothing.
 //! - Loss (entering Recovery, or an RTO): half of cwnd (and of the carry) off the carry, no
-//!   growth until the state is Open again.
-//! - RTT independence (`rtt_scaling`, default 1 = RATE; `rtt_target` 25 ms; after
-//!   `rtt_transition` = 500 rounds out of slow start): `ai_ack_increase` = (srtt/target)² for
-//!   srtt < target, srtt and target in 128 µs units as in the kernel.
+//!   growth until the state is Open again (e741f5ac: growth goes on).
+//! - RTT independence (`rtt_scaling`: v0.6 default 1 = RATE, `rtt_target` 25 ms, after
+//!   `rtt_transition` = 500 rounds out of slow start; v0.5 default 0 = NONE, 15 ms, 100):
+//!   `ai_ack_increase` = (srtt/target)² for srtt < target, srtt and target in 128 µs units as
+//!   in the kernel.
 //! - Pacing always (SK_PACING_NEEDED): rate = MTU · max(cwnd, in flight) / srtt, doubled while
-//!   cwnd < ssthresh/2. The GSO burst limit is rate × 2^-`burst_shift` s (≈ 250 µs); without
-//!   TSO/GSO (as in the studies and here) every departure is one packet and the pacing is per
-//!   packet, so the limit only shows as [`Prague::max_tso_burst`].
-//! - Classic-ECN-AQM detection (`prague_ecn_fallback`: 0 off — the default of the versions read,
-//!   1 detect and fall back, 2 detect only): see [`Prague::classic_ecn_detection`].
+//!   cwnd < ssthresh/2. The GSO burst limit `max_tso_burst` is rate × 2^-`burst_shift` s
+//!   (≈ 250 µs); the sender learns it through [`CongestionControl::tso_segs`] (v0.5
+//!   `.max_tso_segs`, v0.6 `.tso_segs`).
+//! - Classic-ECN-AQM detection (`prague_ecn_fallback`: 0 off — default of v0.6 and of
+//!   b256daed, 1 detect and fall back — default of e741f5ac, 2 detect only): see
+//!   [`Prague::classic_ecn_detection`].
 //! - Without ECN the connection runs Reno (`prague_reno`) unpaced.
 
-use super::{acked_for_avoidance, cong_avoid_ai, slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, RateSample, TcpCcState};
-use crate::params::Params;
+use super::{acked_for_avoidance, cong_avoid_ai, slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, RateSample, TcpCcState, TsoSegs};
+use super::CcKind;
+use crate::params::{parse_args, Args, Param, Params, Value};
+use crate::profile::Stack;
 use crate::time::Time;
 use std::sync::Arc;
 
@@ -78,61 +89,189 @@ pub const RTT_CONTROL_RATE: u8 = 1;
 pub const RTT_CONTROL_SCALABLE: u8 = 2;
 pub const RTT_CONTROL_ADDITIVE: u8 = 3;
 
-/// Module parameters (`prague_*`), with the defaults of the versions read.
+/// Which `tcp_prague.c` an instance follows (chosen by the era profile, [`crate::profile::Stack`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PragueEra {
+    /// MODULE_VERSION 0.6, the `cwnd_cnt` generation read at google/bbr@23cbf7e1 (stored id
+    /// 14268397719; "generation D"): profiles `linux`, `sce-2020` (no Prague of its own) and
+    /// `l4steam-2024` (its kernel's Prague is not pinned; see docs/algorithms/prague.md).
+    #[default]
+    V06,
+    /// MODULE_VERSION 0.5 at L4STeam/linux@b256daed (4 Aug 2020, stored id 9843571704):
+    /// profile `l4steam-2020`. As V06 except the growth gate of `prague_update_cwnd`
+    /// (≈ line 456) and the TSO hook `.max_tso_segs` (`prague_max_tso_seg`, ≈ line 677).
+    V05Aug2020,
+    /// MODULE_VERSION 0.5 at L4STeam/linux@e741f5ac (8 Apr 2020, stored id 20070779646):
+    /// profile `l4steam-2020-04`. As V05Aug2020 and also: `struct prague` has no `in_loss`
+    /// (≈ lines 163-183), `prague_state` has no `TCP_CA_Open` case (≈ line 620), and
+    /// `prague_ssthresh` returns max(cwnd, ssthresh) (≈ line 658).
+    V05Apr2020,
+}
+
+impl PragueEra {
+    /// The version a profile ran.
+    pub fn of(stack: Stack) -> Self {
+        match stack {
+            Stack::L4steam2020 => PragueEra::V05Aug2020,
+            Stack::L4steam2020Apr => PragueEra::V05Apr2020,
+            Stack::Linux | Stack::Sce2020 | Stack::L4steam2024 => PragueEra::V06,
+        }
+    }
+    fn is_v05(self) -> bool {
+        matches!(self, PragueEra::V05Aug2020 | PragueEra::V05Apr2020)
+    }
+    /// `struct prague` has the `in_loss` bit (no growth from a loss until Open again).
+    fn has_in_loss(self) -> bool {
+        self != PragueEra::V05Apr2020
+    }
+}
+
+/// Module parameters (`prague_*`) as one instance uses them, and the era of the code.
 #[derive(Clone, Copy, Debug)]
 pub struct PragueParams {
-    /// `prague_rtt_scaling`: 0 none, 1 rate (default), 2 scalable, 3 additive.
+    /// `prague_rtt_scaling`: 0 none, 1 rate, 2 scalable, 3 additive.
     pub rtt_scaling: u8,
-    /// `prague_rtt_target` (25 ms); zero disables RTT independence.
+    /// `prague_rtt_target`; zero disables RTT independence.
     pub rtt_target: Time,
-    /// `prague_rtt_transition`: rounds after slow start before RTT independence (500).
+    /// `prague_rtt_transition`: rounds after slow start before RTT independence.
     pub rtt_transition: u32,
-    /// `prague_ecn_fallback`: 0 none (default), 1 detection and fallback, 2 detection only.
+    /// `prague_ecn_fallback`: 0 none, 1 detection and fallback, 2 detection only.
     pub ecn_fallback: u8,
-    /// `prague_burst_shift`: the GSO burst is at most 2^-shift s of the pacing rate (12).
+    /// `prague_burst_shift`: the GSO burst is at most 2^-shift s of the pacing rate (12 in
+    /// every version read).
     pub burst_shift: u32,
+    /// Which version of the code runs.
+    pub era: PragueEra,
+}
+
+impl PragueParams {
+    /// The module-parameter defaults of the code a profile ran:
+    /// - `linux`, `sce-2020`, `l4steam-2024` (v0.6, google/bbr@23cbf7e1): RATE / 25 ms / 500
+    ///   rounds, detection off;
+    /// - `l4steam-2020` (L4STeam/linux@b256daed `tcp_prague.c` ≈ lines 139-161:
+    ///   `prague_rtt_scaling = RTT_CONTROL_NONE`, `prague_rtt_target = 15 * USEC_PER_MSEC`,
+    ///   `DEFAULT_RTT_TRANSITION 100`, `prague_ecn_fallback = 0`): NONE / 15 ms / 100, off;
+    /// - `l4steam-2020-04` (L4STeam/linux@e741f5ac, same lines, but `prague_ecn_fallback = 1`):
+    ///   NONE / 15 ms / 100, detection and fallback on.
+    ///
+    /// These are the per-stack defaults declared in [`PRAGUE`]'s table.
+    pub fn for_stack(stack: Stack) -> Self {
+        PragueParams::from_args(&PRAGUE.defaults(stack))
+    }
 }
 
 impl Default for PragueParams {
+    /// Today's model (profile `linux`): v0.6 defaults (the table's).
     fn default() -> Self {
+        PragueParams::from_args(&PRAGUE.defaults(Stack::Linux))
+    }
+}
+
+impl PragueParams {
+    fn from_args(a: &Args) -> Self {
         PragueParams {
-            rtt_scaling: RTT_CONTROL_RATE,
-            rtt_target: Time::from_millis(25),
-            rtt_transition: 500,
-            ecn_fallback: 0,
-            burst_shift: 12,
+            rtt_scaling: a.uint("rtt_scaling") as u8,
+            rtt_target: a.time("rtt_target"),
+            rtt_transition: a.u32("rtt_transition"),
+            ecn_fallback: a.uint("classic_ecn_detection") as u8,
+            burst_shift: a.u32("burst_shift"),
+            era: PragueEra::of(a.stack()),
         }
     }
 }
 
-impl CcConfig for PragueParams {
-    fn name(&self) -> &'static str {
-        "prague"
+/// The parsed `prague ...` configuration: a parameter left unset takes the default of the
+/// run's profile when an instance is built; one given explicitly always wins.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PragueConfig {
+    pub rtt_scaling: Option<u8>,
+    pub rtt_target: Option<Time>,
+    pub rtt_transition: Option<u32>,
+    pub ecn_fallback: Option<u8>,
+    pub burst_shift: Option<u32>,
+}
+
+impl PragueConfig {
+    /// The parameters an instance uses on `stack`: explicit values over the profile's defaults.
+    pub fn resolve(&self, stack: Stack) -> PragueParams {
+        let d = PragueParams::for_stack(stack);
+        PragueParams {
+            rtt_scaling: self.rtt_scaling.unwrap_or(d.rtt_scaling),
+            rtt_target: self.rtt_target.unwrap_or(d.rtt_target),
+            rtt_transition: self.rtt_transition.unwrap_or(d.rtt_transition),
+            ecn_fallback: self.ecn_fallback.unwrap_or(d.ecn_fallback),
+            burst_shift: self.burst_shift.unwrap_or(d.burst_shift),
+            era: d.era,
+        }
     }
-    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
-        Box::new(Prague::new(*self))
+}
+
+impl CcConfig for PragueConfig {
+    fn name(&self) -> &'static str {
+        PRAGUE.name
+    }
+    fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> Box<dyn CongestionControl> {
+        Box::new(Prague::new(self.resolve(stack)))
     }
 }
 
 /// `prague rtt_target 25ms rtt_scaling 1 rtt_transition 500 classic_ecn_detection 1
 /// burst_shift 12` (Linux `prague_*` module parameters; `ecn_fallback` is a synonym of
-/// `classic_ecn_detection`).
-pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    let mut c = PragueParams::default();
-    while let Some(k) = p.next_key() {
-        match k {
-            "rtt_scaling" => c.rtt_scaling = p.uint(k, 0..=3)? as u8,
-            "rtt_target" => c.rtt_target = p.time(k)?,
-            "rtt_transition" => c.rtt_transition = p.uint(k, 0..=u32::MAX as u64)? as u32,
-            "classic_ecn_detection" | "ecn_fallback" => c.ecn_fallback = p.uint(k, 0..=2)? as u8,
-            "burst_shift" => c.burst_shift = p.uint(k, 0..=30)? as u32,
-            _ => return Err(p.unknown(k, "rtt_scaling, rtt_target, rtt_transition, classic_ecn_detection (ecn_fallback), burst_shift")),
+/// `classic_ecn_detection`). Unset parameters take the profile's defaults at build time
+/// (the per-stack defaults of this table).
+pub const PRAGUE: CcKind = CcKind {
+    name: "prague",
+    doc: "TCP Prague, the L4S scalable congestion control (L4STeam/linux tcp_prague.c)",
+    params: &[
+        Param::uint("rtt_scaling", 0, 3, RTT_CONTROL_RATE as u64)
+            .doc("RTT independence: 0 none, 1 rate, 2 scalable, 3 additive")
+            .stack_defaults(&V05_RTT_SCALING),
+        Param::time("rtt_target", Time::from_millis(25))
+            .doc("RTT that flows behave as if they had; 0 disables RTT independence")
+            .stack_defaults(&V05_RTT_TARGET),
+        Param::uint("rtt_transition", 0, u32::MAX as u64, 500)
+            .unit("rounds")
+            .doc("rounds after slow start before RTT independence")
+            .stack_defaults(&V05_RTT_TRANSITION),
+        Param::uint("classic_ecn_detection", 0, 2, 0)
+            .aliases(&["ecn_fallback"])
+            .doc("classic ECN AQM detection: 0 off, 1 detect and fall back, 2 detect only")
+            .stack_defaults(&[(Stack::L4steam2020Apr, Value::Uint(1))]),
+        Param::uint("burst_shift", 0, 30, 12).doc("GSO burst at most 2^-shift s of the pacing rate"),
+    ],
+    build: |a| Ok(Arc::new(PragueConfig::from_args(a)?)),
+};
+
+/// The v0.5 module-parameter defaults of both 2020 L4STeam kernels (b256daed and e741f5ac
+/// `tcp_prague.c` ≈ lines 139-161).
+const V05_RTT_SCALING: [(Stack, Value); 2] =
+    [(Stack::L4steam2020, Value::Uint(RTT_CONTROL_NONE as u64)), (Stack::L4steam2020Apr, Value::Uint(RTT_CONTROL_NONE as u64))];
+const V05_RTT_TARGET: [(Stack, Value); 2] =
+    [(Stack::L4steam2020, Value::Time(Time::from_millis(15))), (Stack::L4steam2020Apr, Value::Time(Time::from_millis(15)))];
+const V05_RTT_TRANSITION: [(Stack, Value); 2] = [(Stack::L4steam2020, Value::Uint(100)), (Stack::L4steam2020Apr, Value::Uint(100))];
+
+impl PragueConfig {
+    /// The parameters given in `a`; the others stay unset for the profile to fill in.
+    fn from_args(a: &Args) -> Result<Self, String> {
+        let given = |k: &str| a.given(k).then(|| a.get(k));
+        let uint = |k: &str| given(k).map(|_| a.uint(k));
+        let c = PragueConfig {
+            rtt_scaling: uint("rtt_scaling").map(|n| n as u8),
+            rtt_target: given("rtt_target").map(|_| a.time("rtt_target")),
+            rtt_transition: uint("rtt_transition").map(|n| n as u32),
+            ecn_fallback: uint("classic_ecn_detection").map(|n| n as u8),
+            burst_shift: uint("burst_shift").map(|n| n as u32),
+        };
+        if c.rtt_target.is_some_and(|t| t.as_micros() >> RTT_UNIT > u32::MAX as u64) {
+            return Err(a.invalid("rtt_target too large"));
         }
+        Ok(c)
     }
-    if c.rtt_target.as_micros() >> RTT_UNIT > u32::MAX as u64 {
-        return Err(p.invalid("rtt_target too large"));
-    }
-    Ok(Arc::new(c))
+}
+
+/// `prague ...` read from `p` without the type erasure (unset parameters stay unset).
+pub fn parse_config(p: &mut Params) -> Result<PragueConfig, String> {
+    PragueConfig::from_args(&parse_args(PRAGUE.name, PRAGUE.params, p, Stack::Linux)?)
 }
 
 /// Floor of log2 (x > 0), Linux `ilog2`.
@@ -343,6 +482,19 @@ impl Prague {
         self.new_round(tp);
     }
 
+    /// The growth gate of `prague_update_cwnd` (after `acked > 0` and `!in_loss`).
+    /// - V06 (google/bbr@23cbf7e1): grow only while cwnd-limited (`tcp_is_cwnd_limited`).
+    /// - V05 (L4STeam/linux@b256daed ≈ lines 458-470, e741f5ac the same): when not
+    ///   cwnd-limited, still grow if the socket needs internal pacing
+    ///   (`tcp_needs_internal_pacing`: `SK_PACING_NEEDED`, which `prague_init` sets and no
+    ///   `fq` on the sender overrides — the testbeds had no qdisc on the endpoints) and the
+    ///   write queue is not empty ("a poor man's attempt at bypassing" the pacing-limited
+    ///   case; it also grows when rwnd-limited, as the kernel's comment says). In the
+    ///   simulator a non-Reno Prague always paces internally, so `tp.paced` stands for it.
+    fn may_grow(&self, tp: &TcpCcState) -> bool {
+        tp.is_cwnd_limited || (self.params.era.is_v05() && tp.paced && !tp.write_queue_empty)
+    }
+
     /// `prague_update_cwnd`.
     fn update_cwnd(&mut self, tp: &mut TcpCcState, rs: &RateSample) {
         let mut acked = rs.acked_sacked as i64;
@@ -350,7 +502,7 @@ impl Prague {
             self.saw_ce = true;
             acked -= rs.ece_delta as i64;
         }
-        if acked > 0 && !self.in_loss && tp.is_cwnd_limited {
+        if acked > 0 && !self.in_loss && self.may_grow(tp) {
             if tp.in_slow_start() {
                 acked = slow_start(tp, acked as u32) as i64;
                 if acked == 0 {
@@ -379,12 +531,14 @@ impl Prague {
         }
     }
 
-    /// `prague_enter_loss`: take half of cwnd (and of the carry) off the carry.
+    /// `prague_enter_loss`: take half of cwnd (and of the carry) off the carry; stop growth
+    /// until Open (`in_loss`) except in the e741f5ac version.
     fn enter_loss(&mut self, tp: &TcpCcState) {
         self.loss_cwnd = tp.cwnd;
         self.loss_cwnd_cnt = self.cwnd_cnt;
         self.cwnd_cnt -= ((tp.cwnd as i64) << (CWND_UNIT - 1)) + (self.cwnd_cnt >> 1);
-        self.in_loss = true;
+        // e741f5ac `prague_enter_loss` (≈ line 506) sets no flag: growth goes on in Recovery.
+        self.in_loss = self.params.era.has_in_loss();
         self.compute_ai_ack_increase(tp);
     }
 
@@ -482,7 +636,7 @@ impl CongestionControl for Prague {
         if self.reno {
             "prague-reno"
         } else {
-            "prague"
+            PRAGUE.name
         }
     }
 
@@ -507,12 +661,17 @@ impl CongestionControl for Prague {
     }
 
     /// `prague_ssthresh`: ssthresh unchanged (the reduction is Prague's own, on the carry).
+    /// The e741f5ac version (`prague_ssthresh` ≈ line 658) returns max(cwnd, ssthresh) and
+    /// rescales the detection's gains with that: a loss before the first CE (ssthresh still
+    /// infinite) leaves ssthresh infinite, so slow start goes on, consumes every ACK and
+    /// returns before `adjust:` — the halving put on the carry is never applied.
     fn ssthresh(&mut self, tp: &TcpCcState) -> u32 {
         if self.reno {
             return (tp.cwnd >> 1).max(2);
         }
-        self.update_rtt_scaling(tp.ssthresh);
-        tp.ssthresh
+        let ssthresh = if self.params.era == PragueEra::V05Apr2020 { tp.cwnd.max(tp.ssthresh) } else { tp.ssthresh };
+        self.update_rtt_scaling(ssthresh);
+        ssthresh
     }
 
     /// Only the Reno fallback grows here; Prague itself uses `cong_control`.
@@ -540,7 +699,8 @@ impl CongestionControl for Prague {
         match new {
             CaState::Recovery => self.enter_loss(tp),
             CaState::Cwr => self.enter_cwr(tp),
-            CaState::Open => self.in_loss = false,
+            // e741f5ac's `prague_state` (≈ line 620) has no Open case (and no `in_loss`).
+            CaState::Open if self.params.era.has_in_loss() => self.in_loss = false,
             _ => {}
         }
     }
@@ -586,15 +746,22 @@ impl CongestionControl for Prague {
         !self.reno
     }
 
-    /// Generation D `prague_tso_segs` (`.tso_segs`, google/bbr@23cbf7e1
-    /// `net/ipv4/tcp_prague.c`): max(`max_tso_burst`, `tcp_min_tso_segs` = 2), with
-    /// `prague_max_tso_segs` = 0 (no further cap). It replaces `tcp_tso_autosize` in that
-    /// tree's `tcp_tso_segs`; `max_tso_burst` = 2^-`burst_shift` s of the pacing rate in
-    /// packets (≈ 244 µs) is a quarter of autosize's ≈ 1 ms, so the minimum the sender takes
-    /// equals the replacement. The Reno fallback (`prague_reno`) has no hook. (The 2020
-    /// L4STeam code's `.max_tso_segs` returned `max_tso_burst` without the floor of 2.)
-    fn max_tso_segs(&self, _tp: &TcpCcState) -> Option<u32> {
-        (!self.reno).then(|| self.max_tso_burst.max(2))
+    /// The GSO/TSO hook, from `max_tso_burst` (≈ 2^-`burst_shift` s at the pacing rate, at
+    /// least 1, recomputed by `prague_update_pacing_rate` on every ACK):
+    /// - V05 (b256daed/e741f5ac `.max_tso_segs = prague_max_tso_seg`, ≈ line 677/667):
+    ///   `AtMost(max_tso_burst)` — caps `tcp_tso_autosize`, may be 1;
+    /// - V06 (google/bbr@23cbf7e1 `.tso_segs = prague_tso_segs`): `Exactly(max(max_tso_burst,
+    ///   tcp_min_tso_segs = 2))`, replacing autosize (`prague_max_tso_segs` cap, default 0 =
+    ///   none, not modelled).
+    /// The Reno fallback has no hook.
+    fn tso_segs(&self, _tp: &TcpCcState) -> Option<TsoSegs> {
+        if self.reno {
+            return None;
+        }
+        Some(match self.params.era {
+            PragueEra::V05Aug2020 | PragueEra::V05Apr2020 => TsoSegs::AtMost(self.max_tso_burst.max(1)),
+            PragueEra::V06 => TsoSegs::Exactly(self.max_tso_burst.max(2)),
+        })
     }
 }
 
@@ -916,6 +1083,240 @@ mod tests {
         assert_eq!(p.ssthresh(&tp), 50);
     }
 
+    /// A flow of the given era in slow start (ssthresh infinite, no CE seen yet), cwnd
+    /// `cwnd`, srtt 20 ms, always cwnd-limited.
+    fn slow_start_flow(stack: Stack, cwnd: u32) -> (Prague, TcpCcState) {
+        let mut tp = test_state(cwnd, u32::MAX);
+        tp.srtt = Time(20 * MS);
+        tp.min_rtt = tp.srtt;
+        let mut p = Prague::new(PragueParams::for_stack(stack));
+        p.init(&mut tp);
+        (p, tp)
+    }
+
+    /// What the sender does on a loss (Linux `tcp_enter_recovery`): `tcp_init_cwnd_reduction`
+    /// stores `.ssthresh`, then `tcp_set_ca_state(Recovery)`.
+    fn enter_recovery(p: &mut Prague, tp: &mut TcpCcState) {
+        tp.ssthresh = p.ssthresh(tp);
+        p.set_state(tp, CaState::Recovery);
+        tp.ca_state = CaState::Recovery;
+    }
+
+    /// Each profile's module-parameter defaults, as written in the era's tcp_prague.c
+    /// (b256daed and e741f5ac: `prague_rtt_scaling = RTT_CONTROL_NONE`, `prague_rtt_target =
+    /// 15 * USEC_PER_MSEC`, `DEFAULT_RTT_TRANSITION 100`, `prague_ecn_fallback` 0 and 1;
+    /// google/bbr@23cbf7e1: RATE, 25 ms, 500, 0).
+    #[test]
+    fn each_profile_takes_its_eras_defaults() {
+        let want = [
+            (Stack::Linux, RTT_CONTROL_RATE, 25, 500, 0, PragueEra::V06),
+            (Stack::Sce2020, RTT_CONTROL_RATE, 25, 500, 0, PragueEra::V06),
+            (Stack::L4steam2024, RTT_CONTROL_RATE, 25, 500, 0, PragueEra::V06),
+            (Stack::L4steam2020, RTT_CONTROL_NONE, 15, 100, 0, PragueEra::V05Aug2020),
+            (Stack::L4steam2020Apr, RTT_CONTROL_NONE, 15, 100, 1, PragueEra::V05Apr2020),
+        ];
+        for (stack, scaling, target_ms, transition, fallback, era) in want {
+            let c = PragueConfig::default().resolve(stack);
+            assert_eq!((c.rtt_scaling, c.rtt_target, c.rtt_transition, c.ecn_fallback, c.burst_shift, c.era),
+                (scaling, Time::from_millis(target_ms), transition, fallback, 12, era), "{stack}");
+        }
+        assert_eq!(PragueParams::for_stack(Stack::Linux).rtt_scaling, PragueParams::default().rtt_scaling);
+        // 15 ms in the kernel's 128 µs units: 15000 >> 7 = 117.
+        assert_eq!(Prague::new(PragueParams::for_stack(Stack::L4steam2020)).rtt_target, 117);
+    }
+
+    /// With the 2020 defaults RTT independence never starts: after 1000 rounds out of slow
+    /// start at 5 ms the increase is still one packet per window (2^20), and a second CWR
+    /// 1 ms after the first still reduces (no 15 ms gate). On `linux` (RATE, 25 ms, 500) the
+    /// same flow is RTT-independent: (39/195)² of a packet (5 ms = 39, 25 ms = 195 units).
+    #[test]
+    fn rtt_independence_is_off_on_the_2020_profiles() {
+        for (stack, indep) in [(Stack::L4steam2020, false), (Stack::L4steam2020Apr, false), (Stack::Linux, true)] {
+            let (mut p, mut tp) = prague(PragueParams::for_stack(stack), 100, 5);
+            for _ in 0..1000 {
+                tp.now = tp.now + Time(5 * MS);
+                round_ack(&mut p, &mut tp, 1, 0);
+            }
+            // Once RTT-independent (linux) a new round also waits for the 25 ms target.
+            assert!(p.round() >= 500, "{stack}: round {}", p.round());
+            assert_eq!(p.is_rtt_indep(&tp), indep, "{stack}");
+            let want = if indep { ((39u64 << 20) * 39 + 195 * 195 / 2) / (195 * 195) } else { ONE_CWND as u64 };
+            assert_eq!(p.ai_ack_increase(), want, "{stack}");
+            p.saw_ce = true;
+            tp.now = Time::from_secs(10);
+            p.set_state(&mut tp, CaState::Cwr);
+            let c = p.cwnd_carry();
+            assert!(c < 0);
+            tp.now = Time::from_millis(10_001);
+            p.set_state(&mut tp, CaState::Cwr);
+            assert_eq!(p.cwnd_carry() < c, !indep, "{stack}: second CWR 1 ms later");
+        }
+    }
+
+    /// An explicit module parameter wins over the profile's default; the others keep it.
+    #[test]
+    fn explicit_parameters_override_the_profile() {
+        let cfg = |text: &str| -> PragueConfig {
+            let tokens: Vec<String> = text.split_whitespace().map(String::from).collect();
+            parse_config(&mut Params::new("prague", &tokens[1..])).unwrap()
+        };
+        assert_eq!(cfg("prague").resolve(Stack::L4steam2020).rtt_scaling, RTT_CONTROL_NONE);
+        let r = cfg("prague rtt_scaling 1").resolve(Stack::L4steam2020);
+        assert_eq!((r.rtt_scaling, r.rtt_target, r.rtt_transition, r.era), (1, Time::from_millis(15), 100, PragueEra::V05Aug2020));
+        let r = cfg("prague classic_ecn_detection 0").resolve(Stack::L4steam2020Apr);
+        assert_eq!((r.ecn_fallback, r.rtt_scaling, r.era), (0, RTT_CONTROL_NONE, PragueEra::V05Apr2020));
+        let r = cfg("prague rtt_scaling 0 rtt_target 25ms").resolve(Stack::Linux);
+        assert_eq!((r.rtt_scaling, r.rtt_target, r.rtt_transition), (0, Time::from_millis(25), 500));
+        let r = cfg("prague rtt_transition 7 burst_shift 10").resolve(Stack::L4steam2020Apr);
+        assert_eq!((r.rtt_transition, r.burst_shift, r.ecn_fallback), (7, 10, 1));
+    }
+
+    /// The v0.5 growth gate (b256daed/e741f5ac `prague_update_cwnd` ≈ lines 458-470): a flow
+    /// that is not cwnd-limited still grows while it paces internally and has queued data;
+    /// v0.6 does not; with an empty write queue neither does v0.5.
+    #[test]
+    fn v05_grows_when_pacing_limited_with_queued_data() {
+        for (stack, queued, grows) in [
+            (Stack::L4steam2020, true, true),
+            (Stack::L4steam2020Apr, true, true),
+            (Stack::L4steam2020, false, false),
+            (Stack::Linux, true, false),
+        ] {
+            let (mut p, mut tp) = prague(PragueParams::for_stack(stack), 50, 20);
+            tp.paced = true;
+            tp.is_cwnd_limited = false;
+            tp.write_queue_empty = !queued;
+            // 50 unmarked ACKs of one packet: +1 packet (50 × ⌊(2^20 + 25)/50⌋ = 50 × 20972 =
+            // 1 048 600 ≥ 2^20) when the gate is open, nothing otherwise.
+            for _ in 0..50 {
+                ack(&mut p, &mut tp, 1, 0);
+            }
+            let want = if grows { (51, 50 * 20972 - ONE_CWND) } else { (50, 0) };
+            assert_eq!((tp.cwnd, p.cwnd_carry()), want, "{stack} queued {queued}");
+        }
+    }
+
+    /// Prague's first reduction after slow start (any era; here e741f5ac, whose `.ssthresh`
+    /// returns max(cwnd, ssthresh) = ∞ at this CWR entry, and b256daed, which returns ∞ too).
+    /// cwnd 40 in slow start; the first CE enters CWR with α = 1.0: carry −= (2^20·40·2^20 +
+    /// 2^20) >> 21 = 20 packets. Unmarked ACKs are then consumed by `tcp_slow_start` (cwnd +1
+    /// each, return before `adjust:`), so the carry waits; the next fully marked ACK (acked
+    /// − CE = 0) goes to `adjust:`: cwnd −1 and ssthresh = cwnd, which ends slow start.
+    #[test]
+    fn first_reduction_after_slow_start_waits_for_a_fully_marked_ack() {
+        for stack in [Stack::L4steam2020Apr, Stack::L4steam2020] {
+            let (mut p, mut tp) = slow_start_flow(stack, 40);
+            ack(&mut p, &mut tp, 1, 1);
+            assert_eq!((tp.cwnd, p.cwnd_carry()), (40, 0), "a CE-only ACK neither grows nor shrinks");
+            tp.ssthresh = p.ssthresh(&tp);
+            assert_eq!(tp.ssthresh, u32::MAX, "{stack}");
+            p.set_state(&mut tp, CaState::Cwr);
+            tp.ca_state = CaState::Cwr;
+            assert_eq!(p.cwnd_carry(), -20 * ONE_CWND);
+            for i in 1..=5 {
+                ack(&mut p, &mut tp, 1, 0);
+                assert_eq!((tp.cwnd, p.cwnd_carry()), (40 + i, -20 * ONE_CWND), "{stack}: slow start swallows ACK {i}");
+            }
+            ack(&mut p, &mut tp, 1, 1);
+            assert_eq!((tp.cwnd, tp.ssthresh, p.cwnd_carry()), (44, 44, -19 * ONE_CWND), "{stack}");
+            // Out of slow start: every ACK now adds ⌊(2^20 + 22)/44⌋ = 23 831 and takes one
+            // packet off while the carry is ≤ −1 packet.
+            ack(&mut p, &mut tp, 1, 0);
+            assert_eq!((tp.cwnd, p.cwnd_carry()), (43, -18 * ONE_CWND + 23_831), "{stack}");
+        }
+    }
+
+    /// A loss before any CE: ssthresh is still infinite. b256daed (`in_loss`): the carry's
+    /// −cwnd/2 is applied one packet per ACK, each decrement setting ssthresh = cwnd. e741f5ac
+    /// (no `in_loss`, ssthresh = max(cwnd, ∞) = ∞): slow start goes on and swallows every
+    /// ACK, the halving is never applied — the loss is ignored (sce-l4s-ect1's "ignoring
+    /// packet loss").
+    #[test]
+    fn a_loss_before_any_ce_is_ignored_by_e741f5ac_but_not_by_b256daed() {
+        let (mut p, mut tp) = slow_start_flow(Stack::L4steam2020Apr, 20);
+        enter_recovery(&mut p, &mut tp);
+        assert_eq!(tp.ssthresh, u32::MAX);
+        assert_eq!(p.cwnd_carry(), -10 * ONE_CWND);
+        for i in 1..=30 {
+            ack(&mut p, &mut tp, 1, 0);
+            assert_eq!((tp.cwnd, p.cwnd_carry()), (20 + i, -10 * ONE_CWND));
+        }
+        // Recovery ends: no Open hook, nothing changes; slow start continues.
+        p.set_state(&mut tp, CaState::Open);
+        tp.ca_state = CaState::Open;
+        ack(&mut p, &mut tp, 1, 0);
+        assert_eq!((tp.cwnd, tp.ssthresh, p.cwnd_carry()), (51, u32::MAX, -10 * ONE_CWND));
+
+        let (mut p, mut tp) = slow_start_flow(Stack::L4steam2020, 20);
+        enter_recovery(&mut p, &mut tp);
+        assert_eq!((tp.ssthresh, p.cwnd_carry()), (u32::MAX, -10 * ONE_CWND));
+        for i in 1..=10 {
+            ack(&mut p, &mut tp, 1, 0);
+            assert_eq!((tp.cwnd, tp.ssthresh), (20 - i, 20 - i));
+        }
+        assert_eq!(p.cwnd_carry(), 0);
+        // in_loss: no growth until Open.
+        for _ in 0..30 {
+            ack(&mut p, &mut tp, 1, 0);
+        }
+        assert_eq!((tp.cwnd, p.cwnd_carry()), (10, 0));
+        p.set_state(&mut tp, CaState::Open);
+        tp.ca_state = CaState::Open;
+        ack(&mut p, &mut tp, 1, 0);
+        // ⌊(2^20 + 5)/10⌋ = 104 858.
+        assert_eq!(p.cwnd_carry(), 104_858);
+    }
+
+    /// A loss in congestion avoidance. e741f5ac: `.ssthresh` = max(cwnd 120, ssthresh 100) =
+    /// 120 (b256daed: 100); both take 60 packets off the carry; e741f5ac keeps adding
+    /// ⌊(2^20 + c/2)/c⌋ per unmarked ACK during Recovery (c = cwnd before that ACK's
+    /// decrement), b256daed adds nothing.
+    #[test]
+    fn e741f5ac_keeps_growing_in_recovery_and_returns_max_cwnd_ssthresh() {
+        for (stack, ss) in [(Stack::L4steam2020Apr, 120), (Stack::L4steam2020, 100)] {
+            let (mut p, mut tp) = prague(PragueParams::for_stack(stack), 120, 20);
+            tp.ssthresh = 100;
+            enter_recovery(&mut p, &mut tp);
+            assert_eq!((tp.ssthresh, p.cwnd_carry()), (ss, -60 * ONE_CWND), "{stack}");
+            // cwnd ≥ ssthresh: congestion avoidance; 10 ACKs take 10 packets off.
+            for _ in 0..10 {
+                ack(&mut p, &mut tp, 1, 0);
+            }
+            let grown: i64 = if stack == Stack::L4steam2020Apr { (111..=120).map(|c: i64| (ONE_CWND + c / 2) / c).sum() } else { 0 };
+            assert_eq!((tp.cwnd, tp.ssthresh, p.cwnd_carry()), (110, 110, -50 * ONE_CWND + grown), "{stack}");
+        }
+    }
+
+    /// The GSO/TSO hook per era, from `max_tso_burst` = max(1, (rate/MTU) >> 12): v0.5
+    /// `.max_tso_segs` caps autosize (may be 1), v0.6 `.tso_segs` replaces it with
+    /// max(burst, 2); the Reno fallback has none.
+    #[test]
+    fn tso_segs_per_era() {
+        for (stack, low, high) in [
+            (Stack::L4steam2020, TsoSegs::AtMost(1), TsoSegs::AtMost(488)),
+            (Stack::L4steam2020Apr, TsoSegs::AtMost(1), TsoSegs::AtMost(488)),
+            (Stack::Linux, TsoSegs::Exactly(2), TsoSegs::Exactly(488)),
+            (Stack::L4steam2024, TsoSegs::Exactly(2), TsoSegs::Exactly(488)),
+        ] {
+            let (mut p, mut tp) = prague(PragueParams::for_stack(stack), 100, 20);
+            tp.ssthresh = 150;
+            tp.packets_out = 120;
+            // 1500 B · 120 / 20 ms = 9 MB/s = 6000 packets/s; >> 12 = 1.
+            ack(&mut p, &mut tp, 0, 0);
+            assert_eq!(p.tso_segs(&tp), Some(low), "{stack}");
+            // 2000 packets per 1 ms = 2e6 packets/s; >> 12 = 488.
+            tp.cwnd = 2000;
+            tp.srtt = Time(MS);
+            ack(&mut p, &mut tp, 0, 0);
+            assert_eq!(p.tso_segs(&tp), Some(high), "{stack}");
+        }
+        let mut tp = test_state(10, u32::MAX);
+        tp.ecn = crate::packet::EcnMode::Off;
+        let mut p = Prague::new(PragueParams::for_stack(Stack::L4steam2020));
+        p.init(&mut tp);
+        assert_eq!(p.tso_segs(&tp), None);
+    }
+
     #[test]
     fn parses_module_parameters() {
         let spec = crate::cc::CcSpec::parse("prague rtt_target 10ms classic_ecn_detection 1 rtt_scaling 2").unwrap();
@@ -930,27 +1331,5 @@ mod tests {
         tp.srtt = Time(5 * MS);
         cc.init(&mut tp);
         assert_eq!(cc.name(), "prague");
-    }
-
-    /// Generation D `prague_tso_segs`: max(`max_tso_burst`, 2) where `max_tso_burst` =
-    /// max(1, (rate / MTU) >> 12). cwnd 10 at 20 ms srtt: 1500 B × 10 / 20 ms = 500 pkt/s
-    /// >> 12 = 0 → 1 → 2. cwnd 100 at 1 ms: 100 000 pkt/s >> 12 = 24. The Reno fallback has
-    /// no hook.
-    #[test]
-    fn tso_segs_hook_is_the_burst_floored_at_two() {
-        let (mut p, mut tp) = prague(PragueParams::default(), 10, 20);
-        p.update_pacing_rate(&tp);
-        assert_eq!(p.max_tso_burst(), 1);
-        assert_eq!(p.max_tso_segs(&tp), Some(2));
-        tp.cwnd = 100;
-        tp.ssthresh = 100;
-        tp.srtt = Time(MS);
-        p.update_pacing_rate(&tp);
-        assert_eq!((p.max_tso_burst(), p.max_tso_segs(&tp)), (24, Some(24)));
-        let mut reno = Prague::new(PragueParams::default());
-        let mut tp = test_state(10, u32::MAX);
-        tp.ecn = crate::packet::EcnMode::Off;
-        reno.init(&mut tp);
-        assert_eq!(reno.max_tso_segs(&tp), None);
     }
 }

@@ -3,15 +3,15 @@
 //! packets; on loss or ECN echo, ssthresh = max(cwnd / 2, 2).
 
 use super::{acked_for_avoidance, cong_avoid_ai, CcConfig, CongestionControl, TcpCcState};
-use crate::params::Params;
+use super::CcKind;
 use std::sync::Arc;
 
-#[derive(Debug, Default, Clone, Copy)]
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
 pub struct Reno;
 
 impl CongestionControl for Reno {
     fn name(&self) -> &'static str {
-        "reno"
+        RENO.name
     }
     /// Linux `tcp_reno_ssthresh`.
     fn ssthresh(&mut self, tp: &TcpCcState) -> u32 {
@@ -31,7 +31,7 @@ impl CongestionControl for Reno {
 
 impl CcConfig for Reno {
     fn name(&self) -> &'static str {
-        "reno"
+        RENO.name
     }
     fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(Reno)
@@ -39,12 +39,12 @@ impl CcConfig for Reno {
 }
 
 /// `reno` takes no parameters.
-pub fn parse(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    match p.next_key() {
-        Some(k) => Err(p.unknown(k, "none")),
-        None => Ok(Arc::new(Reno)),
-    }
-}
+pub const RENO: CcKind = CcKind {
+    name: "reno",
+    doc: "NewReno (RFC 5681, tcp_cong.c)",
+    params: &[],
+    build: |_| Ok(Arc::new(Reno)),
+};
 
 #[cfg(test)]
 mod tests {

@@ -23,9 +23,11 @@
 //! comments say by mss/536 ≈ 2.7 with a 1448-byte MSS. That is modelled (parameter
 //! `rcv_mss`, default 536); `rcv_mss 1448` gives the intended unit behaviour.
 
-use super::cubic::jiffies;
+use super::cubic::{self, jiffies, CubicParams, CubicVersion};
 use super::{slow_start, AckSample, CaEvent, CaState, CcConfig, CongestionControl, Cubic, TcpCcState};
-use crate::params::Params;
+use super::CcKind;
+use crate::params::{Args, Param, Params, Value};
+use crate::profile::Stack;
 use crate::rng::Stream;
 use std::sync::Arc;
 
@@ -62,16 +64,10 @@ fn acked_bytes(tp: &TcpCcState, s: &AckSample, rcv_mss: u32) -> i64 {
     }
 }
 
-fn parse_rcv_mss(p: &mut Params) -> Result<u32, String> {
-    let mut rcv_mss = DEFAULT_RCV_MSS;
-    while let Some(k) = p.next_key() {
-        match k {
-            "rcv_mss" => rcv_mss = p.uint(k, 64..=65_535)? as u32,
-            _ => return Err(p.unknown(k, "rcv_mss")),
-        }
-    }
-    Ok(rcv_mss)
-}
+/// `rcv_mss`, the one parameter of both SCE congestion controls.
+const RCV_MSS: Param = Param::uint("rcv_mss", 64, 65_535, DEFAULT_RCV_MSS as u64)
+    .unit("bytes")
+    .doc("bytes per packet of the window counter (icsk_ack.rcv_mss)");
 
 // ------------------------------------------------------------------------------ Reno-SCE
 
@@ -84,21 +80,36 @@ pub struct RenoSceParams {
 
 impl Default for RenoSceParams {
     fn default() -> Self {
-        RenoSceParams { rcv_mss: DEFAULT_RCV_MSS }
+        RenoSceParams::from_args(&RENO_SCE.defaults(Stack::Linux))
+    }
+}
+
+impl RenoSceParams {
+    fn from_args(a: &Args) -> Self {
+        RenoSceParams { rcv_mss: a.u32("rcv_mss") }
     }
 }
 
 impl CcConfig for RenoSceParams {
     fn name(&self) -> &'static str {
-        "reno-sce"
+        RENO_SCE.name
     }
     fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(RenoSce::new(*self))
     }
 }
 
+/// `reno-sce [rcv_mss N]`.
+pub const RENO_SCE: CcKind = CcKind {
+    name: "reno-sce",
+    doc: "NewReno with the SCE response (chromi/sce tcp_reno_sce.c)",
+    params: &[RCV_MSS],
+    build: |a| Ok(Arc::new(RenoSceParams::from_args(a))),
+};
+
+/// `reno-sce ...` read from `p`.
 pub fn parse_reno_sce(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    Ok(Arc::new(RenoSceParams { rcv_mss: parse_rcv_mss(p)? }))
+    RENO_SCE.parse(p)
 }
 
 /// NewReno with the SCE response (chromi/sce `tcp_reno_sce.c`, version 07bbe597).
@@ -129,7 +140,7 @@ impl RenoSce {
 
 impl CongestionControl for RenoSce {
     fn name(&self) -> &'static str {
-        "reno-sce"
+        RENO_SCE.name
     }
 
     /// `reno_sce_init`.
@@ -214,29 +225,56 @@ impl CongestionControl for RenoSce {
 
 // ----------------------------------------------------------------------------- CUBIC-SCE
 
-/// `cubic-sce [rcv_mss N]` (CUBIC's module parameters at their defaults).
+/// `cubic-sce [rcv_mss N] [version 5.4|5.6|5.8|5.16]` (CUBIC's module parameters at their
+/// defaults).
+///
+/// `version`: the HyStart generation of the embedded CUBIC, default 5.4 on every profile.
+/// `tcp_cubic_sce.c` carries its own copy of CUBIC rather than calling the kernel's, and both
+/// stored versions (0139ea04, id 10669998327; 1280a6d0, id 9884018069) have the pre-5.6
+/// HyStart: `bictcp_clock` in ms, `delay_min` in ms << 3, `hystart_ack_delta` = 2 ms, ACK
+/// train past `delay_min >> 4`, `curr_rtt` from the first 8 samples, round reset in
+/// `bictcp_cong_avoid` ([`CubicVersion::V5_4`]). So it is not a property of a profile's base
+/// kernel. (Until this was modelled the engine's cubic-sce ran today's µs HyStart; `version
+/// 5.16` gives that back.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CubicSceParams {
     pub rcv_mss: u32,
+    pub version: CubicVersion,
 }
 
 impl Default for CubicSceParams {
     fn default() -> Self {
-        CubicSceParams { rcv_mss: DEFAULT_RCV_MSS }
+        CubicSceParams::from_args(&CUBIC_SCE.defaults(Stack::Linux))
+    }
+}
+
+impl CubicSceParams {
+    fn from_args(a: &Args) -> Self {
+        CubicSceParams { rcv_mss: a.u32("rcv_mss"), version: CubicVersion::from_word(a.word("version")) }
     }
 }
 
 impl CcConfig for CubicSceParams {
     fn name(&self) -> &'static str {
-        "cubic-sce"
+        CUBIC_SCE.name
     }
     fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
         Box::new(CubicSce::new(*self))
     }
 }
 
+/// `cubic-sce [rcv_mss N] [version V]` (CUBIC's module parameters at their defaults; its own
+/// copy of HyStart is the 5.4 one in every chromi/sce version).
+pub const CUBIC_SCE: CcKind = CcKind {
+    name: "cubic-sce",
+    doc: "CUBIC with the SCE response (chromi/sce tcp_cubic_sce.c)",
+    params: &[RCV_MSS, cubic::version(Value::Word("5.4"))],
+    build: |a| Ok(Arc::new(CubicSceParams::from_args(a))),
+};
+
+/// `cubic-sce ...` read from `p`.
 pub fn parse_cubic_sce(p: &mut Params) -> Result<Arc<dyn CcConfig>, String> {
-    Ok(Arc::new(CubicSceParams { rcv_mss: parse_rcv_mss(p)? }))
+    CUBIC_SCE.parse(p)
 }
 
 /// CUBIC with the SCE response (chromi/sce `tcp_cubic_sce.c`): the crate's Linux CUBIC
@@ -255,7 +293,8 @@ pub struct CubicSce {
 
 impl CubicSce {
     pub fn new(p: CubicSceParams) -> Self {
-        CubicSce { inner: Cubic::default(), rcv_mss: p.rcv_mss, debt_frac: 0, sqrt_cnt: 1, recent_sce: 0 }
+        let inner = Cubic::new(CubicParams { version: Some(p.version), ..CubicParams::default() });
+        CubicSce { inner, rcv_mss: p.rcv_mss, debt_frac: 0, sqrt_cnt: 1, recent_sce: 0 }
     }
     pub fn cubic(&self) -> &Cubic {
         &self.inner
@@ -307,7 +346,7 @@ impl CubicSce {
 
 impl CongestionControl for CubicSce {
     fn name(&self) -> &'static str {
-        "cubic-sce"
+        CUBIC_SCE.name
     }
     /// `bictcp_init` (+ the SCE fields of `bictcp_reset`).
     fn init(&mut self, tp: &mut TcpCcState) {
@@ -484,7 +523,7 @@ mod tests {
     fn cubic_in_ca(w: u32, mss: u32, rcv_mss: u32) -> (TcpCcState, CubicSce) {
         let mut tp = test_state(w, w / 2);
         tp.mss = mss;
-        let mut c = CubicSce::new(CubicSceParams { rcv_mss });
+        let mut c = CubicSce::new(CubicSceParams { rcv_mss, ..CubicSceParams::default() });
         c.init(&mut tp);
         tp.now = Time::from_secs(10);
         c.cong_avoid(&mut tp, 1); // starts the epoch, sets √cwnd

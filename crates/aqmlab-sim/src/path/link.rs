@@ -121,8 +121,16 @@ impl Link {
     /// (`Qdisc::change`: pfifo/bfifo, pie), else it is kept as it is. Returns the packets
     /// discarded by a swap.
     pub fn replace_qdisc(&mut self, qdisc: Box<dyn Qdisc>, now: Time) -> u64 {
+        self.replace_qdisc_with(qdisc, None, now)
+    }
+    /// [`Link::replace_qdisc`] given the new discipline's parsed parameters, which a
+    /// same-kind change passes to `Qdisc::change` (without them the installed discipline is
+    /// kept as it is).
+    pub fn replace_qdisc_with(&mut self, qdisc: Box<dyn Qdisc>, params: Option<&crate::qdisc::Args>, now: Time) -> u64 {
         if qdisc.kind() == self.qdisc.kind() {
-            self.qdisc.change(qdisc.as_ref());
+            if let Some(p) = params {
+                self.qdisc.change(p);
+            }
             self.observe_backlog(now);
             return 0;
         }

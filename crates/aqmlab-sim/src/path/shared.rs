@@ -13,8 +13,9 @@
 use super::Link;
 use crate::metrics::{LogHistogram, SeriesId, SeriesRecorder, SojournSummary, SpikeSummary};
 use serde::Serialize;
-use crate::qdisc::Qdisc;
+use crate::qdisc::{Args, Qdisc};
 use crate::time::{Rate, Time};
+use std::sync::Arc;
 
 /// Indices of the bottleneck and the return link in the engine's shared links; the upstream
 /// links follow.
@@ -134,11 +135,18 @@ pub struct ScheduledChange {
     /// Built when the schedule is made (for the rate the link will have then), installed
     /// when due.
     qdisc: Option<Box<dyn Qdisc>>,
+    /// Its parsed parameters, for a same-kind change (`Qdisc::change`).
+    params: Option<Arc<Args>>,
 }
 
 impl ScheduledChange {
     pub fn new(at: Time, link: usize, rate: Option<Rate>, qdisc: Option<Box<dyn Qdisc>>) -> Self {
-        ScheduledChange { at, link, rate, qdisc }
+        ScheduledChange { at, link, rate, qdisc, params: None }
+    }
+
+    /// The change with the new discipline's parsed parameters (from its spec).
+    pub fn with_params(self, params: Option<&Args>) -> Self {
+        ScheduledChange { params: params.map(|a| Arc::new(a.clone())), ..self }
     }
 
     /// The change's discipline, for registering series before it is installed.
@@ -152,7 +160,7 @@ impl ScheduledChange {
         if let Some(r) = self.rate {
             link.set_rate(r, now);
         }
-        self.qdisc.take().map_or(0, |q| link.replace_qdisc(q, now))
+        self.qdisc.take().map_or(0, |q| link.replace_qdisc_with(q, self.params.as_deref(), now))
     }
 }
 

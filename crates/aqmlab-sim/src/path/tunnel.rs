@@ -340,7 +340,7 @@ impl TunnelExit {
     }
 }
 
-/// A tunnel element, for `link::Element`.
+/// A tunnel element, for `path::Element`.
 pub enum TunnelElement {
     Entry(TunnelEntry),
     Exit(Box<TunnelExit>),

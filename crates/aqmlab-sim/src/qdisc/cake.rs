@@ -26,7 +26,8 @@
 use super::cobalt::{self, Cobalt, Verdict};
 use super::shaper::{self, Compensation, CompensationParser, Framing, Shaper, TimePerByte};
 use super::slab::{Ends, Slab};
-use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Type, Value};
+use crate::profile::Stack;
 use crate::packet::Packet;
 use crate::rng::Stream;
 use crate::time::{Rate, Time};
@@ -600,7 +601,7 @@ impl Cake {
 
 impl Qdisc for Cake {
     fn kind(&self) -> &'static str {
-        "cake"
+        CAKE.name
     }
 
     fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
@@ -791,96 +792,103 @@ struct CakeConfig {
 }
 
 impl Default for CakeConfig {
-    /// `cake_init` defaults.
+    /// `cake_init` defaults (the table's Linux defaults).
     fn default() -> CakeConfig {
+        CakeConfig::from_args(&CAKE.defaults(Stack::Linux))
+    }
+}
+
+impl CakeConfig {
+    fn from_args(a: &Args) -> CakeConfig {
+        let (rtt, target) = shaper::rtt_pair(a.time("rtt"));
+        let tin_mode = match a.word("diffserv_mode") {
+            "besteffort" => TinMode::BestEffort,
+            _ => TinMode::Diffserv3,
+        };
+        let flow_mode = match a.word("flow_mode") {
+            "dual-srchost" => FLOW_DUAL_SRC,
+            "dual-dsthost" => FLOW_DUAL_DST,
+            "flows" => FLOW_FLOWS,
+            "flowblind" => FLOW_NONE,
+            _ => FLOW_TRIPLE,
+        };
+        let comp = CompensationParser::from_args(a);
         CakeConfig {
-            bandwidth: None,
-            rtt: Time::from_millis(100),
-            target: Time::from_millis(5),
-            tin_mode: TinMode::Diffserv3,
-            flow_mode: FLOW_TRIPLE,
-            overhead: 0,
-            overhead_flag: false,
-            mpu: 0,
-            framing: Framing::None,
-            memlimit: None,
+            bandwidth: a.rate_opt("bandwidth"),
+            rtt,
+            target,
+            tin_mode,
+            flow_mode,
+            overhead: comp.overhead,
+            overhead_flag: comp.overhead_flag,
+            mpu: comp.mpu,
+            framing: comp.framing,
+            memlimit: a.bytes_opt("memlimit"),
         }
     }
 }
 
 impl QdiscConfig for CakeConfig {
-    fn kind(&self) -> &'static str {
-        "cake"
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(Cake::new(*self, ctx.mtu, ctx.rng.clone()))
     }
 }
 
-/// Keywords that select a default or have no effect on this model.
-const NO_OPS: &[&str] = &["nonat", "nowash", "no-ack-filter", "egress", "split-gso", "no-split-gso", "via-ethernet"];
-
-/// Keywords of features not modelled, with the reason.
-const UNSUPPORTED: &[(&str, &str)] = &[
-    ("diffserv4", "only besteffort and diffserv3 tins are modelled"),
-    ("diffserv8", "only besteffort and diffserv3 tins are modelled"),
-    ("diffserv", "only besteffort and diffserv3 tins are modelled"),
-    ("precedence", "only besteffort and diffserv3 tins are modelled"),
-    ("srchost", "host-only isolation (no per-flow queues) is not modelled; use dual-srchost"),
-    ("dsthost", "host-only isolation (no per-flow queues) is not modelled; use dual-dsthost"),
-    ("hosts", "host-only isolation (no per-flow queues) is not modelled; use triple-isolate"),
-    ("nat", "there is no NAT/conntrack in the simulator"),
-    ("wash", "DSCP washing is not modelled"),
-    ("ack-filter", "the ACK filter is not modelled"),
-    ("ack-filter-aggressive", "the ACK filter is not modelled"),
-    ("ingress", "ingress mode is not modelled"),
-    ("autorate-ingress", "autorate-ingress is not modelled"),
-    ("fwmark", "firewall marks are not modelled"),
-];
-
-const KNOWN: &str = "bandwidth, unlimited, rtt, datacentre..interplanetary, besteffort, diffserv3, \
-triple-isolate, dual-srchost, dual-dsthost, flows, flowblind, memlimit, overhead, mpu, raw, conservative, \
-atm, ptm, noatm, ethernet, docsis, ...";
+const TINS_NOT_MODELLED: &str = "only besteffort and diffserv3 tins are modelled";
+const ACK_FILTER: &str = "the ACK filter is not modelled";
 
 /// `cake [bandwidth RATE | unlimited] [rtt TIME | PRESET] [besteffort | diffserv3]
 /// [triple-isolate | dual-srchost | dual-dsthost | flows | flowblind] [memlimit SIZE]
 /// [overhead N | conservative | raw | FRAMING] [mpu N] [atm | ptm | noatm]`, as tc-cake(8).
-pub fn parse_cake(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let mut c = CakeConfig::default();
-    let mut comp = CompensationParser::default();
-    while let Some(key) = p.next_key() {
-        if comp.parse_key(key, p)? {
-            continue;
-        }
-        if let Some((rtt, target)) = shaper::parse_rtt_key(key, p)? {
-            (c.rtt, c.target) = (rtt, target);
-            continue;
-        }
-        match key {
-            "bandwidth" => c.bandwidth = shaper::parse_bandwidth(key, p)?,
-            "unlimited" => c.bandwidth = None,
-            "besteffort" => c.tin_mode = TinMode::BestEffort,
-            "diffserv3" => c.tin_mode = TinMode::Diffserv3,
-            "triple-isolate" => c.flow_mode = FLOW_TRIPLE,
-            "dual-srchost" => c.flow_mode = FLOW_DUAL_SRC,
-            "dual-dsthost" => c.flow_mode = FLOW_DUAL_DST,
-            "flows" => c.flow_mode = FLOW_FLOWS,
-            "flowblind" => c.flow_mode = FLOW_NONE,
-            "memlimit" => c.memlimit = Some(shaper::parse_memlimit(key, p)?),
-            _ => {
-                if NO_OPS.contains(&key) {
-                } else if let Some((_, why)) = UNSUPPORTED.iter().find(|(n, _)| *n == key) {
-                    return Err(p.invalid(format!("'{key}' is not supported: {why}")));
-                } else {
-                    return Err(p.unknown(key, KNOWN));
-                }
-            }
-        }
-    }
-    let comp = comp.finish();
-    (c.overhead, c.overhead_flag, c.mpu, c.framing) = (comp.overhead, comp.overhead_flag, comp.mpu, comp.framing);
-    Ok(Arc::new(c))
-}
+/// Keywords that select a default or have no effect on this model are accepted; those of
+/// features not modelled are refused with the reason.
+pub const CAKE: QdiscKind = QdiscKind {
+    name: "cake",
+    doc: "Common Applications Kept Enhanced: shaper, tins, flow isolation, COBALT (sch_cake.c)",
+    params: &[
+        shaper::BANDWIDTH,
+        shaper::rtt(Value::Time(Time::from_millis(100))),
+        Param::new("diffserv_mode", Type::Choice, Value::Word("diffserv3"))
+            .words(&[("besteffort", Value::Word("besteffort")), ("diffserv3", Value::Word("diffserv3"))])
+            .doc("priority tins by DSCP"),
+        Param::new("flow_mode", Type::Choice, Value::Word("triple-isolate"))
+            .words(&[
+                ("triple-isolate", Value::Word("triple-isolate")),
+                ("dual-srchost", Value::Word("dual-srchost")),
+                ("dual-dsthost", Value::Word("dual-dsthost")),
+                ("flows", Value::Word("flows")),
+                ("flowblind", Value::Word("flowblind")),
+            ])
+            .doc("flow isolation"),
+        shaper::MEMLIMIT,
+        shaper::OVERHEAD,
+        shaper::MPU,
+        shaper::ATM,
+        shaper::FRAMING,
+        shaper::VIA_ETHERNET,
+        Param::ignored("egress")
+            .words(&[
+                ("nonat", Value::Unset),
+                ("nowash", Value::Unset),
+                ("no-ack-filter", Value::Unset),
+                ("split-gso", Value::Unset),
+                ("no-split-gso", Value::Unset),
+            ])
+            .doc("the defaults, or no effect in this model"),
+        Param::unsupported("diffserv4", TINS_NOT_MODELLED)
+            .words(&[("diffserv8", Value::Unset), ("diffserv", Value::Unset), ("precedence", Value::Unset)]),
+        Param::unsupported("srchost", "host-only isolation (no per-flow queues) is not modelled; use dual-srchost"),
+        Param::unsupported("dsthost", "host-only isolation (no per-flow queues) is not modelled; use dual-dsthost"),
+        Param::unsupported("hosts", "host-only isolation (no per-flow queues) is not modelled; use triple-isolate"),
+        Param::unsupported("nat", "there is no NAT/conntrack in the simulator"),
+        Param::unsupported("wash", "DSCP washing is not modelled"),
+        Param::unsupported("ack-filter", ACK_FILTER).words(&[("ack-filter-aggressive", Value::Unset)]),
+        Param::unsupported("ingress", "ingress mode is not modelled"),
+        Param::unsupported("autorate-ingress", "autorate-ingress is not modelled"),
+        Param::unsupported("fwmark", "firewall marks are not modelled"),
+    ],
+    build: |a| Ok(Arc::new(CakeConfig::from_args(a))),
+};
 
 #[cfg(test)]
 mod tests {

@@ -26,7 +26,9 @@
 use super::cobalt::{CobaltSce, SceParams, SceSignals, Share};
 use super::sce::{self, SceTc};
 use super::shaper::{Compensation, Shaper};
-use super::{flow_bucket, BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{flow_bucket, BuildCtx, Enqueued, Qdisc, QdiscConfig, QdiscKind, QdiscStats};
+#[cfg(test)]
+use super::Params;
 use crate::packet::Packet;
 use crate::rng::Stream;
 use crate::time::Time;
@@ -353,7 +355,7 @@ impl CnqConfig {
     /// COBALT-SCE parameters per class, as `cnq_init` then `cnq_change` set them.
     fn class_params(&self) -> Vec<SceParams> {
         let normal = SceParams::new();
-        if self.kind == "cnq_codel_af" {
+        if self.kind == CNQ_CODEL_AF.name {
             return vec![self.tc.apply(normal)];
         }
         // twin_codel_af: SCE on by default (25 ms); the low-latency class's times are the
@@ -383,9 +385,6 @@ impl CnqConfig {
 }
 
 impl QdiscConfig for CnqConfig {
-    fn kind(&self) -> &'static str {
-        self.kind
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(Cnq::new(self, ctx.rng.clone()))
     }
@@ -393,14 +392,20 @@ impl QdiscConfig for CnqConfig {
 
 /// `cnq_codel_af [bandwidth RATE | unlimited] [rtt TIME | PRESET] [sce | no-sce |
 /// sce-thresh N] [overhead N | FRAMING ...] [mpu N]` (SCE off by default).
-pub fn parse_cnq_codel_af(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    Ok(Arc::new(CnqConfig { kind: "cnq_codel_af", tc: sce::parse(p, false)? }))
-}
+pub const CNQ_CODEL_AF: QdiscKind = QdiscKind {
+    name: "cnq_codel_af",
+    doc: "SCE fork's Cooperative Non-Queue-building CoDel (chromi/sce sch_cnq_codel_af.c)",
+    params: sce::PARAMS,
+    build: |a| Ok(Arc::new(CnqConfig { kind: CNQ_CODEL_AF.name, tc: SceTc::from_args(a) })),
+};
 
 /// `twin_codel_af`, the same parameters (SCE on by default: sce-thresh 4).
-pub fn parse_twin_codel_af(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    Ok(Arc::new(CnqConfig { kind: "twin_codel_af", tc: sce::parse(p, false)? }))
-}
+pub const TWIN_CODEL_AF: QdiscKind = QdiscKind {
+    name: "twin_codel_af",
+    doc: "SCE fork's two-class CoDel with a low-latency class (chromi/sce sch_twin_codel_af.c)",
+    params: sce::PARAMS,
+    build: |a| Ok(Arc::new(CnqConfig { kind: TWIN_CODEL_AF.name, tc: SceTc::from_args(a) })),
+};
 
 #[cfg(test)]
 mod tests {

@@ -11,7 +11,7 @@
 //! `sch_codel.c` of Linux 6.18 (MyWRT/linux-6.18.y mirror). See docs/algorithms/codel.md for
 //! the differences from Linux.
 
-use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Type, Value};
 use crate::packet::Packet;
 use crate::time::Time;
 use std::collections::VecDeque;
@@ -41,8 +41,8 @@ impl CodelParams {
     /// `codel_params_init`: target 5 ms, interval 100 ms, no ECN, no CE threshold.
     pub fn new(mtu: u32) -> Self {
         CodelParams {
-            target: Time::from_millis(5),
-            interval: Time::from_millis(100),
+            target: DEFAULT_TARGET,
+            interval: DEFAULT_INTERVAL,
             ecn: false,
             ce_threshold: None,
             ce_threshold_selector: 0,
@@ -386,7 +386,7 @@ impl Codel {
 
 impl Qdisc for Codel {
     fn kind(&self) -> &'static str {
-        "codel"
+        CODEL.name
     }
     /// `codel_qdisc_enqueue`: tail drop when `qlen >= limit`.
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
@@ -409,34 +409,59 @@ impl Qdisc for Codel {
     }
 }
 
+/// `codel_params_init`'s target and interval.
+const DEFAULT_TARGET: Time = Time::from_millis(5);
+const DEFAULT_INTERVAL: Time = Time::from_millis(100);
+
+/// CoDel's tc parameters, shared by codel, fq_codel and sfq_codel (with [`ecn`] and, for
+/// fq_codel and sfq_codel, [`CE_THRESHOLD_SELECTOR`]).
+pub const TARGET: Param = Param::time("target", DEFAULT_TARGET).doc("acceptable standing queue delay");
+pub const INTERVAL: Param =
+    Param::time("interval", DEFAULT_INTERVAL).doc("window the delay must stay above target; base of the control law");
+pub const CE_THRESHOLD: Param = Param::new("ce_threshold", Type::Time, Value::Unset)
+    .doc("CE-mark ECN-capable packets whose sojourn exceeds this (step marking); unset: off");
+pub const CE_THRESHOLD_SELECTOR: Param = Param::new(
+    "ce_threshold_selector",
+    Type::Custom { syntax: "VALUE/MASK", parse: parse_selector_value },
+    Value::Unset,
+)
+.doc("apply ce_threshold only to packets with dsfield & MASK == VALUE (bytes, decimal or 0x hex); unset: all");
+
+/// `ecn`/`noecn`, on by default or not.
+pub const fn ecn(on: bool) -> Param {
+    Param::flag("ecn", on).words(&[("noecn", Value::Bool(false))]).doc("mark ECN-capable packets with CE instead of dropping")
+}
+
 impl CodelParams {
-    /// Reads one CoDel parameter (`target`, `interval`, `ecn`, `noecn`, `ce_threshold`,
-    /// `ce_threshold_selector VALUE/MASK`) if `key` is one; false if it is not. (`mtu` is not
-    /// a tc parameter: disciplines set it from the link when they are built.)
-    pub fn parse_key(&mut self, key: &str, p: &mut Params) -> Result<bool, String> {
-        match key {
-            "target" => self.target = p.time(key)?,
-            "interval" => self.interval = p.time(key)?,
-            "ecn" => self.ecn = true,
-            "noecn" => self.ecn = false,
-            "ce_threshold" => self.ce_threshold = Some(p.time(key)?),
-            "ce_threshold_selector" => {
-                let v = p.value(key)?;
-                let (s, m) = parse_selector(v).map_err(|e| p.invalid(format!("ce_threshold_selector: {e}")))?;
-                self.ce_threshold_selector = s;
-                self.ce_threshold_mask = m;
-            }
-            _ => return Ok(false),
+    /// The CoDel parameters of `a` (a table with [`TARGET`], [`INTERVAL`], [`ecn`],
+    /// [`CE_THRESHOLD`] and optionally [`CE_THRESHOLD_SELECTOR`]). (`mtu` is not a tc
+    /// parameter: disciplines set it from the link when they are built.)
+    pub fn from_args(a: &Args) -> Self {
+        let (ce_threshold_selector, ce_threshold_mask) = match a.get("ce_threshold_selector") {
+            Value::Uint(v) => ((v >> 8) as u8, v as u8),
+            _ => (0, 0),
+        };
+        CodelParams {
+            target: a.time("target"),
+            interval: a.time("interval"),
+            ecn: a.flag("ecn"),
+            ce_threshold: a.time_opt("ce_threshold"),
+            ce_threshold_selector,
+            ce_threshold_mask,
+            mtu: 0,
         }
-        Ok(true)
     }
-    /// The parameter names `parse_key` knows, for error messages.
-    pub const KEYS: &'static str = "target, interval, ecn, noecn, ce_threshold, ce_threshold_selector";
     /// These parameters on a link whose `psched_mtu` is `mtu` (clamped to [256, 2^20] as
     /// `codel_init` and `fq_codel_init` do).
     pub fn with_mtu(self, mtu: u32) -> Self {
         CodelParams { mtu: mtu.clamp(256, 1 << 20), ..self }
     }
+}
+
+/// `ce_threshold_selector VALUE/MASK` as a table value: `VALUE << 8 | MASK`.
+fn parse_selector_value(key: &str, v: &str) -> Result<Value, String> {
+    let (s, m) = parse_selector(v).map_err(|e| format!("{key}: {e}"))?;
+    Ok(Value::Uint((s as u64) << 8 | m as u64))
 }
 
 /// `VALUE/MASK` with each a byte in decimal or 0x hex (tc's `ce_threshold_selector`).
@@ -465,9 +490,6 @@ struct CodelConfig {
 }
 
 impl QdiscConfig for CodelConfig {
-    fn kind(&self) -> &'static str {
-        "codel"
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(Codel::new(self.limit, self.codel.with_mtu(ctx.mtu)))
     }
@@ -477,21 +499,20 @@ impl QdiscConfig for CodelConfig {
 /// (Linux defaults: limit 1000, target 5ms, interval 100ms, noecn). `ce_threshold_selector`
 /// is rejected: Linux `sch_codel.c` (6.18) has no `TCA_CODEL_CE_THRESHOLD_SELECTOR`; only
 /// fq_codel has the selector.
-pub fn parse_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let mut c = CodelConfig { limit: 1000, codel: CodelParams::new(0) };
-    let known = "limit, target, interval, ecn, noecn, ce_threshold";
-    while let Some(key) = p.next_key() {
-        match key {
-            "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
-            "ce_threshold_selector" => {
-                return Err(format!("{} (Linux codel has no ce_threshold_selector; fq_codel has)", p.unknown(key, known)))
-            }
-            _ if c.codel.parse_key(key, p)? => {}
-            _ => return Err(p.unknown(key, known)),
-        }
-    }
-    Ok(Arc::new(c))
-}
+pub const CODEL: QdiscKind = QdiscKind {
+    name: "codel",
+    doc: "Controlled Delay AQM, one FIFO (sch_codel.c)",
+    params: &[
+        Param::uint("limit", 1, u32::MAX as u64, 1000).unit("packets").doc("queue limit"),
+        TARGET,
+        INTERVAL,
+        ecn(false),
+        CE_THRESHOLD,
+        Param::new("ce_threshold_selector", Type::Absent("Linux codel has no ce_threshold_selector; fq_codel has"), Value::Unset)
+            .doc("only fq_codel has it"),
+    ],
+    build: |a| Ok(Arc::new(CodelConfig { limit: a.u32("limit"), codel: CodelParams::from_args(a) })),
+};
 
 /// Synthetic packets and drivers shared by the CoDel-family unit tests.
 #[cfg(test)]

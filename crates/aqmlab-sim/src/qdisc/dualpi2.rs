@@ -25,12 +25,12 @@
 //! updates that fell due since the previous call. The queues do not change between calls, so
 //! each update sees exactly the head sojourn times it would have seen at its own instant.
 
-use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Type, Value};
 use crate::packet::{Ecn, Packet};
 use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::time::Time;
-use crate::units::parse_time;
+use crate::units::{parse_time, Limit};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -184,34 +184,65 @@ struct DualPi2Config {
 }
 
 impl Default for DualPi2Config {
-    /// `dualpi2_reset_default`.
+    /// `dualpi2_reset_default` (the table's Linux defaults).
     fn default() -> Self {
-        DualPi2Config {
-            limit: 10_000,
-            memlimit: None,
-            target_us: 15_000,
-            tupdate_us: 16_000,
-            alpha: 41,
-            beta: 819,
-            step_thresh: StepThresh::Time(1_000_000),
-            min_qlen_step: None,
-            coupling_factor: 2,
-            drop_overload: true,
-            drop_early: false,
-            c_protection: 10,
-            ecn_mask: ECN_MASK_L4S_ECT,
-            split_gso: true,
-        }
+        DualPi2Config::from_args(&DUALPI2.defaults(Stack::Linux)).expect("the defaults are valid")
     }
 }
 
 impl QdiscConfig for DualPi2Config {
-    fn kind(&self) -> &'static str {
-        "dualpi2"
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(DualPi2::new(self, ctx.stack, ctx.mtu, ctx.rng.clone()))
     }
+}
+
+/// A time tc sends in microseconds as a u32.
+fn micros(key: &str, v: Value) -> Result<Option<Value>, String> {
+    match v {
+        Value::Time(t) if u32::try_from(t.as_micros()).is_err() => Err(format!("{key} is too large (at most {} us)", u32::MAX)),
+        v => Ok(Some(v)),
+    }
+}
+
+fn as_micros(a: &Args, key: &str) -> u32 {
+    a.time(key).as_micros() as u32
+}
+
+/// alpha and beta: Hz, sent in 1/256 Hz within the kernel's netlink range.
+fn gain(key: &str, v: Value) -> Result<Option<Value>, String> {
+    let Value::Real(hz) = v else { return Ok(Some(v)) };
+    let scaled = alpha_beta_from_hz(hz);
+    if scaled == 0 {
+        return Err(format!("{key} must be at least 1/256 Hz (0.00390625)"));
+    }
+    if scaled > ALPHA_BETA_MAX {
+        // The kernel's netlink policy refuses it.
+        return Err(format!("{key} must be below 2^23 Hz"));
+    }
+    Ok(Some(v))
+}
+
+/// `step_thresh`: tc tries a time first (a bare number is µs), then a packet count.
+fn parse_step_thresh(_key: &str, v: &str) -> Result<Value, String> {
+    match parse_time(v, Some(1_000)) {
+        Ok(t) => Ok(Value::Time(t)),
+        Err(_) => parse_packets(v).map(|n| Value::Limit(Limit::Packets(n))).ok_or_else(|| {
+            format!("step_thresh '{v}' is neither a time (e.g. 1ms) nor a packet count (e.g. 5p)")
+        }),
+    }
+}
+
+/// `classic_protection PERCENTAGE` (`%` optional), rounded.
+fn parse_percentage(_key: &str, v: &str) -> Result<Value, String> {
+    let pct = v.strip_suffix('%').unwrap_or(v).parse::<f64>().ok().filter(|x| (0.0..=100.0).contains(x));
+    let pct = pct.ok_or_else(|| format!("classic_protection '{v}' is not a percentage 0..100"))?;
+    Ok(Value::Uint(pct.round() as u64))
+}
+
+const fn hz(name: &'static str, default_scaled: u32) -> Param {
+    Param::new(name, Type::Real { min: 0.0, max: ((1u32 << 24) - 1) as f64 }, Value::Real(default_scaled as f64 / 256.0))
+        .unit("Hz")
+        .check(gain)
 }
 
 /// `tc qdisc add ... dualpi2 [limit PACKETS] [memlimit BYTES] [coupling_factor NUMBER]
@@ -219,110 +250,112 @@ impl QdiscConfig for DualPi2Config {
 /// [drop_enqueue|drop_dequeue] [classic_protection PERCENTAGE] [max_rtt TIME [typical_rtt TIME]]
 /// [target TIME] [tupdate TIME] [alpha ALPHA] [beta BETA] [l4s_ect|any_ect]
 /// [split_gso|no_split_gso]`, as iproute2's `dualpi2_parse_opt`.
-pub fn parse_dualpi2(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    const KNOWN: &str = "limit, memlimit, target, tupdate, alpha, beta, coupling_factor, step_thresh, \
-        min_qlen_step, drop_on_overload, overflow, drop_enqueue, drop_dequeue, classic_protection, \
-        max_rtt, typical_rtt, l4s_ect, any_ect, split_gso, no_split_gso";
-    let mut c = DualPi2Config::default();
-    let (mut target, mut tupdate, mut alpha, mut beta) = (None, None, None, None);
-    let (mut max_rtt, mut typical_rtt) = (0u32, 0u32);
-    let micros = |p: &mut Params, key: &str| -> Result<u32, String> {
-        let t = p.time(key)?;
-        u32::try_from(t.as_micros()).map_err(|_| p.invalid(format!("{key} is too large (at most {} us)", u32::MAX)))
-    };
-    let gain = |p: &mut Params, key: &str| -> Result<u32, String> {
-        let v = alpha_beta_from_hz(p.real(key, 0.0..=((1u32 << 24) - 1) as f64)?);
-        if v == 0 {
-            return Err(p.invalid(format!("{key} must be at least 1/256 Hz (0.00390625)")));
-        }
-        if v > ALPHA_BETA_MAX {
-            // The kernel's netlink policy refuses it.
-            return Err(p.invalid(format!("{key} must be below 2^23 Hz")));
-        }
-        Ok(v)
-    };
-    while let Some(key) = p.next_key() {
-        match key {
-            "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
-            "memlimit" => {
-                let b = p.bytes(key)?;
-                c.memlimit = Some(u32::try_from(b).ok().filter(|&b| b > 0).ok_or_else(|| p.invalid("memlimit must be 1..4294967295 bytes"))?);
+pub const DUALPI2: QdiscKind = QdiscKind {
+    name: "dualpi2",
+    doc: "DualQ Coupled AQM: PI2 on the classic queue, coupled L4S marking (sch_dualpi2.c, RFC 9332)",
+    params: &[
+        Param::uint("limit", 1, u32::MAX as u64, 10_000).unit("packets").doc("shared packet limit of both queues"),
+        Param::new("memlimit", Type::Bytes, Value::Unset)
+            .unit("bytes")
+            .doc("byte limit; unset: limit x 2 x MTU")
+            .check(|_, v| match v {
+                Value::Bytes(b) if b == 0 || b > u32::MAX as u64 => Err("memlimit must be 1..4294967295 bytes".into()),
+                v => Ok(Some(v)),
+            }),
+        Param::time("target", Time::from_millis(15)).doc("PI target delay of the classic queue (0: keep the default)").check(micros),
+        Param::time("tupdate", Time::from_millis(16)).doc("PI update interval (0: keep the default)").check(micros),
+        hz("alpha", 41).doc("integral gain (kernel: 1/256 Hz units)"),
+        hz("beta", 819).doc("proportional gain (kernel: 1/256 Hz units)"),
+        Param::uint("coupling_factor", 1, 255, 2).doc("k: L4S marking = k x the classic PI's p'"),
+        Param::new("step_thresh", Type::Custom { syntax: "TIME or PACKETS (5p)", parse: parse_step_thresh }, Value::Time(Time::from_millis(1)))
+            .doc("L-queue step marking threshold, a sojourn time or a queue length (0: keep the value)")
+            .check(|_, v| Ok(match v {
+                Value::Time(t) if t.as_micros() == 0 => None,
+                Value::Limit(Limit::Packets(0)) => None,
+                v => Some(v),
+            })),
+        Param::new("min_qlen_step", Type::Uint { min: 0, max: u32::MAX as u64 }, Value::Unset)
+            .unit("packets")
+            .doc("step marking only when L holds at least this many; unset: the stack's (see Era::min_qlen_step)"),
+        Param::flag("drop_on_overload", true)
+            .words(&[("overflow", Value::Bool(false))])
+            .doc("drop on overload (overflow: let the queue grow to the limit)"),
+        Param::flag("drop_enqueue", false).words(&[("drop_dequeue", Value::Bool(false))]).doc("drop at enqueue instead of dequeue"),
+        Param::new("classic_protection", Type::Custom { syntax: "PERCENTAGE 0..100", parse: parse_percentage }, Value::Uint(10))
+            .unit("%")
+            .doc("classic queue's WRR weight"),
+        Param::new("max_rtt", Type::Time, Value::Time(Time::ZERO))
+            .doc("auto-configure target/tupdate/alpha/beta for this RTT (RFC 9332 A.1); 0: off")
+            .check(micros),
+        Param::new("typical_rtt", Type::Time, Value::Time(Time::ZERO)).doc("with max_rtt: the typical RTT; 0: max_rtt / 6").check(micros),
+        Param::flag("l4s_ect", true).words(&[("any_ect", Value::Bool(false))]).doc("ECT(1) selects the L queue (any_ect: ECT(0) too)"),
+        Param::flag("split_gso", true).words(&[("no_split_gso", Value::Bool(false))]).doc("accepted; no effect (no GSO packets)"),
+    ],
+    build: |a| Ok(Arc::new(DualPi2Config::from_args(a)?)),
+};
+
+impl DualPi2Config {
+    fn from_args(a: &Args) -> Result<DualPi2Config, String> {
+        let default_us = |k: &str| match a.default_of(k) {
+            Value::Time(t) => t.as_micros() as u32,
+            v => unreachable!("{k} default {v:?}"),
+        };
+        let scaled = |k: &str| alpha_beta_from_hz(a.real(k));
+        let (mut target, mut tupdate, mut alpha, mut beta) = (as_micros(a, "target"), as_micros(a, "tupdate"), scaled("alpha"), scaled("beta"));
+        let (mut max_rtt, mut typical_rtt) = (as_micros(a, "max_rtt"), as_micros(a, "typical_rtt"));
+        if max_rtt > 0 || typical_rtt > 0 {
+            // tc's auto-configuration from RFC 9332 App. A.1; it overrides target/tupdate/alpha/beta.
+            if typical_rtt == 0 {
+                typical_rtt = (max_rtt / 6).max(1);
+            } else if max_rtt == 0 {
+                max_rtt = typical_rtt.saturating_mul(6);
+            } else if typical_rtt > max_rtt {
+                return Err(a.invalid("typical_rtt must be <= max_rtt"));
             }
-            "target" => target = Some(micros(p, key)?),
-            "tupdate" => tupdate = Some(micros(p, key)?),
-            "alpha" => alpha = Some(gain(p, key)?),
-            "beta" => beta = Some(gain(p, key)?),
-            "coupling_factor" => c.coupling_factor = p.uint(key, 1..=255)? as u8,
-            "step_thresh" => {
-                let v = p.value(key)?;
-                // tc tries a time first (a bare number is µs), then a packet count.
-                let th = match parse_time(v, Some(1_000)) {
-                    Ok(t) => StepThresh::Time(u32::try_from(t.as_micros()).unwrap_or(u32::MAX)),
-                    Err(_) => StepThresh::Packets(parse_packets(v).ok_or_else(|| {
-                        p.invalid(format!("step_thresh '{v}' is neither a time (e.g. 1ms) nor a packet count (e.g. 5p)"))
-                    })?),
-                };
-                // tc sends nothing for a zero threshold, so the default stays.
-                if !matches!(th, StepThresh::Time(0) | StepThresh::Packets(0)) {
-                    c.step_thresh = match th {
-                        StepThresh::Time(us) => StepThresh::Time(us.saturating_mul(1000)),
-                        pk => pk,
-                    };
-                }
+            let (typ, max) = (typical_rtt as f64, max_rtt as f64);
+            let tu = (if typ < max / 3.0 { typ } else { max / 3.0 } as u32).max(1);
+            let al = tu as f64 / max / max * 1e6 * 0.1f32 as f64;
+            let be = 0.3f32 as f64 / max * 1e6;
+            if be > ((1u32 << 24) - 1) as f64 {
+                return Err(a.invalid(format!("max_rtt {max_rtt}us is too low: beta would overflow")));
             }
-            "min_qlen_step" => c.min_qlen_step = Some(p.uint(key, 0..=u32::MAX as u64)? as u32),
-            "drop_on_overload" => c.drop_overload = true,
-            "overflow" => c.drop_overload = false,
-            "drop_enqueue" => c.drop_early = true,
-            "drop_dequeue" => c.drop_early = false,
-            "classic_protection" => {
-                let v = p.value(key)?;
-                let pct = v.strip_suffix('%').unwrap_or(v).parse::<f64>().ok().filter(|x| (0.0..=100.0).contains(x));
-                c.c_protection = pct.ok_or_else(|| p.invalid(format!("classic_protection '{v}' is not a percentage 0..100")))?.round() as u8;
+            if al < 1.0 / 256.0 || be < 1.0 / 256.0 {
+                return Err(a.invalid(format!("max_rtt {max_rtt}us is too large: alpha/beta round down to 0")));
             }
-            "max_rtt" => max_rtt = micros(p, key)?,
-            "typical_rtt" => typical_rtt = micros(p, key)?,
-            "l4s_ect" => c.ecn_mask = ECN_MASK_L4S_ECT,
-            "any_ect" => c.ecn_mask = ECN_MASK_ANY_ECT,
-            "split_gso" => c.split_gso = true,
-            "no_split_gso" => c.split_gso = false,
-            _ => return Err(p.unknown(key, KNOWN)),
+            target = typical_rtt;
+            tupdate = tu;
+            alpha = (al * 256.0) as u32;
+            beta = (be * 256.0) as u32;
         }
-    }
-    if max_rtt > 0 || typical_rtt > 0 {
-        // tc's auto-configuration from RFC 9332 App. A.1; it overrides target/tupdate/alpha/beta.
-        if typical_rtt == 0 {
-            typical_rtt = (max_rtt / 6).max(1);
-        } else if max_rtt == 0 {
-            max_rtt = typical_rtt.saturating_mul(6);
-        } else if typical_rtt > max_rtt {
-            return Err(p.invalid("typical_rtt must be <= max_rtt"));
+        // tc sends no attribute for a zero target/tupdate, so the default stays.
+        if target == 0 {
+            target = default_us("target");
         }
-        let (typ, max) = (typical_rtt as f64, max_rtt as f64);
-        let tu = (if typ < max / 3.0 { typ } else { max / 3.0 } as u32).max(1);
-        let a = tu as f64 / max / max * 1e6 * 0.1f32 as f64;
-        let b = 0.3f32 as f64 / max * 1e6;
-        if b > ((1u32 << 24) - 1) as f64 {
-            return Err(p.invalid(format!("max_rtt {max_rtt}us is too low: beta would overflow")));
+        if tupdate == 0 {
+            tupdate = default_us("tupdate");
         }
-        if a < 1.0 / 256.0 || b < 1.0 / 256.0 {
-            return Err(p.invalid(format!("max_rtt {max_rtt}us is too large: alpha/beta round down to 0")));
-        }
-        target = Some(typical_rtt);
-        tupdate = Some(tu);
-        alpha = Some((a * 256.0) as u32);
-        beta = Some((b * 256.0) as u32);
+        let step_thresh = match a.get("step_thresh") {
+            Value::Time(t) => StepThresh::Time(u32::try_from(t.as_micros()).unwrap_or(u32::MAX).saturating_mul(1000)),
+            Value::Limit(Limit::Packets(n)) => StepThresh::Packets(n),
+            v => unreachable!("step_thresh {v:?}"),
+        };
+        Ok(DualPi2Config {
+            limit: a.u32("limit"),
+            memlimit: a.bytes_opt("memlimit").map(|b| b as u32),
+            target_us: target,
+            tupdate_us: tupdate,
+            alpha,
+            beta,
+            step_thresh,
+            min_qlen_step: a.uint_opt("min_qlen_step").map(|n| n as u32),
+            coupling_factor: a.uint("coupling_factor") as u8,
+            drop_overload: a.flag("drop_on_overload"),
+            drop_early: a.flag("drop_enqueue"),
+            c_protection: a.uint("classic_protection") as u8,
+            ecn_mask: if a.flag("l4s_ect") { ECN_MASK_L4S_ECT } else { ECN_MASK_ANY_ECT },
+            split_gso: a.flag("split_gso"),
+        })
     }
-    // tc sends no attribute for a zero target/tupdate, so the default stays.
-    if let Some(t) = target.filter(|&t| t > 0) {
-        c.target_us = t;
-    }
-    if let Some(t) = tupdate.filter(|&t| t > 0) {
-        c.tupdate_us = t;
-    }
-    c.alpha = alpha.unwrap_or(c.alpha);
-    c.beta = beta.unwrap_or(c.beta);
-    Ok(Arc::new(c))
 }
 
 /// A packet count with one of tc's suffixes (`get_packets`: p, pkt, pkts, packet, packets).
@@ -590,7 +623,7 @@ impl DualPi2 {
 
 impl Qdisc for DualPi2 {
     fn kind(&self) -> &'static str {
-        "dualpi2"
+        DUALPI2.name
     }
 
     /// `dualpi2_qdisc_enqueue` / `dualpi2_enqueue_skb`.

@@ -4,7 +4,7 @@
 //! `backlog + len > limit` (bytes). No AQM, no ECN marking.
 
 use super::queue::PacketQueue;
-use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{Args, BuildCtx, Enqueued, Param, QdiscConfig, QdiscKind, QdiscStats, Qdisc, Type, Value};
 use crate::packet::Packet;
 use crate::time::Time;
 use crate::units::Limit;
@@ -35,8 +35,8 @@ impl Fifo {
 impl Qdisc for Fifo {
     fn kind(&self) -> &'static str {
         match self.limit {
-            Limit::Packets(_) => "pfifo",
-            Limit::Bytes(_) => "bfifo",
+            Limit::Packets(_) => PFIFO.name,
+            Limit::Bytes(_) => BFIFO.name,
         }
     }
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
@@ -61,17 +61,14 @@ impl Qdisc for Fifo {
     }
     /// Linux `fifo_init` as `.change`: the new limit applies to arrivals; nothing queued is
     /// dropped.
-    fn change(&mut self, new: &dyn Qdisc) -> bool {
-        match new.as_any().and_then(|a| a.downcast_ref::<Fifo>()) {
-            Some(f) => {
-                self.limit = f.limit;
+    fn change(&mut self, new: &Args) -> bool {
+        match FifoConfig::from_args(new) {
+            Ok(c) if c.limit_kind_matches(self.limit) => {
+                self.limit = c.limit;
                 true
             }
-            None => false,
+            _ => false,
         }
-    }
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 }
 
@@ -81,13 +78,22 @@ struct FifoConfig {
     limit: Limit,
 }
 
-impl QdiscConfig for FifoConfig {
-    fn kind(&self) -> &'static str {
-        match self.limit {
-            Limit::Packets(_) => "pfifo",
-            Limit::Bytes(_) => "bfifo",
+impl FifoConfig {
+    /// pfifo's or bfifo's parameters (told apart by the table they were parsed with).
+    fn from_args(a: &Args) -> Result<FifoConfig, String> {
+        match a.get("limit") {
+            Value::Uint(n) => Ok(FifoConfig { limit: Limit::Packets(n as u32) }),
+            Value::Bytes(0) => Err(a.invalid("limit must be at least 1 byte")),
+            Value::Bytes(b) => Ok(FifoConfig { limit: Limit::Bytes(b) }),
+            v => unreachable!("fifo limit {v:?}"),
         }
     }
+    fn limit_kind_matches(&self, other: Limit) -> bool {
+        matches!((self.limit, other), (Limit::Packets(_), Limit::Packets(_)) | (Limit::Bytes(_), Limit::Bytes(_)))
+    }
+}
+
+impl QdiscConfig for FifoConfig {
     fn build(&self, _ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(match self.limit {
             Limit::Packets(n) => Fifo::pfifo(n),
@@ -96,32 +102,29 @@ impl QdiscConfig for FifoConfig {
     }
 }
 
-/// `pfifo [limit PACKETS]`.
-pub fn parse_pfifo(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let mut limit = 1000;
-    while let Some(key) = p.next_key() {
-        match key {
-            "limit" => limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
-            _ => return Err(p.unknown(key, "limit")),
-        }
-    }
-    Ok(Arc::new(FifoConfig { limit: Limit::Packets(limit) }))
+fn build(a: &Args) -> Result<Arc<dyn QdiscConfig>, String> {
+    Ok(Arc::new(FifoConfig::from_args(a)?))
 }
 
+/// `pfifo [limit PACKETS]`.
+pub const PFIFO: QdiscKind = QdiscKind {
+    name: "pfifo",
+    doc: "tail-drop FIFO limited in packets (sch_fifo.c)",
+    params: &[Param::uint("limit", 1, u32::MAX as u64, 1000)
+        .unit("packets")
+        .doc("queue limit (Linux default: the device txqueuelen)")],
+    build,
+};
+
 /// `bfifo [limit BYTES]`.
-pub fn parse_bfifo(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let mut limit = 1000 * 1500;
-    while let Some(key) = p.next_key() {
-        match key {
-            "limit" => limit = p.bytes(key)?,
-            _ => return Err(p.unknown(key, "limit")),
-        }
-    }
-    if limit == 0 {
-        return Err(p.invalid("limit must be at least 1 byte"));
-    }
-    Ok(Arc::new(FifoConfig { limit: Limit::Bytes(limit) }))
-}
+pub const BFIFO: QdiscKind = QdiscKind {
+    name: "bfifo",
+    doc: "tail-drop FIFO limited in bytes (sch_fifo.c)",
+    params: &[Param::new("limit", Type::Bytes, Value::Bytes(1000 * 1500))
+        .unit("bytes")
+        .doc("queue limit, at least 1 byte (Linux default: txqueuelen x MTU)")],
+    build,
+};
 
 #[cfg(test)]
 mod tests {

@@ -6,7 +6,8 @@
 
 use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard};
 use super::flow_table::{codel_totals, FlowEntry, FlowTable};
-use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{codel, Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Type, Value};
+use crate::profile::Stack;
 use crate::packet::Packet;
 use crate::time::Time;
 use std::collections::VecDeque;
@@ -66,14 +67,21 @@ pub struct FqCodelConfig {
 }
 
 impl Default for FqCodelConfig {
+    /// `fq_codel_init`'s defaults (Linux's table defaults).
     fn default() -> Self {
+        FqCodelConfig::from_args(&FQ_CODEL.defaults(Stack::Linux))
+    }
+}
+
+impl FqCodelConfig {
+    fn from_args(a: &Args) -> Self {
         FqCodelConfig {
-            limit: 10 * 1024,
-            flows: 1024,
-            quantum: None,
-            memory_limit: 32 << 20,
-            drop_batch: 64,
-            codel: CodelParams { ecn: true, ..CodelParams::new(0) },
+            limit: a.u32("limit"),
+            flows: a.u32("flows"),
+            quantum: a.uint_opt("quantum").map(|q| q as u32),
+            memory_limit: a.bytes("memory_limit"),
+            drop_batch: a.u32("drop_batch"),
+            codel: CodelParams::from_args(a),
         }
     }
 }
@@ -157,7 +165,7 @@ impl FqCodel {
 
 impl Qdisc for FqCodel {
     fn kind(&self) -> &'static str {
-        "fq_codel"
+        FQ_CODEL.name
     }
 
     /// `fq_codel_enqueue` (RFC 8290 §4.1).
@@ -229,9 +237,6 @@ impl Qdisc for FqCodel {
 }
 
 impl QdiscConfig for FqCodelConfig {
-    fn kind(&self) -> &'static str {
-        "fq_codel"
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(FqCodel::new(self, ctx.mtu, ctx.rng.next_u32()))
     }
@@ -240,26 +245,47 @@ impl QdiscConfig for FqCodelConfig {
 /// `fq_codel [limit PACKETS] [flows NUMBER] [target TIME] [interval TIME] [quantum BYTES]
 /// [ecn|noecn] [ce_threshold TIME] [ce_threshold_selector VALUE/MASK] [memory_limit BYTES]
 /// [drop_batch SIZE]`.
-pub fn parse_fq_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let mut c = FqCodelConfig::default();
-    while let Some(key) = p.next_key() {
-        match key {
-            "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
-            "flows" => c.flows = p.uint(key, 1..=65536)? as u32,
-            // fq_codel_change: quantum = max(256, value), at most QUANTUM_MAX.
-            "quantum" => c.quantum = Some(p.uint(key, 0..=QUANTUM_MAX)?.max(256) as u32),
-            "memory_limit" => c.memory_limit = p.bytes(key)?.min(1 << 31),
-            "drop_batch" => c.drop_batch = p.uint(key, 0..=u32::MAX as u64)?.max(1) as u32,
-            _ if c.codel.parse_key(key, p)? => {}
-            _ => {
-                return Err(
-                    p.unknown(key, &format!("limit, flows, quantum, memory_limit, drop_batch, {}", CodelParams::KEYS))
-                )
-            }
-        }
-    }
-    Ok(Arc::new(c))
-}
+pub const FQ_CODEL: QdiscKind = QdiscKind {
+    name: "fq_codel",
+    doc: "Flow-queue CoDel: DRR over hashed flows, CoDel per flow (sch_fq_codel.c)",
+    params: &[
+        Param::uint("limit", 1, u32::MAX as u64, 10 * 1024).unit("packets").doc("queue limit, all flows"),
+        Param::uint("flows", 1, 65536, 1024).doc("number of flow queues (hash buckets)"),
+        // fq_codel_change: quantum = max(256, value), at most QUANTUM_MAX.
+        Param::new("quantum", Type::Uint { min: 0, max: QUANTUM_MAX }, Value::Unset)
+            .unit("bytes")
+            .doc("DRR quantum, raised to 256; unset: the link's psched_mtu")
+            .check(|_, v| {
+                Ok(Some(match v {
+                    Value::Uint(q) => Value::Uint(q.max(256)),
+                    v => v,
+                }))
+            }),
+        Param::new("memory_limit", Type::Bytes, Value::Bytes(32 << 20)).unit("bytes").doc("memory limit, at most 2^31").check(
+            |_, v| {
+                Ok(Some(match v {
+                    Value::Bytes(b) => Value::Bytes(b.min(1 << 31)),
+                    v => v,
+                }))
+            },
+        ),
+        Param::uint("drop_batch", 0, u32::MAX as u64, 64)
+            .unit("packets")
+            .doc("packets dropped at once from the fattest flow when over limit (at least 1)")
+            .check(|_, v| {
+                Ok(Some(match v {
+                    Value::Uint(n) => Value::Uint(n.max(1)),
+                    v => v,
+                }))
+            }),
+        codel::TARGET,
+        codel::INTERVAL,
+        codel::ecn(true),
+        codel::CE_THRESHOLD,
+        codel::CE_THRESHOLD_SELECTOR,
+    ],
+    build: |a| Ok(Arc::new(FqCodelConfig::from_args(a))),
+};
 
 #[cfg(test)]
 mod tests {

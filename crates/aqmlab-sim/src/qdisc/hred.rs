@@ -10,8 +10,9 @@
 //! papers used), with an optional "gentle" ramp above max_th (Floyd, "Optimum functions for
 //! computing the drop probability", http://icir.org/floyd/red/gentle.html).
 
-use super::red::{Average, Backlog, Flags, Red, Zone};
-use super::{BuildCtx, Params, Qdisc, QdiscConfig};
+use super::red::{self, Average, Backlog, Flags, Red, Zone};
+use super::{Args, BuildCtx, Param, Qdisc, QdiscConfig, QdiscKind, Type, Value};
+use crate::profile::Stack;
 use crate::time::{Rate, Time};
 use crate::units::Limit;
 use std::sync::Arc;
@@ -101,21 +102,9 @@ struct HredConfig {
 }
 
 impl Default for HredConfig {
-    /// The load-transient study's setting: limit 100, min 3, max 40, wq 0.02, max_p 0.65,
-    /// gentle on, ECN off; avpkt 500 B for the idle rule (ns-2 `Queue/RED set mean_pktsize_
-    /// 500`, ns-default.tcl).
+    /// The load-transient study's setting (the table's defaults).
     fn default() -> Self {
-        HredConfig {
-            limit: 100,
-            min: 3.0,
-            max: 40.0,
-            wq: 0.02,
-            max_p: 0.65,
-            gentle: true,
-            avpkt: 500,
-            bandwidth: None,
-            flags: Flags::default(),
-        }
+        HredConfig::from_args(&HRED.defaults(Stack::Linux)).expect("the defaults are valid")
     }
 }
 
@@ -135,51 +124,64 @@ impl HredConfig {
 }
 
 impl QdiscConfig for HredConfig {
-    fn kind(&self) -> &'static str {
-        "hred"
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(Red::new("hred", self.average(ctx.link_rate), self.flags, Limit::Packets(self.limit), ctx.rng.clone()))
+        Box::new(Red::new(HRED.name, self.average(ctx.link_rate), self.flags, Limit::Packets(self.limit), ctx.rng.clone()))
     }
 }
 
-fn read_hred(p: &mut Params) -> Result<HredConfig, String> {
-    let known = "limit, min, max, wq, max_p, gentle, ecn, harddrop, nodrop, avpkt, bandwidth";
-    let mut c = HredConfig::default();
-    while let Some(key) = p.next_key() {
-        match key {
-            "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
-            "min" => c.min = p.real(key, 0.0..=1e9)?,
-            "max" => c.max = p.real(key, 0.0..=1e9)?,
-            "wq" => c.wq = p.real(key, 0.0..=1.0)?,
-            "max_p" => c.max_p = p.real(key, 0.0..=1.0)?,
-            "gentle" => c.gentle = true,
-            "nogentle" => c.gentle = false,
-            "avpkt" => c.avpkt = p.uint(key, 1..=u32::MAX as u64)? as u32,
-            "bandwidth" => c.bandwidth = Some(p.rate(key)?),
-            _ if c.flags.parse(key, false) => {}
-            _ => return Err(p.unknown(key, known)),
+impl HredConfig {
+    fn from_args(a: &Args) -> Result<HredConfig, String> {
+        let c = HredConfig {
+            limit: a.u32("limit"),
+            min: a.real("min"),
+            max: a.real("max"),
+            wq: a.real("wq"),
+            max_p: a.real("max_p"),
+            gentle: a.flag("gentle"),
+            avpkt: a.u32("avpkt"),
+            bandwidth: a.rate_opt("bandwidth"),
+            flags: Flags::from_args(a),
+        };
+        if c.max <= c.min {
+            return Err(a.invalid(format!("max {} must be above min {}", c.max, c.min)));
         }
+        if c.wq <= 0.0 {
+            return Err(a.invalid("wq must be above 0"));
+        }
+        if c.max_p <= 0.0 {
+            return Err(a.invalid("max_p must be above 0"));
+        }
+        c.flags.validate().map_err(|e| a.invalid(e))?;
+        Ok(c)
     }
-    if c.max <= c.min {
-        return Err(p.invalid(format!("max {} must be above min {}", c.max, c.min)));
-    }
-    if c.wq <= 0.0 {
-        return Err(p.invalid("wq must be above 0"));
-    }
-    if c.max_p <= 0.0 {
-        return Err(p.invalid("max_p must be above 0"));
-    }
-    c.flags.validate().map_err(|e| p.invalid(e))?;
-    Ok(c)
+}
+
+const fn real(name: &'static str, max: f64, default: f64) -> Param {
+    Param::new(name, Type::Real { min: 0.0, max }, Value::Real(default))
 }
 
 /// `hred [limit PACKETS] [min PACKETS] [max PACKETS] [wq W] [max_p P] [gentle|nogentle]
 /// [ecn] [harddrop] [nodrop] [avpkt BYTES] [bandwidth RATE]`. Defaults: the load-transient
-/// study's setting (limit 100, min 3, max 40, wq 0.02, max_p 0.65), gentle on, ECN off.
-pub fn parse_hred(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    Ok(Arc::new(read_hred(p)?))
-}
+/// study's setting (limit 100, min 3, max 40, wq 0.02, max_p 0.65), gentle on, ECN off;
+/// avpkt 500 B for the idle rule (ns-2 `Queue/RED set mean_pktsize_ 500`, ns-default.tcl).
+pub const HRED: QdiscKind = QdiscKind {
+    name: "hred",
+    doc: "ns-2 RED in packets (gentle, idle-time decay), as the load-transient study ran it",
+    params: &[
+        Param::uint("limit", 1, u32::MAX as u64, 100).unit("packets").doc("buffer limit"),
+        real("min", 1e9, 3.0).unit("packets").doc("minimum threshold of the average queue"),
+        real("max", 1e9, 40.0).unit("packets").doc("maximum threshold, above min"),
+        real("wq", 1.0, 0.02).doc("weight of the average (above 0)"),
+        real("max_p", 1.0, 0.65).doc("marking probability at max (above 0)"),
+        Param::flag("gentle", true).words(&[("nogentle", Value::Bool(false))]).doc("probability rises to 1 between max and 2 max"),
+        red::ECN,
+        red::HARDDROP,
+        red::NODROP,
+        Param::uint("avpkt", 1, u32::MAX as u64, 500).unit("bytes").doc("mean packet size for the idle-time rule"),
+        Param::new("bandwidth", Type::Rate, Value::Unset).doc("rate for the idle-time rule; unset: the link rate"),
+    ],
+    build: |a| Ok(Arc::new(HredConfig::from_args(a)?)),
+};
 
 #[cfg(test)]
 mod tests {

@@ -20,7 +20,9 @@ use super::cobalt::{CobaltSce, SceParams, Share};
 use super::sce::{self, SceTc};
 use super::shaper::{Compensation, Shaper};
 use super::slab::{Ends, Slab, NIL};
-use super::{flow_bucket, BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{flow_bucket, BuildCtx, Enqueued, Qdisc, QdiscConfig, QdiscKind, QdiscStats};
+#[cfg(test)]
+use super::Params;
 use crate::packet::Packet;
 use crate::rng::Stream;
 use crate::time::Time;
@@ -229,7 +231,7 @@ impl Lfq {
 
 impl Qdisc for Lfq {
     fn kind(&self) -> &'static str {
-        "lfq_cobalt"
+        LFQ_COBALT.name
     }
 
     fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
@@ -356,9 +358,6 @@ impl LfqConfig {
 }
 
 impl QdiscConfig for LfqConfig {
-    fn kind(&self) -> &'static str {
-        "lfq_cobalt"
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(Lfq::new(self, ctx.mtu, ctx.rng.clone()))
     }
@@ -366,9 +365,12 @@ impl QdiscConfig for LfqConfig {
 
 /// `lfq_cobalt [bandwidth RATE | unlimited] [rtt TIME | PRESET] [sce | no-sce |
 /// sce-thresh N] [memlimit SIZE] [overhead N | FRAMING ...] [mpu N]` (SCE off by default).
-pub fn parse_lfq_cobalt(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    Ok(Arc::new(LfqConfig { tc: sce::parse(p, true)? }))
-}
+pub const LFQ_COBALT: QdiscKind = QdiscKind {
+    name: "lfq_cobalt",
+    doc: "SCE fork's Lightweight Fair Queueing with COBALT (chromi/sce sch_lfq_cobalt.c)",
+    params: sce::PARAMS_LFQ,
+    build: |a| Ok(Arc::new(LfqConfig { tc: SceTc::from_args(a) })),
+};
 
 #[cfg(test)]
 mod tests {

@@ -3,7 +3,8 @@
 //! tc-style string (`"pfifo limit 1000"`) or an equivalent TOML table.
 //!
 //! Adding a discipline: a file with the discipline (implementing [`Qdisc`]), its configuration
-//! (implementing [`QdiscConfig`]) and a parser, plus one line in [`REGISTRY`].
+//! (implementing [`QdiscConfig`]) and its declaration (a [`QdiscKind`]: the parameter table
+//! and a builder from the parsed [`Args`]), plus one line in [`REGISTRY`].
 
 mod cake;
 pub mod cobalt;
@@ -29,28 +30,33 @@ pub use fifo::Fifo;
 pub use pie::{Pie, PieConfig};
 pub use queue::PacketQueue;
 pub use red::{RedStats, TcRed};
-pub use spec::{Params, Parser, QdiscConfig, QdiscSpec};
+pub use spec::{table_json, Args, Kind, Param, Params, QdiscConfig, QdiscKind, QdiscSpec, Type, Value};
 
 use crate::packet::Packet;
 use crate::profile::Stack;
 use crate::rng::Stream;
 use crate::time::{Rate, Time};
 
-/// tc kinds and their parsers.
-pub const REGISTRY: &[(&str, Parser)] = &[
-    ("pfifo", fifo::parse_pfifo),
-    ("bfifo", fifo::parse_bfifo),
-    ("red", red::parse_red),
-    ("hred", hred::parse_hred),
-    ("pie", pie::parse_pie),
-    ("dualpi2", dualpi2::parse_dualpi2),
-    ("codel", codel::parse_codel),
-    ("fq_codel", fq_codel::parse_fq_codel),
-    ("sfq_codel", sfq_codel::parse_sfq_codel),
-    ("cake", cake::parse_cake),
-    ("cnq_codel_af", cnq::parse_cnq_codel_af),
-    ("twin_codel_af", cnq::parse_twin_codel_af),
-    ("lfq_cobalt", lfq::parse_lfq_cobalt),
+/// Lists kinds under their own names: `registry![a::A, b::B]`.
+macro_rules! registry {
+    ($($kind:path),* $(,)?) => { &[$(($kind.name, &$kind)),*] };
+}
+
+/// The tc kinds, each declared once in its file.
+pub const REGISTRY: &[(&str, &QdiscKind)] = registry![
+    fifo::PFIFO,
+    fifo::BFIFO,
+    red::RED,
+    hred::HRED,
+    pie::PIE,
+    dualpi2::DUALPI2,
+    codel::CODEL,
+    fq_codel::FQ_CODEL,
+    sfq_codel::SFQ_CODEL,
+    cake::CAKE,
+    cnq::CNQ_CODEL_AF,
+    cnq::TWIN_CODEL_AF,
+    lfq::LFQ_COBALT,
 ];
 
 /// Flow hash of a packet for flow-queueing disciplines: `hash_key` (the 5-tuple stand-in)
@@ -156,14 +162,11 @@ pub trait Qdisc {
     /// series grid. The names must be the same at every call.
     fn xstats(&self, _out: &mut Vec<(&'static str, f64)>) {}
     /// `tc qdisc replace` by a discipline of the same kind (Linux `tc_modify_qdisc` ->
-    /// `qdisc_change`): take `new`'s parameters, keeping the queue and the state. Returns
-    /// false when this discipline has no in-place change (the link then keeps it unchanged).
-    fn change(&mut self, _new: &dyn Qdisc) -> bool {
+    /// `qdisc_change`): take the new parsed parameters `new`, keeping the queue and the
+    /// state. Returns false when this discipline has no in-place change (the link then keeps
+    /// it unchanged).
+    fn change(&mut self, _new: &Args) -> bool {
         false
-    }
-    /// The discipline as `Any`, for `change` to read a same-kind replacement's parameters.
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        None
     }
 }
 

@@ -17,7 +17,8 @@
 //! this is exact, except that `xstats` (which has no clock) shows the values as of the last
 //! packet event.
 
-use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Type, Value};
+use crate::profile::Stack;
 use crate::packet::Packet;
 use crate::rng::Stream;
 use crate::time::Time;
@@ -73,27 +74,45 @@ pub struct PieConfig {
 }
 
 impl Default for PieConfig {
-    /// `pie_params_init` and `pie_vars_init`.
+    /// `pie_params_init` and `pie_vars_init` (the table's Linux defaults).
     fn default() -> Self {
-        PieConfig {
-            limit: 1000,
-            target: Time::from_millis(15),
-            tupdate: Time::from_millis(15),
-            alpha: 2,
-            beta: 20,
-            ecn: false,
-            bytemode: false,
-            dq_rate_estimator: false,
-            dq_threshold: Limit::Bytes(QUEUE_THRESHOLD),
-            max_burst: Time::from_millis(150),
+        PieConfig::from_args(&PIE.defaults(Stack::Linux)).expect("the defaults are valid")
+    }
+}
+
+impl PieConfig {
+    fn from_args(a: &Args) -> Result<Self, String> {
+        let c = PieConfig {
+            limit: a.u32("limit"),
+            target: a.time("target"),
+            tupdate: a.time("tupdate"),
+            alpha: a.u32("alpha"),
+            beta: a.u32("beta"),
+            ecn: a.flag("ecn"),
+            bytemode: a.flag("bytemode"),
+            dq_rate_estimator: a.flag("dq_rate_estimator"),
+            dq_threshold: a.limit("dq_threshold"),
+            max_burst: a.time("max_burst"),
+        };
+        if matches!(c.dq_threshold, Limit::Packets(0) | Limit::Bytes(0)) {
+            return Err(a.invalid("dq_threshold must be at least 1 packet or byte"));
         }
+        if a.given("dq_threshold") && !c.dq_rate_estimator {
+            return Err(a.invalid("dq_threshold only applies with dq_rate_estimator"));
+        }
+        Ok(c)
+    }
+    /// The target in ticks: tc passes it in microseconds; the kernel converts it.
+    fn target_ticks(&self) -> u64 {
+        (self.target.as_micros() * 1_000) >> PSCHED_SHIFT
+    }
+    /// tupdate is kept in jiffies (`usecs_to_jiffies` rounds up); HZ = 1000 here.
+    fn tupdate_jiffies(&self) -> Time {
+        Time::from_millis(self.tupdate.as_micros().div_ceil(1_000).max(1))
     }
 }
 
 impl QdiscConfig for PieConfig {
-    fn kind(&self) -> &'static str {
-        "pie"
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(Pie::new(*self, ctx.mtu, ctx.rng.clone()))
     }
@@ -155,10 +174,8 @@ pub struct Pie {
 
 impl Pie {
     pub fn new(cfg: PieConfig, mtu: u32, rng: Stream) -> Pie {
-        // tc passes target in microseconds; the kernel converts it to ticks.
-        let target = (cfg.target.as_micros() * 1_000) >> PSCHED_SHIFT;
-        // tupdate is kept in jiffies (`usecs_to_jiffies` rounds up); HZ = 1000 here.
-        let tupdate = Time::from_millis(cfg.tupdate.as_micros().div_ceil(1_000).max(1));
+        let target = cfg.target_ticks();
+        let tupdate = cfg.tupdate_jiffies();
         let max_burst = ticks(cfg.max_burst);
         let mut vars = Vars::default();
         vars.init(max_burst);
@@ -362,7 +379,7 @@ impl Pie {
 
 impl Qdisc for Pie {
     fn kind(&self) -> &'static str {
-        "pie"
+        PIE.name
     }
 
     /// `pie_qdisc_enqueue`.
@@ -410,20 +427,17 @@ impl Qdisc for Pie {
     /// estimator; the probability, burst allowance and queue are kept, except that packets
     /// over a lower limit are dropped from the head. (`max_burst` has no netlink attribute
     /// and stays.)
-    fn change(&mut self, new: &dyn Qdisc) -> bool {
-        let Some(n) = new.as_any().and_then(|a| a.downcast_ref::<Pie>()) else { return false };
-        self.cfg = PieConfig { max_burst: self.cfg.max_burst, ..n.cfg };
-        self.target = n.target;
-        self.tupdate = n.tupdate;
+    fn change(&mut self, new: &Args) -> bool {
+        let Ok(n) = PieConfig::from_args(new) else { return false };
+        self.cfg = PieConfig { max_burst: self.cfg.max_burst, ..n };
+        self.target = n.target_ticks();
+        self.tupdate = n.tupdate_jiffies();
         while self.queue.len() > self.cfg.limit as usize {
             if self.queue.take().is_some() {
                 self.stats.drops += 1;
             }
         }
         true
-    }
-    fn as_any(&self) -> Option<&dyn std::any::Any> {
-        Some(self)
     }
 
     /// As `pie_dump_stats`: `prob` (fraction), `pie_qdelay` (the controller's delay estimate,
@@ -439,8 +453,14 @@ impl Qdisc for Pie {
     }
 }
 
-const KNOWN: &str = "limit, target, tupdate, alpha, beta, ecn, noecn, bytemode, nobytemode, \
-                     dq_rate_estimator, no_dq_rate_estimator, max_burst, dq_threshold";
+/// `target` and `tupdate`: tc silently ignores a zero value (keeping the kernel default), so
+/// zero is rejected.
+fn at_least_1us(key: &str, v: Value) -> Result<Option<Value>, String> {
+    match v {
+        Value::Time(t) if t.as_micros() == 0 => Err(format!("{key} must be at least 1us (tc ignores 0)")),
+        v => Ok(Some(v)),
+    }
+}
 
 /// `pie [limit PACKETS] [target TIME] [tupdate TIME] [alpha 1..32] [beta 1..32] [ecn|noecn]
 /// [bytemode|nobytemode] [dq_rate_estimator|no_dq_rate_estimator] [max_burst TIME]
@@ -452,47 +472,26 @@ const KNOWN: &str = "limit, target, tupdate, alpha, beta, ecn, noecn, bytemode, 
 /// (the kernel hard-codes 150 ms and 16384 bytes); they exist for the ns-2-era study settings.
 /// `dq_threshold` takes packets (`10`, `10p`) or bytes (`16kb`, `16384b`) and needs
 /// `dq_rate_estimator`.
-pub fn parse_pie(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let mut c = PieConfig::default();
-    let mut threshold_given = false;
-    while let Some(key) = p.next_key() {
-        match key {
-            "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
-            "target" | "tupdate" => {
-                let t = p.time(key)?;
-                if t.as_micros() == 0 {
-                    return Err(p.invalid(format!("{key} must be at least 1us (tc ignores 0)")));
-                }
-                if key == "target" {
-                    c.target = t;
-                } else {
-                    c.tupdate = t;
-                }
-            }
-            "alpha" => c.alpha = p.uint(key, 1..=32)? as u32,
-            "beta" => c.beta = p.uint(key, 1..=32)? as u32,
-            "ecn" => c.ecn = true,
-            "noecn" => c.ecn = false,
-            "bytemode" => c.bytemode = true,
-            "nobytemode" => c.bytemode = false,
-            "dq_rate_estimator" => c.dq_rate_estimator = true,
-            "no_dq_rate_estimator" | "nodq_rate_estimator" => c.dq_rate_estimator = false,
-            "max_burst" => c.max_burst = p.time(key)?,
-            "dq_threshold" => {
-                c.dq_threshold = p.limit(key)?;
-                threshold_given = true;
-            }
-            _ => return Err(p.unknown(key, KNOWN)),
-        }
-    }
-    if matches!(c.dq_threshold, Limit::Packets(0) | Limit::Bytes(0)) {
-        return Err(p.invalid("dq_threshold must be at least 1 packet or byte"));
-    }
-    if threshold_given && !c.dq_rate_estimator {
-        return Err(p.invalid("dq_threshold only applies with dq_rate_estimator"));
-    }
-    Ok(Arc::new(c))
-}
+pub const PIE: QdiscKind = QdiscKind {
+    name: "pie",
+    doc: "Proportional Integral controller Enhanced (sch_pie.c, RFC 8033)",
+    params: &[
+        Param::uint("limit", 1, u32::MAX as u64, 1000).unit("packets").doc("queue limit"),
+        Param::time("target", Time::from_millis(15)).doc("target queue delay (QDELAY_REF)").check(at_least_1us),
+        Param::time("tupdate", Time::from_millis(15)).doc("probability update interval").check(at_least_1us),
+        Param::uint("alpha", 1, 32, 2).unit("1/16 Hz").doc("integral gain"),
+        Param::uint("beta", 1, 32, 20).unit("1/16 Hz").doc("proportional gain"),
+        Param::flag("ecn", false).words(&[("noecn", Value::Bool(false))]).doc("mark ECN-capable packets instead of dropping"),
+        Param::flag("bytemode", false).words(&[("nobytemode", Value::Bool(false))]).doc("scale the probability by packet size"),
+        Param::flag("dq_rate_estimator", false)
+            .words(&[("no_dq_rate_estimator", Value::Bool(false)), ("nodq_rate_estimator", Value::Bool(false))])
+            .doc("queue delay from the departure rate instead of packet timestamps"),
+        Param::time("max_burst", Time::from_millis(150)).doc("burst allowance (not tc: Linux fixes 150ms)"),
+        Param::new("dq_threshold", Type::Limit, Value::Limit(Limit::Bytes(QUEUE_THRESHOLD)))
+            .doc("departure-rate measurement cycle, needs dq_rate_estimator (not tc: Linux fixes 16384 bytes)"),
+    ],
+    build: |a| Ok(Arc::new(PieConfig::from_args(a)?)),
+};
 
 #[cfg(test)]
 mod tests {

@@ -14,10 +14,10 @@
 //! (2025, with `nodrop`, qevents and `red_check_params`); iproute2 `q_red.c`/`tc_red.c`/
 //! `tc_core.c` at ee2a4a86 (2026).
 
-use super::{BuildCtx, Enqueued, PacketQueue, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{Args, BuildCtx, Enqueued, PacketQueue, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Type, Value};
 use crate::packet::Packet;
 use crate::rng::Stream;
-use crate::time::{Rate, Time};
+use crate::time::Time;
 use crate::units::Limit;
 use std::fmt;
 use std::sync::Arc;
@@ -96,22 +96,29 @@ pub(super) struct Flags {
     pub adaptive: bool,
 }
 
+/// tc's flags as parameters; a `no` prefix turns one off (TOML `ecn = false` becomes
+/// `noecn`).
+pub(super) const ECN: Param =
+    Param::flag("ecn", false).words(&[("noecn", Value::Bool(false))]).doc("mark ECN-capable packets instead of dropping");
+pub(super) const HARDDROP: Param = Param::flag("harddrop", false)
+    .words(&[("noharddrop", Value::Bool(false))])
+    .doc("drop, never mark, above the maximum threshold");
+pub(super) const NODROP: Param = Param::flag("nodrop", false)
+    .words(&[("nonodrop", Value::Bool(false))])
+    .doc("mark instead of dropping even above the maximum (needs ecn)");
+const ADAPTIVE: Param = Param::flag("adaptive", false)
+    .words(&[("noadaptive", Value::Bool(false)), ("adaptative", Value::Bool(true)), ("noadaptative", Value::Bool(false))])
+    .doc("Adaptive RED: adjust max_p towards the target band");
+
 impl Flags {
-    /// Reads a flag or its `no` negation (TOML `ecn = false` becomes `noecn`). Returns false
-    /// if `key` is no flag of ours. `adaptive` is only accepted when `allow_adaptive`.
-    pub(super) fn parse(&mut self, key: &str, allow_adaptive: bool) -> bool {
-        let (name, on) = match key.strip_prefix("no") {
-            Some(rest) if rest != "drop" => (rest, false),
-            _ => (key, true),
-        };
-        match name {
-            "ecn" => self.ecn = on,
-            "harddrop" => self.harddrop = on,
-            "nodrop" => self.nodrop = on,
-            "adaptive" | "adaptative" if allow_adaptive => self.adaptive = on,
-            _ => return false,
+    /// The flags of `a` (`adaptive` only where the table has it).
+    pub(super) fn from_args(a: &Args) -> Flags {
+        Flags {
+            ecn: a.flag("ecn"),
+            harddrop: a.flag("harddrop"),
+            nodrop: a.flag("nodrop"),
+            adaptive: a.has("adaptive") && a.flag("adaptive"),
         }
-        true
     }
     /// `red_validate_flags`: nodrop only makes sense with ECN.
     pub(super) fn validate(&self) -> Result<(), String> {
@@ -571,67 +578,76 @@ struct RedConfig {
 }
 
 impl QdiscConfig for RedConfig {
-    fn kind(&self) -> &'static str {
-        "red"
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(
-            Red::new("red", LinuxAverage::new(&self.tc), self.flags, Limit::Bytes(self.tc.limit as u64), ctx.rng.clone())
+            Red::new(RED.name, LinuxAverage::new(&self.tc), self.flags, Limit::Bytes(self.tc.limit as u64), ctx.rng.clone())
                 .with_adaptive_timer(self.adaptive_timer),
         )
     }
+}
+
+/// A size tc sends as a u32.
+fn u32_bytes(key: &str, v: Value) -> Result<Option<Value>, String> {
+    match v {
+        Value::Bytes(b) if b > u32::MAX as u64 => Err(format!("{key} {b} is too large (at most {} bytes)", u32::MAX)),
+        v => Ok(Some(v)),
+    }
+}
+
+const fn size(name: &'static str, doc: &'static str) -> Param {
+    Param::new(name, Type::Bytes, Value::Bytes(0)).unit("bytes").doc(doc).check(u32_bytes)
 }
 
 /// `red limit BYTES [min BYTES] [max BYTES] avpkt BYTES [burst PACKETS] [adaptive]
 /// [probability P] [bandwidth RATE] [ecn] [harddrop] [nodrop]` (tc-red(8)), plus the
 /// simulator's `noadaptive_timer` (with `adaptive`: the Adaptive RED timer never runs, as
 /// with iproute2 >= ~5.8 on current kernels; `adaptive_timer`, the default, lets it run).
-pub fn parse_red(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let known = "limit, min, max, avpkt, burst, probability, bandwidth, adaptive, adaptive_timer, noadaptive_timer, ecn, harddrop, nodrop";
-    let mut adaptive_timer = true;
-    let (mut limit, mut min, mut max, mut avpkt, mut burst) = (0u32, 0u32, 0u32, 0u32, 0u32);
-    let mut probability = 0.02;
-    let mut bandwidth: Option<Rate> = None;
-    let mut flags = Flags::default();
-    let size = |p: &mut Params, key: &str| -> Result<u32, String> {
-        let v = p.bytes(key)?;
-        u32::try_from(v).map_err(|_| p.invalid(format!("{key} {v} is too large (at most {} bytes)", u32::MAX)))
-    };
-    while let Some(key) = p.next_key() {
-        match key {
-            "limit" => limit = size(p, key)?,
-            "min" => min = size(p, key)?,
-            "max" => max = size(p, key)?,
-            "avpkt" => avpkt = size(p, key)?,
-            "burst" => burst = p.uint(key, 0..=u32::MAX as u64)? as u32,
-            "probability" => {
-                probability = p.real(key, 0.0..=1.0)?;
-                if probability <= 0.0 || probability >= 1.0 {
-                    return Err(p.invalid(format!("probability {probability} must be above 0 and below 1")));
-                }
-            }
-            "bandwidth" => bandwidth = Some(p.rate(key)?),
-            "adaptive_timer" => adaptive_timer = true,
-            "noadaptive_timer" => adaptive_timer = false,
-            _ if flags.parse(key, true) => {}
-            _ => return Err(p.unknown(key, known)),
+pub const RED: QdiscKind = QdiscKind {
+    name: "red",
+    doc: "Random Early Detection as tc configures it (sch_red.c, q_red.c)",
+    params: &[
+        size("limit", "hard queue limit (required)"),
+        size("min", "minimum average queue for marking; 0: derived as tc does (max / 3)"),
+        size("max", "maximum average queue; 0: derived as tc does (limit / 4)"),
+        size("avpkt", "average packet size (required)"),
+        Param::uint("burst", 0, u32::MAX as u64, 0).unit("packets").doc("burst allowance for the average; 0: derived as tc does"),
+        Param::new("probability", Type::Real { min: 0.0, max: 1.0 }, Value::Real(0.02))
+            .doc("max_p, above 0 and below 1")
+            .check(|_, v| match v {
+                Value::Real(p) if p <= 0.0 || p >= 1.0 => Err(format!("probability {p} must be above 0 and below 1")),
+                v => Ok(Some(v)),
+            }),
+        Param::new("bandwidth", Type::Rate, Value::Unset).doc("rate for the idle-time average decay; unset: tc's default"),
+        ADAPTIVE,
+        Param::flag("adaptive_timer", true)
+            .words(&[("noadaptive_timer", Value::Bool(false))])
+            .doc("with adaptive: whether the kernel's Adaptive RED timer runs (not tc)"),
+        ECN,
+        HARDDROP,
+        NODROP,
+    ],
+    build: |a| {
+        let size = |k| a.bytes(k) as u32;
+        let (limit, avpkt) = (size("limit"), size("avpkt"));
+        if limit == 0 {
+            return Err(a.invalid("required parameter 'limit' (bytes) is missing"));
         }
-    }
-    if limit == 0 {
-        return Err(p.invalid("required parameter 'limit' (bytes) is missing"));
-    }
-    if avpkt == 0 {
-        return Err(p.invalid("required parameter 'avpkt' (bytes) is missing"));
-    }
-    flags.validate().map_err(|e| p.invalid(e))?;
-    // tc keeps the rate in bytes/s (u32).
-    let bw = bandwidth.map(|r| (r.bits_per_sec() / 8).min(u32::MAX as u64) as u32).filter(|&b| b > 0);
-    if bandwidth.is_some() && bw.is_none() {
-        return Err(p.invalid("bandwidth must be at least 8bit"));
-    }
-    let tc = TcRed::derive(limit, min, max, avpkt, burst, probability, bw).map_err(|e| p.invalid(e))?;
-    Ok(Arc::new(RedConfig { tc, flags, adaptive_timer }))
-}
+        if avpkt == 0 {
+            return Err(a.invalid("required parameter 'avpkt' (bytes) is missing"));
+        }
+        let flags = Flags::from_args(a);
+        flags.validate().map_err(|e| a.invalid(e))?;
+        // tc keeps the rate in bytes/s (u32).
+        let bandwidth = a.rate_opt("bandwidth");
+        let bw = bandwidth.map(|r| (r.bits_per_sec() / 8).min(u32::MAX as u64) as u32).filter(|&b| b > 0);
+        if bandwidth.is_some() && bw.is_none() {
+            return Err(a.invalid("bandwidth must be at least 8bit"));
+        }
+        let tc = TcRed::derive(limit, size("min"), size("max"), avpkt, a.u32("burst"), a.real("probability"), bw)
+            .map_err(|e| a.invalid(e))?;
+        Ok(Arc::new(RedConfig { tc, flags, adaptive_timer: a.flag("adaptive_timer") }))
+    },
+};
 
 #[cfg(test)]
 pub(super) mod tests {

@@ -6,7 +6,13 @@
 
 use super::cobalt::SceParams;
 use super::shaper::{self, Compensation, CompensationParser};
+use super::{Args, Param, Value};
+#[cfg(test)]
 use super::Params;
+#[cfg(test)]
+use crate::params::parse_args;
+#[cfg(test)]
+use crate::profile::Stack;
 use crate::time::{Rate, Time};
 
 /// Parsed tc parameters of an SCE qdisc.
@@ -24,40 +30,57 @@ pub struct SceTc {
     pub memlimit: Option<u64>,
 }
 
-const KNOWN: &str = "bandwidth, unlimited, rtt, datacentre..interplanetary, sce-thresh, sce, no-sce, \
-overhead, mpu, raw, conservative, atm, ptm, noatm, ethernet, docsis, ...";
-const KNOWN_LFQ: &str = "bandwidth, unlimited, rtt, datacentre..interplanetary, sce-thresh, sce, no-sce, \
-memlimit, overhead, mpu, raw, conservative, atm, ptm, noatm, ethernet, docsis, ...";
+/// `sce-thresh N` (1..=1024), `sce` (1) or `no-sce` (0).
+const SCE_THRESH: Param = Param::new("sce-thresh", crate::params::Type::Uint { min: 1, max: 1024 }, Value::Unset)
+    .words(&[("sce", Value::Uint(1)), ("no-sce", Value::Uint(0))])
+    .doc("SCE interval = CE interval / N; 0 (no-sce): SCE marking off; unset: the qdisc's default");
+
+/// The parameters of `cnq_codel_af` and `twin_codel_af`.
+pub const PARAMS: &[Param] = &[
+    shaper::BANDWIDTH,
+    shaper::rtt(Value::Unset),
+    SCE_THRESH,
+    shaper::OVERHEAD,
+    shaper::MPU,
+    shaper::ATM,
+    shaper::FRAMING,
+    shaper::VIA_ETHERNET,
+];
+
+/// The parameters of `lfq_cobalt` (also `memlimit`).
+pub const PARAMS_LFQ: &[Param] = &[
+    shaper::BANDWIDTH,
+    shaper::rtt(Value::Unset),
+    SCE_THRESH,
+    shaper::MEMLIMIT,
+    shaper::OVERHEAD,
+    shaper::MPU,
+    shaper::ATM,
+    shaper::FRAMING,
+    shaper::VIA_ETHERNET,
+];
 
 /// `KIND [bandwidth RATE | unlimited] [rtt TIME | PRESET] [sce | no-sce | sce-thresh N]
 /// [overhead N | conservative | raw | FRAMING] [mpu N] [atm | ptm | noatm]` (and
-/// `[memlimit SIZE]` when `memlimit` is true), as `cnq_parse_opt`.
+/// `[memlimit SIZE]` when `memlimit` is true), as `cnq_parse_opt` (for the unit tests; the
+/// qdiscs parse through their [`QdiscKind`](super::QdiscKind)).
+#[cfg(test)]
 pub fn parse(p: &mut Params, memlimit: bool) -> Result<SceTc, String> {
-    let mut tc = SceTc { bandwidth: None, comp: Compensation::default(), rtt: None, sce: None, memlimit: None };
-    let mut comp = CompensationParser::default();
-    while let Some(key) = p.next_key() {
-        if comp.parse_key(key, p)? {
-            continue;
-        }
-        if let Some(rt) = shaper::parse_rtt_key(key, p)? {
-            tc.rtt = Some(rt);
-            continue;
-        }
-        match key {
-            "bandwidth" => tc.bandwidth = shaper::parse_bandwidth(key, p)?,
-            "unlimited" => tc.bandwidth = None,
-            "sce-thresh" => tc.sce = Some(p.uint(key, 1..=1024)? as u32),
-            "sce" => tc.sce = Some(1),
-            "no-sce" => tc.sce = Some(0),
-            "memlimit" if memlimit => tc.memlimit = Some(shaper::parse_memlimit(key, p)?),
-            _ => return Err(p.unknown(key, if memlimit { KNOWN_LFQ } else { KNOWN })),
-        }
-    }
-    tc.comp = comp.finish();
-    Ok(tc)
+    let (kind, params) = if memlimit { ("lfq_cobalt", PARAMS_LFQ) } else { ("cnq_codel_af", PARAMS) };
+    Ok(SceTc::from_args(&parse_args(kind, params, p, Stack::Linux)?))
 }
 
 impl SceTc {
+    /// The parameters of `a` (a table of [`PARAMS`] or [`PARAMS_LFQ`]).
+    pub fn from_args(a: &Args) -> SceTc {
+        SceTc {
+            bandwidth: a.rate_opt("bandwidth"),
+            comp: CompensationParser::from_args(a),
+            rtt: a.time_opt("rtt").map(shaper::rtt_pair),
+            sce: a.uint_opt("sce-thresh").map(|n| n as u32),
+            memlimit: if a.has("memlimit") { a.bytes_opt("memlimit") } else { None },
+        }
+    }
     /// Shaper rate in bytes per second (0: unlimited).
     pub fn bytes_per_sec(&self) -> u64 {
         self.bandwidth.map_or(0, |r| r.bits_per_sec() / 8)

@@ -16,7 +16,8 @@
 
 use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard};
 use super::flow_table::{codel_totals, FlowEntry, FlowTable};
-use super::{BuildCtx, Enqueued, Params, Qdisc, QdiscConfig, QdiscStats};
+use super::{codel, Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats};
+use crate::profile::Stack;
 use crate::packet::Packet;
 use crate::time::Time;
 use std::collections::VecDeque;
@@ -65,8 +66,15 @@ pub struct SfqCodelConfig {
 }
 
 impl Default for SfqCodelConfig {
+    /// The table defaults.
     fn default() -> Self {
-        SfqCodelConfig { limit: 1000, flows: 1024, quantum: 0, codel: CodelParams::new(0) }
+        SfqCodelConfig::from_args(&SFQ_CODEL.defaults(Stack::Linux))
+    }
+}
+
+impl SfqCodelConfig {
+    fn from_args(a: &Args) -> Self {
+        SfqCodelConfig { limit: a.u32("limit"), flows: a.u32("flows"), quantum: a.u32("quantum"), codel: CodelParams::from_args(a) }
     }
 }
 
@@ -114,7 +122,7 @@ impl SfqCodel {
 
 impl Qdisc for SfqCodel {
     fn kind(&self) -> &'static str {
-        "sfq_codel"
+        SFQ_CODEL.name
     }
 
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
@@ -178,9 +186,6 @@ impl Qdisc for SfqCodel {
 }
 
 impl QdiscConfig for SfqCodelConfig {
-    fn kind(&self) -> &'static str {
-        "sfq_codel"
-    }
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         Box::new(SfqCodel::new(self, ctx.mtu, ctx.rng.next_u32()))
     }
@@ -189,19 +194,21 @@ impl QdiscConfig for SfqCodelConfig {
 /// `sfq_codel [limit PACKETS] [flows BINS] [quantum BYTES] [target TIME] [interval TIME]
 /// [ecn|noecn] [ce_threshold TIME] [ce_threshold_selector VALUE/MASK]`; defaults limit 1000,
 /// flows 1024, quantum 0 (packet round robin), target 5ms, interval 100ms, noecn.
-pub fn parse_sfq_codel(p: &mut Params) -> Result<Arc<dyn QdiscConfig>, String> {
-    let mut c = SfqCodelConfig::default();
-    while let Some(key) = p.next_key() {
-        match key {
-            "limit" => c.limit = p.uint(key, 1..=u32::MAX as u64)? as u32,
-            "flows" => c.flows = p.uint(key, 1..=65536)? as u32,
-            "quantum" => c.quantum = p.uint(key, 0..=1 << 20)? as u32,
-            _ if c.codel.parse_key(key, p)? => {}
-            _ => return Err(p.unknown(key, &format!("limit, flows, quantum, {}", CodelParams::KEYS))),
-        }
-    }
-    Ok(Arc::new(c))
-}
+pub const SFQ_CODEL: QdiscKind = QdiscKind {
+    name: "sfq_codel",
+    doc: "ns-2's SFQ-CoDel: stochastic fair queueing over bins, CoDel per bin",
+    params: &[
+        Param::uint("limit", 1, u32::MAX as u64, 1000).unit("packets").doc("buffer limit, all bins"),
+        Param::uint("flows", 1, 65536, 1024).doc("number of hash bins (ns-2 maxbins_)"),
+        Param::uint("quantum", 0, 1 << 20, 0).unit("bytes").doc("DRR credit per turn; 0: one packet per turn"),
+        codel::TARGET,
+        codel::INTERVAL,
+        codel::ecn(false),
+        codel::CE_THRESHOLD,
+        codel::CE_THRESHOLD_SELECTOR,
+    ],
+    build: |a| Ok(Arc::new(SfqCodelConfig::from_args(a))),
+};
 
 #[cfg(test)]
 mod tests {

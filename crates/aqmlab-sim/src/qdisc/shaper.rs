@@ -11,7 +11,8 @@
 //!   been reached; each packet sent advances it by its serialisation time at the rate; an idle
 //!   shaper banks no credit (`cnq_unstale_shaper`, CAKE's "ensure shaper state isn't stale").
 
-use super::Params;
+use super::{Param, Params, Type, Value};
+use crate::params::read_one;
 use crate::packet::ETHERNET_HEADER_BYTES;
 use crate::time::Time;
 
@@ -117,40 +118,83 @@ pub struct CompensationParser {
     raw: bool,
 }
 
+/// The compensation keywords as parameters (their effects accumulate in the order written,
+/// so a discipline's builder folds them with [`CompensationParser::apply`]).
+pub const OVERHEAD: Param = Param::new("overhead", Type::Real { min: -64.0, max: 256.0 }, Value::Real(0.0))
+    .unit("bytes")
+    .doc("per-packet overhead to add, replacing the MAC header (sets; keywords below add)")
+    .check(|_, v| match v {
+        Value::Real(x) if x.fract() != 0.0 => Err(format!("overhead {x} is not a whole number of bytes")),
+        v => Ok(Some(v)),
+    });
+pub const MPU: Param = Param::uint("mpu", 0, 256, 0).unit("bytes").doc("minimum packet size after overhead");
+pub const ATM: Param = Param::new("atm", Type::Choice, Value::Word("noatm"))
+    .words(&[("atm", Value::Word("atm")), ("ptm", Value::Word("ptm")), ("noatm", Value::Word("noatm"))])
+    .doc("cell framing: ATM (48 in 53), PTM (64b/65b) or none");
+pub const FRAMING: Param = Param::new("framing", Type::Choice, Value::Unset)
+    .words(&FRAMING_WORDS)
+    .doc("raw: no overhead, keep the MAC header; conservative: ATM + 48; others add their link's overhead (tc-cake(8))");
+pub const VIA_ETHERNET: Param = Param::ignored("via-ethernet").doc("obsolete; no effect");
+
+/// `raw`, `conservative` and the names of [`FRAMINGS`].
+const FRAMING_WORDS: [(&str, Value); FRAMINGS.len() + 2] = {
+    let mut w = [("raw", Value::Word("raw")); FRAMINGS.len() + 2];
+    w[1] = ("conservative", Value::Word("conservative"));
+    let mut i = 0;
+    while i < FRAMINGS.len() {
+        w[i + 2] = (FRAMINGS[i].0, Value::Word(FRAMINGS[i].0));
+        i += 1;
+    }
+    w
+};
+
+/// The compensation parameters, for reading them alone.
+const COMPENSATION: &[Param] = &[OVERHEAD, MPU, ATM, FRAMING, VIA_ETHERNET];
+
 impl CompensationParser {
     /// Reads one keyword (`overhead N`, `mpu N`, `raw`, `conservative`, `atm`, `ptm`, `noatm`,
     /// `via-ethernet` or a framing name) if `key` is one; false if it is not.
     pub fn parse_key(&mut self, key: &str, p: &mut Params) -> Result<bool, String> {
-        let c = &mut self.comp;
-        match key {
-            "overhead" => {
-                let v = p.real(key, -64.0..=256.0)?;
-                if v.fract() != 0.0 {
-                    return Err(p.invalid(format!("overhead {v} is not a whole number of bytes")));
+        Ok(match read_one(COMPENSATION, key, p)? {
+            Some((i, v)) => {
+                if let Some(v) = v {
+                    self.apply(COMPENSATION[i].name, v);
                 }
-                c.overhead = v as i32;
+                true
+            }
+            None => false,
+        })
+    }
+
+    /// Applies parameter `name` set to `v` if it is a compensation parameter; false if not.
+    pub fn apply(&mut self, name: &str, v: Value) -> bool {
+        let c = &mut self.comp;
+        match (name, v) {
+            ("overhead", Value::Real(x)) => {
+                c.overhead = x as i32;
                 self.overhead_set = true;
             }
-            "mpu" => c.mpu = p.uint(key, 0..=256)? as u32,
-            "raw" => {
+            ("mpu", Value::Uint(n)) => c.mpu = n as u32,
+            ("atm", Value::Word(w)) => {
+                c.framing = match w {
+                    "atm" => Framing::Atm,
+                    "ptm" => Framing::Ptm,
+                    _ => Framing::None,
+                }
+            }
+            ("framing", Value::Word("raw")) => {
                 c.framing = Framing::None;
                 c.overhead = 0;
                 self.overhead_set = true;
                 self.raw = true;
             }
-            "conservative" => {
+            ("framing", Value::Word("conservative")) => {
                 c.framing = Framing::Atm;
                 c.overhead = 48;
                 self.overhead_set = true;
             }
-            "atm" => c.framing = Framing::Atm,
-            "ptm" => c.framing = Framing::Ptm,
-            "noatm" => c.framing = Framing::None,
-            "via-ethernet" => {}
-            _ => {
-                let Some(&(_, framing, add, mpu)) = FRAMINGS.iter().find(|(n, ..)| *n == key) else {
-                    return Ok(false);
-                };
+            ("framing", Value::Word(w)) => {
+                let &(_, framing, add, mpu) = FRAMINGS.iter().find(|(n, ..)| *n == w).expect("a framing word");
                 if let Some(fr) = framing {
                     c.framing = fr;
                 }
@@ -160,8 +204,18 @@ impl CompensationParser {
                     c.mpu = m;
                 }
             }
+            _ => return false,
         }
-        Ok(true)
+        true
+    }
+
+    /// The compensation of the parameters given in `a`, folded in the order written.
+    pub fn from_args(a: &crate::params::Args) -> Compensation {
+        let mut c = CompensationParser::default();
+        for (name, v) in a.settings() {
+            c.apply(name, v);
+        }
+        c.finish()
     }
 
     /// The compensation the keywords describe.
@@ -228,31 +282,49 @@ const PRESETS: &[(&str, u64, u64)] = &[
     ("interplanetary", 50_000_000, 1_000_000_000),
 ];
 
-/// `rtt TIME` or a preset name, as the CAKE-family tc parsers read them: (interval, target).
-/// tc works in whole microseconds and sets target = rtt / 20 (at least 1 us). `None` when
-/// `key` is neither.
-pub fn parse_rtt_key(key: &str, p: &mut Params) -> Result<Option<(Time, Time)>, String> {
-    if key == "rtt" {
-        let us = p.time(key)?.as_micros().max(1);
-        return Ok(Some((Time::from_micros(us), Time::from_micros((us / 20).max(1)))));
+/// The presets as `rtt` words (their interval).
+const PRESET_WORDS: [(&str, Value); PRESETS.len()] = {
+    let mut w = [("", Value::Unset); PRESETS.len()];
+    let mut i = 0;
+    while i < PRESETS.len() {
+        w[i] = (PRESETS[i].0, Value::Time(Time::from_micros(PRESETS[i].2)));
+        i += 1;
     }
-    Ok(PRESETS.iter().find(|(n, ..)| *n == key).map(|&(_, target, interval)| (Time::from_micros(interval), Time::from_micros(target))))
+    w
+};
+
+/// `rtt TIME` or a preset name, as the CAKE-family tc parsers read them, defaulting to
+/// `default`.
+pub const fn rtt(default: Value) -> Param {
+    Param::new("rtt", Type::Time, default).words(&PRESET_WORDS).doc("COBALT interval; the target is rtt / 20")
 }
 
-/// `bandwidth RATE`: the shaper rate, `None` (unlimited) below one byte per second.
-pub fn parse_bandwidth(key: &str, p: &mut Params) -> Result<Option<crate::time::Rate>, String> {
-    let r = p.rate(key)?;
-    Ok((r.bits_per_sec() >= 8).then_some(r))
+/// The (interval, target) an `rtt` value sets: tc works in whole microseconds and sets
+/// target = rtt / 20 (at least 1 us). A preset's pair is the same (the presets keep that
+/// ratio; see [`PRESETS`]).
+pub fn rtt_pair(rtt: Time) -> (Time, Time) {
+    let us = rtt.as_micros().max(1);
+    (Time::from_micros(us), Time::from_micros((us / 20).max(1)))
 }
+
+/// `bandwidth RATE` or `unlimited`: the shaper rate, unset (unlimited) below one byte per
+/// second.
+pub const BANDWIDTH: Param = Param::new("bandwidth", Type::Rate, Value::Unset)
+    .words(&[("unlimited", Value::Unset)])
+    .doc("shaper rate; unset (unlimited): no shaping")
+    .check(|_, v| match v {
+        Value::Rate(r) if r.bits_per_sec() < 8 => Ok(Some(Value::Unset)),
+        v => Ok(Some(v)),
+    });
 
 /// `memlimit SIZE` in bytes, 1 ..= u32::MAX (a netlink u32).
-pub fn parse_memlimit(key: &str, p: &mut Params) -> Result<u64, String> {
-    let m = p.bytes(key)?;
-    if m == 0 || m > u32::MAX as u64 {
-        return Err(p.invalid(format!("memlimit {m} is out of range 1..{}", u32::MAX)));
-    }
-    Ok(m)
-}
+pub const MEMLIMIT: Param = Param::new("memlimit", Type::Bytes, Value::Unset)
+    .unit("bytes")
+    .doc("memory limit of the queues; unset: the discipline's default")
+    .check(|_, v| match v {
+        Value::Bytes(m) if m == 0 || m > u32::MAX as u64 => Err(format!("memlimit {m} is out of range 1..{}", u32::MAX)),
+        v => Ok(Some(v)),
+    });
 
 /// A driver for the unit tests of shaping disciplines.
 #[cfg(test)]

@@ -1,28 +1,29 @@
 //! Queue-discipline specifications: a tc-style string (`"pfifo limit 1000"`) or the
-//! equivalent TOML table (`{ kind = "pfifo", limit = 1000 }`), parsed by the discipline's own
-//! parser from [`super::REGISTRY`] into a configuration implementing [`QdiscConfig`].
+//! equivalent TOML table (`{ kind = "pfifo", limit = 1000 }`), parsed against the
+//! discipline's parameter table ([`Kind`] in [`super::REGISTRY`]) into a configuration
+//! implementing [`QdiscConfig`].
 
 use super::{BuildCtx, Qdisc};
-pub use crate::params::Params;
-use crate::params::{Registered, Spec};
+pub use crate::params::{Args, Kind, Param, Params, Type, Value};
+use crate::params::{ConfigEq, Registered, Spec};
 use std::fmt;
-use std::sync::Arc;
 
 /// A parsed, validated discipline configuration that can build instances.
-pub trait QdiscConfig: fmt::Debug + Send + Sync {
-    /// The tc kind, e.g. `"fq_codel"`.
-    fn kind(&self) -> &'static str;
+pub trait QdiscConfig: fmt::Debug + Send + Sync + ConfigEq {
     /// A new instance for a link described by `ctx`.
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc>;
 }
 
-/// A discipline's parser: reads its parameters and returns its configuration.
-pub type Parser = fn(&mut Params) -> Result<Arc<dyn QdiscConfig>, String>;
+/// A discipline's declaration: tc name, parameter table and builder.
+pub type QdiscKind = Kind<dyn QdiscConfig>;
 
 impl Registered for dyn QdiscConfig {
     const WHAT: &'static str = "qdisc";
-    fn registry() -> &'static [(&'static str, Parser)] {
+    fn registry() -> &'static [(&'static str, &'static QdiscKind)] {
         super::REGISTRY
+    }
+    fn config_eq(a: &Self, b: &Self) -> bool {
+        a.config_eq(b.as_any())
     }
 }
 
@@ -32,12 +33,17 @@ pub type QdiscSpec = Spec<dyn QdiscConfig>;
 impl QdiscSpec {
     /// The tc kind.
     pub fn kind(&self) -> &'static str {
-        self.config().kind()
+        self.kind_name()
     }
     /// A new instance of the discipline.
     pub fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
         self.config().build(ctx)
     }
+}
+
+/// Every discipline's declaration as JSON (for `aqmlab qdisc list|show`).
+pub fn table_json() -> serde_json::Value {
+    crate::params::registry_json::<dyn QdiscConfig>()
 }
 
 #[cfg(test)]

@@ -1,30 +1,17 @@
 //! Cascaded bottlenecks (`[[bottleneck.upstream]]`): a dumb FIFO ahead of fq_codel, as in
 //! the l4s-tests FQ-interaction experiment. The slower of the two links holds the queue.
 use crate::common;
-use aqmlab_sim::{RunOutput, Scenario, Simulation};
-use common::{assert_conserved, run, scenario};
+use aqmlab_sim::{RunOutput, Scenario};
+use common::{Dumbbell, Flow, Upstream};
 
 fn cascade(fifo_rate: &str) -> RunOutput {
-    let out = Simulation::new(&scenario(&format!(
-        r#"duration = "20s"
-[bottleneck]
-rate = "50Mbit"
-qdisc = "fq_codel"
-[[bottleneck.upstream]]
-rate = "{fifo_rate}"
-qdisc = "pfifo limit 1000"
-[[flows]]
-cc = "cubic"
-rtt = "20ms"
-gso = false
-[host]
-start_spread = "0s"
-jitter = "0s"
-"#
-    )))
-    .run();
-    assert_conserved(&out.summary);
-    out
+    Dumbbell::new("50Mbit", "fq_codel")
+        .duration("20s")
+        .upstream(Upstream::new(fifo_rate).qdisc("pfifo limit 1000"))
+        // One segment per send, on quiet hosts (see the first test).
+        .flow(Flow::new("cubic").rtt("20ms").gso(false))
+        .quiet_host()
+        .run_output()
 }
 
 /// Largest and mean value of a series after `from` seconds.
@@ -83,9 +70,7 @@ fn a_slower_fifo_ahead_becomes_the_bottleneck() {
 
 #[test]
 fn upstream_links_add_their_delay_and_are_checked() {
-    let s = run(&scenario(
-        "duration = \"1s\"\n[bottleneck]\nrate = \"10Mbit\"\ndelay = \"1ms\"\n[[bottleneck.upstream]]\nrate = \"20Mbit\"\ndelay = \"2ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n",
-    ));
+    let s = Dumbbell::link("10Mbit").duration("1s").delay("1ms").upstream(Upstream::new("20Mbit").delay("2ms")).flow(Flow::new("cubic").rtt("20ms")).run();
     assert_eq!(s.flows[0].rtt_ms, 23.0);
     assert_eq!(s.upstream[0].qdisc, "pfifo limit 1000");
     let e = Scenario::from_toml("duration = \"1s\"\n[bottleneck]\nrate = \"10Mbit\"\n[[bottleneck.upstream]]\nqdisc = \"pfifo\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n", &[])

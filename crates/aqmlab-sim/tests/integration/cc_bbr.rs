@@ -2,21 +2,9 @@
 //! the dumbbell. Each checks an outcome that follows from the definitions (Linux
 //! `tcp_bbr.c`, google/bbr v3) and would fail if the model were wrong.
 
+use crate::common::{assert_conserved, Dumbbell, Flow};
 use aqmlab_sim::sim::Summary;
 use aqmlab_sim::{Scenario, Simulation, Time};
-
-fn scenario(text: &str) -> Scenario {
-    Scenario::from_toml(text, &[]).expect("valid scenario")
-}
-
-fn dumbbell(rate: &str, qdisc: &str, duration: &str, flows: &str) -> Scenario {
-    scenario(&format!("duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}"))
-}
-
-fn assert_conserved(s: &Summary) {
-    let p = s.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
-}
 
 const MS: u64 = 1_000_000;
 
@@ -95,7 +83,7 @@ impl Qdisc for StepMark {
 fn alone(cc: &str) -> (Summary, Vec<u32>) {
     // Quiet hosts: on an ideal path every RTT sample equals the minimum, so min_rtt never
     // expires; with host jitter it does, and PROBE_RTT comes every 10 s as on a testbed.
-    let sc = dumbbell("50Mbit", "pfifo limit 1000", "60s", &format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"40ms\"\n{}", crate::common::QUIET_HOST));
+    let sc = Dumbbell::new("50Mbit", "pfifo limit 1000").duration("60s").flow(Flow::new(cc).rtt("40ms")).quiet_host().build();
     run_with_cwnd(&sc)
 }
 
@@ -130,7 +118,7 @@ fn bbr1_alone_fills_the_link_with_a_small_queue_and_probes_rtt_once() {
 fn bbr1_probe_rtt_every_ten_seconds_with_a_standing_queue() {
     // Two flows keep a standing queue (neither sees the base RTT again), so min_rtt expires
     // every 10 s; both flows dip together (the queue drains only when they do).
-    let sc = dumbbell("50Mbit", "pfifo limit 1000", "60s", "[[flows]]\ncc = \"bbr\"\nrtt = \"40ms\"\ncount = 2\n");
+    let sc = Dumbbell::new("50Mbit", "pfifo limit 1000").duration("60s").flow(Flow::new("bbr").rtt("40ms").count(2)).build();
     let (s, cwnd) = run_with_cwnd(&sc);
     let d = dips(&cwnd, 4, 1000);
     eprintln!("2 x bbr: util {:.4} p95 {:?} dips {d:?}", s.bottleneck.utilization, s.bottleneck.sojourn_ms.p95);
@@ -169,14 +157,14 @@ fn bbr3_alone_probes_rtt_every_five_seconds_at_half_bdp() {
 fn bbr1_versus_cubic_in_a_deep_fifo() {
     // 1000 packets = 240 ms = 6 BDP: CUBIC fills the buffer, BBRv1's inflight is capped at
     // 2 x its BDP estimate, so CUBIC gets the larger share (Hock et al. 2017).
-    let sc = dumbbell("50Mbit", "pfifo limit 1000", "60s", "[[flows]]\ncc = \"bbr\"\nrtt = \"40ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"40ms\"\n");
+    let sc = Dumbbell::new("50Mbit", "pfifo limit 1000").duration("60s").flows([Flow::new("bbr").rtt("40ms"), Flow::new("cubic").rtt("40ms")]).build();
     let (s, _) = run_with_cwnd(&sc);
     let (bbr, cubic) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
     eprintln!("deep FIFO: bbr {bbr:.2} cubic {cubic:.2} Mbit/s, util {:.4}, p95 {:?}", s.bottleneck.utilization, s.bottleneck.sojourn_ms.p95);
     assert!(s.bottleneck.utilization > 0.97);
     assert!(bbr > 5.0 && cubic > bbr, "bbr {bbr} cubic {cubic}");
     // In a shallow FIFO (100 packets = 0.6 BDP) it is the other way round.
-    let sc = dumbbell("50Mbit", "pfifo limit 100", "60s", "[[flows]]\ncc = \"bbr\"\nrtt = \"40ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"40ms\"\n");
+    let sc = Dumbbell::new("50Mbit", "pfifo limit 100").duration("60s").flows([Flow::new("bbr").rtt("40ms"), Flow::new("cubic").rtt("40ms")]).build();
     let (s, _) = run_with_cwnd(&sc);
     let (bbr, cubic) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
     eprintln!("shallow FIFO: bbr {bbr:.2} cubic {cubic:.2} Mbit/s", );
@@ -188,7 +176,7 @@ fn bbr3_keeps_loss_below_its_two_percent_threshold_in_a_shallow_fifo() {
     // pfifo 20 = 0.12 BDP. BBRv1 does not react to loss (beyond recovery) and loses ~3 %;
     // v3 cuts inflight_hi / inflight_lo on loss and stays well below 2 %.
     let loss = |cc: &str| {
-        let sc = dumbbell("50Mbit", "pfifo limit 20", "30s", &format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"40ms\"\n"));
+        let sc = Dumbbell::new("50Mbit", "pfifo limit 20").duration("30s").flow(Flow::new(cc).rtt("40ms")).build();
         let (s, _) = run_with_cwnd(&sc);
         let b = &s.bottleneck;
         (b.drops as f64 / b.packets as f64, b.utilization)
@@ -224,7 +212,7 @@ fn bbr3_responds_to_ecn_only_when_min_rtt_is_at_most_five_ms() {
 
 /// BBRv3 through a FIFO that marks CE at >= k queued packets: (p95 sojourn ms, CE marks).
 fn bbr3_step_k(rtt: &str, ecn: &str, k: usize) -> (f64, u64) {
-    let sc = dumbbell("50Mbit", "pfifo limit 1000", "20s", &format!("[[flows]]\ncc = \"bbr3\"\nrtt = \"{rtt}\"\necn = \"{ecn}\"\n{}", crate::common::QUIET_HOST));
+    let sc = Dumbbell::new("50Mbit", "pfifo limit 1000").duration("20s").flow(Flow::new("bbr3").rtt(rtt).ecn(ecn)).quiet_host().build();
     let mut sim = Simulation::new(&sc);
     sim.replace_bottleneck_qdisc(Box::new(StepMark { inner: Fifo::pfifo(1000), k, marks: 0, stats: QdiscStats::default() }));
     let out = sim.run();
@@ -234,8 +222,8 @@ fn bbr3_step_k(rtt: &str, ecn: &str, k: usize) -> (f64, u64) {
 
 #[test]
 fn same_seed_same_result_and_bbr2_is_bbr3() {
-    let text = "[[flows]]\ncc = \"bbr\"\nrtt = \"40ms\"\n[[flows]]\ncc = \"bbr3\"\nrtt = \"30ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n";
-    let sc = dumbbell("50Mbit", "pfifo limit 200", "15s", text);
+    let three = |v3: &str| [Flow::new("bbr").rtt("40ms"), Flow::new(v3).rtt("30ms"), Flow::new("cubic").rtt("20ms")];
+    let sc = Dumbbell::new("50Mbit", "pfifo limit 200").duration("15s").flows(three("bbr3")).build();
     let mut a = Simulation::new(&sc).run();
     let mut b = Simulation::new(&sc).run();
     a.summary.wall_seconds = 0.0;
@@ -244,7 +232,7 @@ fn same_seed_same_result_and_bbr2_is_bbr3() {
     let bits = |s: &aqmlab_sim::metrics::Series| -> Vec<u64> { s.columns.iter().flat_map(|c| c.values.iter().map(|v| v.to_bits())).collect() };
     assert_eq!(bits(&a.series), bits(&b.series));
     // The alias builds the same model.
-    let sc2 = dumbbell("50Mbit", "pfifo limit 200", "15s", &text.replace("\"bbr3\"", "\"bbr2\""));
+    let sc2 = Dumbbell::new("50Mbit", "pfifo limit 200").duration("15s").flows(three("bbr2")).build();
     let mut c = Simulation::new(&sc2).run();
     c.summary.wall_seconds = 0.0;
     assert_eq!(serde_json::to_string(&a.summary.flows).unwrap(), serde_json::to_string(&c.summary.flows).unwrap());

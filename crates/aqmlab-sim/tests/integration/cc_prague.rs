@@ -8,11 +8,10 @@
 use aqmlab_sim::packet::{Ecn, Kind, Packet};
 use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
 use aqmlab_sim::rng::Stream;
-use aqmlab_sim::sim::Summary;
-use aqmlab_sim::{Scenario, Simulation, Time};
+use aqmlab_sim::{Simulation, Time};
 
 use crate::common;
-use common::{assert_conserved, dumbbell, scenario, Rule};
+use common::{assert_conserved, run, Dumbbell, Flow, Metrics, Rule};
 
 
 const MS: u64 = 1_000_000;
@@ -20,7 +19,7 @@ const MS: u64 = 1_000_000;
 /// Average cwnd of one DCTCP/Prague flow whose every ECT data packet is CE-marked with
 /// probability `p` (a seeded stream), over a fast link that never queues.
 fn mean_cwnd_under_random_marking(cc: &str, p: f64, secs: u64) -> (f64, u64) {
-    let sc = dumbbell("200Mbit", "pfifo limit 10000", &format!("{secs}s"), &format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"20ms\"\necn = \"l4s\"\n"));
+    let sc = Dumbbell::new("200Mbit", "pfifo limit 10000").duration(&format!("{secs}s")).flow(Flow::new(cc).rtt("20ms").ecn("l4s")).build();
     let mut sim = Simulation::new(&sc);
     let mut rng = Stream::new(7, "marks");
     sim.replace_bottleneck_qdisc(Rule::new(10_000, move |pkt: &mut Packet, _| {
@@ -43,6 +42,16 @@ fn mean_cwnd_under_random_marking(cc: &str, p: f64, secs: u64) -> (f64, u64) {
 }
 
 
+/// `prague` (flow 0, L4S ECN) and CUBIC (flow 1, no ECN), both 20 ms, through a 50 Mbit/s
+/// `qdisc` for 60 s with a 40 s steady window.
+fn prague_and_cubic(qdisc: &str, prague: &str) -> Dumbbell {
+    Dumbbell::new("50Mbit", qdisc)
+        .duration("60s")
+        .metrics(Metrics::new().steady_window("40s"))
+        .flow(Flow::new(prague).rtt("20ms").ecn("l4s"))
+        .flow(Flow::new("cubic").rtt("20ms"))
+}
+
 /// Whether a qdisc kind is registered (the AQMs are merged from other branches).
 fn has_qdisc(kind: &str) -> bool {
     let ok = aqmlab_sim::qdisc::REGISTRY.iter().any(|(k, _)| *k == kind);
@@ -50,12 +59,6 @@ fn has_qdisc(kind: &str) -> bool {
         eprintln!("SKIPPED: qdisc '{kind}' is not registered on this branch yet");
     }
     ok
-}
-
-fn run(sc: &Scenario) -> Summary {
-    let out = Simulation::new(sc).run();
-    assert_conserved(&out.summary);
-    out.summary
 }
 
 /// DCTCP's response to a fixed marking probability p (every ECT packet CE-marked
@@ -105,9 +108,8 @@ fn prague_window_follows_its_response_law_under_random_marking() {
 /// Without ECN DCTCP is Linux's `dctcp_reno`: the run is identical to Reno's.
 #[test]
 fn dctcp_without_ecn_falls_back_to_reno() {
-    let flows = |cc: &str| format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"{cc}\"\nrtt = \"40ms\"\n");
-    let a = run(&dumbbell("20Mbit", "pfifo limit 60", "20s", &flows("dctcp")));
-    let b = run(&dumbbell("20Mbit", "pfifo limit 60", "20s", &flows("reno")));
+    let pair = |cc: &str| Dumbbell::new("20Mbit", "pfifo limit 60").duration("20s").flow(Flow::new(cc).rtt("20ms")).flow(Flow::new(cc).rtt("40ms")).run();
+    let (a, b) = (pair("dctcp"), pair("reno"));
     assert!(a.bottleneck.drops > 0);
     for (x, y) in a.flows.iter().zip(&b.flows) {
         assert_eq!(x.bytes_delivered, y.bytes_delivered);
@@ -122,7 +124,7 @@ fn dctcp_without_ecn_falls_back_to_reno() {
 #[test]
 fn dctcp_keeps_the_link_busy_behind_a_step_marker() {
     let step = |cc: &str| {
-        let sc = dumbbell("100Mbit", "pfifo limit 1000", "20s", &format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"2ms\"\necn = \"l4s\"\n"));
+        let sc = Dumbbell::new("100Mbit", "pfifo limit 1000").duration("20s").flow(Flow::new(cc).rtt("2ms").ecn("l4s")).build();
         let mut sim = Simulation::new(&sc);
         // Mark on arrival when more than K = 20 packets are queued (instantaneous, as
         // DCTCP's recommended AQM).
@@ -174,7 +176,7 @@ fn dctcp_keeps_the_link_busy_behind_a_step_marker() {
 /// sawtooth of fast recoveries, each halving cwnd, without timeouts.
 #[test]
 fn prague_halves_on_loss_through_a_drop_tail_fifo() {
-    let sc = dumbbell("20Mbit", "pfifo limit 40", "30s", "[[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\n");
+    let sc = Dumbbell::new("20Mbit", "pfifo limit 40").duration("30s").flow(Flow::new("prague").rtt("20ms").ecn("l4s")).build();
     let mut sim = Simulation::new(&sc);
     let mut prev_state = aqmlab_sim::cc::CaState::Open;
     let mut peak = 0u32;
@@ -221,7 +223,7 @@ fn prague_alone_through_dualpi2_fills_the_link_with_a_shallow_l_queue() {
     if !has_qdisc("dualpi2") {
         return;
     }
-    let sc = dumbbell("50Mbit", "dualpi2", "30s", "[[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\n");
+    let sc = Dumbbell::new("50Mbit", "dualpi2").duration("30s").flow(Flow::new("prague").rtt("20ms").ecn("l4s")).build();
     let s = run(&sc);
     let b = &s.bottleneck;
     assert_eq!(b.queues[1].name, "L");
@@ -241,11 +243,7 @@ fn prague_dominates_cubic_in_a_single_codel_queue() {
     if !has_qdisc("fq_codel") {
         return;
     }
-    let sc = scenario(
-        "duration = \"60s\"\n[metrics]\nsteady_window = \"40s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"fq_codel flows 1\"\n\
-         [[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n",
-    );
-    let s = run(&sc);
+    let s = prague_and_cubic("fq_codel flows 1", "prague").run();
     let (a, b) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
     eprintln!("fq_codel flows 1: prague {a:.2} Mbit/s, cubic {b:.2} Mbit/s, ratio {:.1}:1 (testbed 25:1)", a / b);
     assert!(a > 10.0 * b, "prague {a} vs cubic {b}");
@@ -258,11 +256,7 @@ fn prague_and_cubic_share_fairly_through_fq_codel() {
     if !has_qdisc("fq_codel") {
         return;
     }
-    let sc = scenario(
-        "duration = \"60s\"\n[metrics]\nsteady_window = \"40s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"fq_codel\"\n\
-         [[flows]]\ncc = \"prague\"\nrtt = \"20ms\"\necn = \"l4s\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n",
-    );
-    let s = run(&sc);
+    let s = prague_and_cubic("fq_codel", "prague").run();
     let j = s.jain_steady.unwrap();
     eprintln!("fq_codel: prague {:.2}, cubic {:.2} Mbit/s, Jain {j:.4}", s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
     assert!(j >= 0.98, "Jain {j}");
@@ -279,12 +273,7 @@ fn prague_gets_more_than_cubic_through_dualpi2_at_equal_rtt() {
         return;
     }
     for prague in ["prague", "prague rtt_scaling 0"] {
-        let sc = dumbbell(
-            "50Mbit",
-            "dualpi2",
-            "180s",
-            &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"10ms\"\n[[flows]]\ncc = \"{prague}\"\nrtt = \"10ms\"\necn = \"l4s\"\n"),
-        );
+        let sc = Dumbbell::new("50Mbit", "dualpi2").duration("180s").flow(Flow::new("cubic").rtt("10ms")).flow(Flow::new(prague).rtt("10ms").ecn("l4s")).build();
         let s = run(&sc);
         let (c, p) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
         eprintln!(
@@ -308,11 +297,7 @@ fn classic_ecn_detection_falls_back_at_default_codel_but_misses_tightened_codel(
         return;
     }
     let pair = |qdisc: &str, prague: &str| {
-        let sc = scenario(&format!(
-            "duration = \"60s\"\n[metrics]\nsteady_window = \"40s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"{qdisc}\"\n\
-             [[flows]]\ncc = \"{prague}\"\nrtt = \"20ms\"\necn = \"l4s\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n"
-        ));
-        let s = run(&sc);
+        let s = prague_and_cubic(qdisc, prague).run();
         let (a, b) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
         eprintln!("{qdisc}, {prague}: prague {a:.2} cubic {b:.2} Mbit/s ({:.1}:1)", a / b);
         a / b
@@ -322,7 +307,7 @@ fn classic_ecn_detection_falls_back_at_default_codel_but_misses_tightened_codel(
     assert!(pair("fq_codel flows 1", det) < 2.0, "detected and fell back");
     assert!(pair("fq_codel flows 1 target 1ms interval 20ms", det) > 10.0, "not detected (false negative)");
     let alone = |prague: &str| {
-        let s = run(&dumbbell("50Mbit", "dualpi2", "30s", &format!("[[flows]]\ncc = \"{prague}\"\nrtt = \"20ms\"\necn = \"l4s\"\n")));
+        let s = Dumbbell::new("50Mbit", "dualpi2").duration("30s").flow(Flow::new(prague).rtt("20ms").ecn("l4s")).run();
         s.flows[0].bytes_delivered
     };
     assert_eq!(alone(det), alone("prague"), "no fallback through DualPI2");
@@ -331,15 +316,89 @@ fn classic_ecn_detection_falls_back_at_default_codel_but_misses_tightened_codel(
 /// Same scenario twice: identical summaries.
 #[test]
 fn dctcp_and_prague_runs_are_deterministic() {
-    let sc = dumbbell(
-        "50Mbit",
-        "pfifo limit 100",
-        "10s",
-        "[[flows]]\ncc = \"dctcp\"\nrtt = \"20ms\"\necn = \"l4s\"\n[[flows]]\ncc = \"prague classic_ecn_detection 1\"\nrtt = \"30ms\"\necn = \"l4s\"\n",
-    );
+    let sc = Dumbbell::new("50Mbit", "pfifo limit 100").duration("10s").flow(Flow::new("dctcp").rtt("20ms").ecn("l4s")).flow(Flow::new("prague classic_ecn_detection 1").rtt("30ms").ecn("l4s")).build();
     let mut a = Simulation::new(&sc).run();
     let mut b = Simulation::new(&sc).run();
     a.summary.wall_seconds = 0.0;
     b.summary.wall_seconds = 0.0;
     assert_eq!(serde_json::to_string(&a.summary).unwrap(), serde_json::to_string(&b.summary).unwrap());
+}
+
+/// One two-flow DualPI2 run (flow 0 Prague, flow 1 CUBIC with classic ECN, as the
+/// l4s-tests endpoints with tcp_ecn=3) on a given era profile: steady Mbit/s of both.
+fn dualpi2_pair(stack: &str, rate: &str, prague: &str, rtt_ms: (u32, u32), duration: &str, window: &str) -> (f64, f64) {
+    let s = Dumbbell::new(rate, "dualpi2")
+        .stack(stack)
+        .duration(duration)
+        .metrics(Metrics::new().steady_window(window))
+        .flow(Flow::new(prague).rtt(format!("{}ms", rtt_ms.0)).ecn("l4s"))
+        .flow(Flow::new("cubic").rtt(format!("{}ms", rtt_ms.1)).ecn("rfc3168"))
+        .run();
+    (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap())
+}
+
+/// The `l4steam-2020` profile runs the Prague of L4STeam/linux@b256daed (v0.5): RTT
+/// independence off by default (`prague_rtt_scaling = RTT_CONTROL_NONE`). Printed for both
+/// stacks: the issue's S1 row (10 Mbit/s, prague 80 ms vs cubic 80 ms, 60 s; linux model
+/// 0.27 vs 9.0 Mbit/s before) and the 50 Mbit/s 10/10 and 20/20 ms rows (180 s, 60 s window;
+/// testbed 2.73:1 at 10/10).
+///
+/// What the change must cause, independent of DualPI2 (whose per-profile behaviour another
+/// change may alter, so no fairness bound is asserted): on the same profile, same DualPI2,
+/// the 10/10 ms Prague:CUBIC ratio with the era's default (no RTT scaling: one packet per RTT
+/// at 10 ms) is higher than with RATE-mode scaling switched on explicitly (`rtt_scaling 1`,
+/// which at 10 ms grows only (10/15)² ≈ 0.44 packet per RTT after 100 rounds), and an
+/// explicit parameter is honoured on the profile (the two runs differ).
+#[test]
+fn l4steam_2020_prague_has_rtt_independence_off_in_dualpi2() {
+    if !has_qdisc("dualpi2") {
+        return;
+    }
+    for stack in ["linux", "l4steam-2020"] {
+        let (p, c) = dualpi2_pair(stack, "10Mbit", "prague", (80, 80), "60s", "40s");
+        eprintln!("S1 10Mbit dualpi2 80/80 ms, stack {stack}: prague {p:.2} cubic {c:.2} Mbit/s (ratio {:.2})", p / c);
+    }
+    let mut ratio = std::collections::HashMap::new();
+    for stack in ["linux", "l4steam-2020"] {
+        for rtt in [10, 20] {
+            let (p, c) = dualpi2_pair(stack, "50Mbit", "prague", (rtt, rtt), "180s", "60s");
+            eprintln!("S1 50Mbit dualpi2 {rtt}/{rtt} ms, stack {stack}: prague {p:.2} cubic {c:.2} Mbit/s, ratio {:.2}", p / c);
+            ratio.insert((stack, rtt), p / c);
+        }
+    }
+    let (p, c) = dualpi2_pair("l4steam-2020", "50Mbit", "prague rtt_scaling 1", (10, 10), "180s", "60s");
+    let rate_mode = p / c;
+    eprintln!("S1 50Mbit dualpi2 10/10 ms, stack l4steam-2020, prague rtt_scaling 1: prague {p:.2} cubic {c:.2}, ratio {rate_mode:.2}");
+    let era = ratio[&("l4steam-2020", 10)];
+    assert!(era > rate_mode, "l4steam-2020 10/10 ms: era default ratio {era:.2} should exceed RATE mode's {rate_mode:.2}");
+}
+
+/// sce-l4s-ect1's "ignoring packet loss" (L4STeam/linux@e741f5ac): through a drop-tail FIFO
+/// no CE ever arrives, so ssthresh is still infinite at the first loss; e741f5ac's
+/// `prague_ssthresh` returns max(cwnd, ∞) and, without `in_loss`, slow start swallows every
+/// ACK before the halving can be applied — the flow never leaves slow start and keeps
+/// losing. b256daed (`l4steam-2020`, `in_loss`) halves and settles. rwnd bounds the window
+/// as on the testbed ("at full rwnd").
+#[test]
+fn l4steam_2020_04_prague_ignores_loss_through_drop_tail() {
+    let mut out = Vec::new();
+    for stack in ["l4steam-2020", "l4steam-2020-04"] {
+        let sc = Dumbbell::new("20Mbit", "pfifo limit 100").stack(stack).duration("20s").flow(Flow::new("prague").rtt("20ms").ecn("l4s").rwnd("2MB")).build();
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_secs(20));
+        let (cwnd, ssthresh) = (sim.sender(0).tp.cwnd, sim.sender(0).tp.ssthresh);
+        let s = sim.run().summary;
+        assert_conserved(&s);
+        let f = &s.flows[0];
+        eprintln!(
+            "{stack}: pfifo 100, 20 Mbit/s: goodput {:.2} Mbit/s, retransmits {}, drops {}, final cwnd {cwnd} ssthresh {ssthresh}",
+            f.goodput_mbps, f.retransmits, s.bottleneck.drops
+        );
+        out.push((ssthresh, s.bottleneck.drops, f.ce_received));
+    }
+    let ((ss20, drops20, ce20), (ss04, drops04, ce04)) = (out[0], out[1]);
+    assert_eq!((ce20, ce04), (0, 0), "drop-tail never marks");
+    assert!(ss20 < 1000, "b256daed leaves slow start on loss (ssthresh {ss20})");
+    assert_eq!(ss04, u32::MAX, "e741f5ac never leaves slow start");
+    assert!(drops04 > 5 * drops20, "e741f5ac keeps losing: {drops04} vs {drops20} drops");
 }

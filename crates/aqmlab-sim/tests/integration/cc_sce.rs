@@ -3,10 +3,11 @@
 //! least `K` packets, and CE-marks above a second threshold: the closed loop must hold the
 //! queue near K by the √cwnd response alone, where a transport that ignores SCE fills it.
 
+use crate::common::{assert_conserved, Dumbbell, Flow};
 use aqmlab_sim::packet::{Ecn, Kind, Packet};
 use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
 use aqmlab_sim::sim::Summary;
-use aqmlab_sim::{Scenario, Simulation, Time};
+use aqmlab_sim::Time;
 
 /// pfifo with step marking: SCE at `sce_at` packets queued, CE at `ce_at`.
 struct StepMark {
@@ -55,16 +56,8 @@ impl Qdisc for StepMark {
     }
 }
 
-fn run(cc: &str, ecn: &str, ce_at: usize) -> (Summary, u64) {
-    let sc = Scenario::from_toml(
-        &format!(
-            "duration = \"20s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"pfifo limit 1000\"\n\
-             [[flows]]\ncc = \"{cc}\"\nrtt = \"20ms\"\necn = \"{ecn}\"\n"
-        ),
-        &[],
-    )
-    .unwrap();
-    let mut sim = Simulation::new(&sc);
+fn run_step_marked(cc: &str, ecn: &str, ce_at: usize) -> (Summary, u64) {
+    let mut sim = Dumbbell::new("50Mbit", "pfifo limit 1000").duration("20s").flow(Flow::new(cc).rtt("20ms").ecn(ecn)).sim();
     sim.replace_bottleneck_qdisc(Box::new(StepMark {
         inner: Fifo::pfifo(1000),
         sce_at: 20,
@@ -74,8 +67,7 @@ fn run(cc: &str, ecn: &str, ce_at: usize) -> (Summary, u64) {
         stats: QdiscStats::default(),
     }));
     let out = sim.run();
-    let p = out.summary.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "conservation {p:?}");
+    assert_conserved(&out.summary);
     let cwr = out.summary.flows[0].ce_received;
     (out.summary, cwr)
 }
@@ -84,7 +76,7 @@ fn run(cc: &str, ecn: &str, ce_at: usize) -> (Summary, u64) {
 fn sce_transports_hold_the_queue_at_the_sce_threshold_without_ce() {
     // 50 Mbit/s, 20 ms: BDP ≈ 83 packets. SCE above 20 queued packets, no CE below 1000.
     for cc in ["reno-sce", "cubic-sce"] {
-        let (s, ce) = run(cc, "sce", 10_000);
+        let (s, ce) = run_step_marked(cc, "sce", 10_000);
         let f = &s.flows[0];
         let p50 = s.bottleneck.sojourn_ms.p50.unwrap();
         let p99 = s.bottleneck.sojourn_ms.p99.unwrap();
@@ -94,7 +86,7 @@ fn sce_transports_hold_the_queue_at_the_sce_threshold_without_ce() {
         assert_eq!((s.bottleneck.drops, ce, f.fast_recoveries), (0, 0, 0), "{cc}: no loss or CE needed");
     }
     // Reno with RFC 3168 ECN ignores ECT(1): the FIFO fills to its limit (hundreds of ms).
-    let (s, _) = run("reno", "rfc3168", 10_000);
+    let (s, _) = run_step_marked("reno", "rfc3168", 10_000);
     assert!(s.bottleneck.sojourn_ms.p99.unwrap() > 100.0, "{:?}", s.bottleneck.sojourn_ms);
 }
 
@@ -102,10 +94,10 @@ fn sce_transports_hold_the_queue_at_the_sce_threshold_without_ce() {
 fn sce_transports_still_respond_to_ce_and_runs_repeat() {
     // CE from 30 packets: CE responses happen, the queue stays below the CE threshold mostly.
     for cc in ["reno-sce", "cubic-sce"] {
-        let (a, ce) = run(cc, "sce", 30);
+        let (a, ce) = run_step_marked(cc, "sce", 30);
         assert!(a.bottleneck.sojourn_ms.p99.unwrap() < 12.0, "{cc}: {:?}", a.bottleneck.sojourn_ms);
         assert!(a.flows[0].goodput_mbps > 40.0, "{cc}: {}", a.flows[0].goodput_mbps);
-        let (b, ce_b) = run(cc, "sce", 30);
+        let (b, ce_b) = run_step_marked(cc, "sce", 30);
         assert_eq!((a.flows[0].bytes_delivered, ce), (b.flows[0].bytes_delivered, ce_b), "{cc}: deterministic");
     }
 }

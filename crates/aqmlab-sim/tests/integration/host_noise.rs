@@ -24,14 +24,11 @@ fn summary_json(sc: &Scenario) -> String {
 fn seeds_replicate_with_host_noise_and_not_without() {
     for qdisc in ["fq_codel", "pfifo limit 100"] {
         for quiet in [false, true] {
-            let text = |seed: u64| {
-                format!(
-                    "duration = \"10s\"\nseed = {seed}\n[bottleneck]\nrate = \"20Mbit\"\nqdisc = \"{qdisc}\"\n\
-                     [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 2\n[[probes]]\nrtt = \"20ms\"\n{}",
-                    if quiet { QUIET_HOST } else { "" }
-                )
+            let sc = |seed: u64| {
+                let d = Dumbbell::new("20Mbit", qdisc).duration("10s").seed(seed).flow(Flow::new("cubic").rtt("20ms").count(2)).probe(Probe::new().rtt("20ms"));
+                if quiet { d.quiet_host() } else { d }.build()
             };
-            let (a, a2, b) = (summary_json(&scenario(&text(1))), summary_json(&scenario(&text(1))), summary_json(&scenario(&text(2))));
+            let (a, a2, b) = (summary_json(&sc(1)), summary_json(&sc(1)), summary_json(&sc(2)));
             assert_eq!(a, a2, "{qdisc}: the same seed must repeat byte for byte");
             if quiet {
                 assert_eq!(a, b, "{qdisc}, no noise: nothing random on this path, seeds must agree");
@@ -46,17 +43,19 @@ fn seeds_replicate_with_host_noise_and_not_without() {
 /// zero spread keeps the exact starts.
 #[test]
 fn starts_are_spread_within_the_window() {
-    let text = |spread: &str| {
-        format!(
-            "duration = \"3s\"\nseed = 5\n[host]\nstart_spread = \"{spread}\"\n[bottleneck]\nrate = \"20Mbit\"\n\
-             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 4\nstart = \"1s\"\n[[udp]]\nrtt = \"20ms\"\nkind = \"cbr\"\nrate = \"1Mbit\"\nstart = \"1s\"\n"
-        )
+    let link = |spread: &str| {
+        Dumbbell::link("20Mbit")
+            .duration("3s")
+            .seed(5)
+            .host(Host::new().start_spread(spread))
+            .flow(Flow::new("cubic").rtt("20ms").count(4).start("1s"))
+            .udp(Udp::new().rtt("20ms").kind("cbr").rate("1Mbit").start("1s"))
     };
-    let s = run(&scenario(&text("20ms")));
+    let s = link("20ms").run();
     let starts: Vec<f64> = s.flows.iter().map(|f| f.start_s).collect();
     assert!(starts.iter().all(|&t| (1.0..1.020).contains(&t)), "{starts:?}");
     assert!(starts.windows(2).any(|w| w[0] != w[1]), "distinct draws per flow: {starts:?}");
-    let s0 = run(&scenario(&text("0s")));
+    let s0 = link("0s").run();
     assert!(s0.flows.iter().all(|f| f.start_s == 1.0));
 }
 
@@ -67,10 +66,11 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 }
 
 /// (flow 0, flow 1) D_SS of `base` (a scenario without seed or [host]) for seeds 1..=3.
-fn rows(base: &str, quiet: bool) -> Vec<(f64, f64)> {
+fn rows(base: &Dumbbell, quiet: bool) -> Vec<(f64, f64)> {
     (1..=3)
         .map(|seed| {
-            let s: Summary = run(&scenario(&format!("seed = {seed}\n{base}{}", if quiet { QUIET_HOST } else { "" })));
+            let d = base.clone().seed(seed);
+            let s: Summary = if quiet { d.quiet_host() } else { d }.run();
             (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap())
         })
         .collect()
@@ -84,18 +84,25 @@ fn rows(base: &str, quiet: bool) -> Vec<(f64, f64)> {
 /// they do not.
 #[test]
 fn pfifo_and_s6_reno_rows_with_host_noise_on_and_off() {
-    let pfifo = "stack = \"l4steam-2020\"\nduration = \"180s\"\n[metrics]\nsteady_window = \"60s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"pfifo limit 1000\"\n\
-                 [[flows]]\ncc = \"cubic\"\necn = \"rfc3168\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"prague\"\necn = \"l4s\"\nrtt = \"20ms\"\n";
-    let s6 = |rewrite: &str| {
-        format!(
-            "stack = \"l4steam-2020\"\nduration = \"60s\"\n[metrics]\nsteady_window = \"40s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"fq_codel flows 1\"\n\
-             [[flows]]\ncc = \"prague\"\necn = \"l4s\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"reno\"\necn = \"rfc3168\"\nrtt = \"20ms\"\n{rewrite}"
-        )
+    let pfifo = Dumbbell::new("50Mbit", "pfifo limit 1000")
+        .stack("l4steam-2020")
+        .duration("180s")
+        .metrics(Metrics::new().steady_window("60s"))
+        .flow(Flow::new("cubic").ecn("rfc3168").rtt("20ms"))
+        .flow(Flow::new("prague").ecn("l4s").rtt("20ms"));
+    let s6 = |reno: Flow| {
+        Dumbbell::new("50Mbit", "fq_codel flows 1")
+            .stack("l4steam-2020")
+            .duration("60s")
+            .metrics(Metrics::new().steady_window("40s"))
+            .flow(Flow::new("prague").ecn("l4s").rtt("20ms"))
+            .flow(reno)
     };
+    let reno = || Flow::new("reno").ecn("rfc3168").rtt("20ms");
     let cases = [
-        ("S1 pfifo(1000) 20/20: cubic, prague (testbed prague 8-12)", pfifo.to_string()),
-        ("S6 fq_codel(1q) prague vs reno ecn (testbed 40-60:1)", s6("")),
-        ("S6 fq_codel(1q) prague vs reno noecn", s6("ecn_rewrite = \"not-ect\"\n")),
+        ("S1 pfifo(1000) 20/20: cubic, prague (testbed prague 8-12)", pfifo),
+        ("S6 fq_codel(1q) prague vs reno ecn (testbed 40-60:1)", s6(reno())),
+        ("S6 fq_codel(1q) prague vs reno noecn", s6(reno().ecn_rewrite("not-ect"))),
     ];
     for (label, base) in cases {
         for quiet in [true, false] {

@@ -4,6 +4,7 @@
 mod common;
 mod cascade;
 mod cc_bbr;
+mod cc_cubic_era;
 mod cc_prague;
 mod cc_sce;
 mod determinism;
@@ -28,3 +29,4 @@ mod udp;
 mod tcp_gso;
 mod host_noise;
 mod golden;
+mod pathologies;

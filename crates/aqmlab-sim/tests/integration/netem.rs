@@ -4,7 +4,7 @@
 use crate::common;
 
 use aqmlab_sim::event::EventQueue;
-use aqmlab_sim::link::ElementCtx;
+use aqmlab_sim::path::ElementCtx;
 use aqmlab_sim::packet::{Direction, Kind, Packet};
 use aqmlab_sim::path::netem::{Crandom, Netem, NetemConfig};
 use aqmlab_sim::rng::Stream;

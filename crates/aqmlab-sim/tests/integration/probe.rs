@@ -1,20 +1,13 @@
 //! The latency probe measures the path: base RTT plus serialisation when idle, the queue when
-//! bulk flows fill it.
+//! bulk flows fill it. The runs are on quiet hosts (`[host]` without timing noise): the
+//! expectations are exact times of an ideal path.
 
-use aqmlab_sim::{Scenario, Simulation};
-
-/// Runs on quiet hosts: the expectations are exact times of an ideal path.
-fn run(text: &str) -> aqmlab_sim::sim::Summary {
-    let text = format!("{text}{}", crate::common::QUIET_HOST);
-    let out = Simulation::new(&Scenario::from_toml(&text, &[]).unwrap()).run();
-    let p = out.summary.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight);
-    out.summary
-}
+use crate::common::{Dumbbell, Flow, Metrics, Probe, Return, Upstream};
+use aqmlab_sim::Scenario;
 
 #[test]
 fn an_idle_path_gives_base_rtt_plus_serialisation() {
-    let s = run("duration = \"2s\"\n[bottleneck]\nrate = \"10Mbit\"\n[[probes]]\nrtt = \"30ms\"\ninterval = \"10ms\"\nsize = 125\necn = \"ect1\"\n");
+    let s = Dumbbell::link("10Mbit").duration("2s").probe(Probe::new().rtt("30ms").interval("10ms").size(125).ecn("ect1")).quiet_host().run();
     let p = &s.probes[0];
     assert_eq!(p.sent, 200);
     // Replies to the requests sent at 1970, 1980 and 1990 ms would arrive after 2 s.
@@ -37,24 +30,15 @@ fn ns(ms: Option<f64>) -> u64 {
 /// link, to the nanosecond.
 #[test]
 fn irtt_and_ping_on_an_idle_path_measure_base_rtt_plus_serialisation_exactly() {
-    let s = run(r#"duration = "2s"
-[metrics]
-step = "100ms"
-[bottleneck]
-rate = "10Mbit"
-[[bottleneck.upstream]]
-rate = "20Mbit"
-[return]
-rate = "5Mbit"
-[[probes]]
-name = "irtt"
-rtt = "30ms"
-[[probes]]
-name = "ping"
-kind = "ping"
-rtt = "30ms"
-start = "5ms"
-"#);
+    let s = Dumbbell::link("10Mbit")
+        .duration("2s")
+        .metrics(Metrics::new().step("100ms"))
+        .upstream(Upstream::new("20Mbit"))
+        .return_path(Return::new().rate("5Mbit"))
+        .probe(Probe::new().name("irtt").rtt("30ms"))
+        .probe(Probe::new().name("ping").kind("ping").rtt("30ms").start("5ms"))
+        .quiet_host()
+        .run();
     // Bits on the wire over each link's rate, in ns: 8 x size x 1e9 / rate.
     let serialisation = |size: u64| [20_000_000u64, 10_000_000, 5_000_000].iter().map(|r| 8 * size * 1_000_000_000 / r).sum::<u64>();
     for (p, size, interval_ms) in [(&s.probes[0], 102, 10), (&s.probes[1], 98, 100)] {
@@ -73,7 +57,7 @@ start = "5ms"
 
 #[test]
 fn a_probe_behind_bulk_flows_sees_the_fifo_queue() {
-    let s = run("duration = \"20s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"pfifo limit 200\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 2\n[[probes]]\nrtt = \"20ms\"\n");
+    let s = Dumbbell::new("50Mbit", "pfifo limit 200").duration("20s").flow(Flow::new("cubic").rtt("20ms").count(2)).probe(Probe::new().rtt("20ms")).quiet_host().run();
     let p = &s.probes[0];
     // The FIFO holds up to 200 x 1514 B = 48 ms at 50 Mbit/s; the probe's upstream delay
     // tracks the bottleneck sojourn, its downstream delay does not.

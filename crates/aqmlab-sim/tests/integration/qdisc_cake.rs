@@ -2,33 +2,21 @@
 //! link of the same rate, its per-flow DRR++ gives RTT-independent fairness, and COBALT keeps
 //! the standing queue near its 5 ms target.
 
+use crate::common::{rtt_pair, Dumbbell, Flow, Metrics};
 use aqmlab_sim::sim::Summary;
-use aqmlab_sim::{Scenario, Simulation};
 
-fn run(text: &str) -> Summary {
-    let sc = Scenario::from_toml(text, &[]).expect("valid scenario");
-    let out = Simulation::new(&sc).run();
-    let p = out.summary.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
-    assert!(p.sent > 0);
-    out.summary
+/// A `rate` bottleneck with `qdisc`, run for `duration` with a steady window of `window`.
+fn cake(rate: &str, qdisc: &str, duration: &str, window: &str) -> Dumbbell {
+    Dumbbell::new(rate, qdisc).duration(duration).metrics(Metrics::new().steady_window(window))
 }
-
-fn dumbbell(rate: &str, qdisc: &str, duration: &str, window: &str, flows: &str) -> String {
-    format!(
-        "duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n[metrics]\nsteady_window = \"{window}\"\n{flows}"
-    )
-}
-
-const TWO_CUBIC: &str = "[[flows]]\ncc = \"cubic\"\nrtt = \"10ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"160ms\"\n";
 
 /// `cake bandwidth 50Mbit` on a 1 Gbit/s link must deliver what unlimited `cake` on a
 /// 50 Mbit/s link delivers: both placements give the same link rate.
 #[test]
 fn own_shaper_gives_the_same_rate_as_a_link_of_that_rate() {
-    let flows = "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\necn = \"rfc3168\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"40ms\"\n";
-    let shaped = run(&dumbbell("1Gbit", "cake bandwidth 50Mbit", "20s", "15s", flows));
-    let link = run(&dumbbell("50Mbit", "cake", "20s", "15s", flows));
+    let flows = [Flow::new("cubic").rtt("20ms").ecn("rfc3168"), Flow::new("cubic").rtt("40ms")];
+    let shaped = cake("1Gbit", "cake bandwidth 50Mbit", "20s", "15s").flows(flows.clone()).run();
+    let link = cake("50Mbit", "cake", "20s", "15s").flows(flows).run();
     let total = |s: &Summary| s.flows.iter().map(|f| f.steady_mbps.unwrap()).sum::<f64>();
     let (a, b) = (total(&shaped), total(&link));
     // Payload share of a 1514-byte frame: 1448 / 1514 of 50 Mbit/s = 47.8 Mbit/s.
@@ -55,7 +43,7 @@ fn own_shaper_gives_the_same_rate_as_a_link_of_that_rate() {
 #[test]
 fn rtt_fairness_between_10ms_and_160ms_cubic() {
     let jain = |qdisc: &str| {
-        let s = run(&dumbbell("1Gbit", qdisc, "180s", "60s", TWO_CUBIC));
+        let s = cake("1Gbit", qdisc, "180s", "60s").flows(rtt_pair("cubic")).run();
         let rates: Vec<f64> = s.flows.iter().map(|f| f.steady_mbps.unwrap()).collect();
         assert!(rates.iter().sum::<f64>() > 45.0, "{qdisc}: {rates:?}");
         (s.jain_steady.unwrap(), rates)
@@ -73,8 +61,7 @@ fn rtt_fairness_between_10ms_and_160ms_cubic() {
 #[test]
 fn single_cubic_keeps_sojourn_near_target_and_link_busy() {
     for ecn in ["off", "rfc3168"] {
-        let flows = format!("[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\necn = \"{ecn}\"\n");
-        let s = run(&dumbbell("50Mbit", "cake", "20s", "15s", &flows));
+        let s = cake("50Mbit", "cake", "20s", "15s").flow(Flow::new("cubic").rtt("20ms").ecn(ecn)).run();
         let b = &s.bottleneck;
         let p50 = b.sojourn_ms.p50.unwrap();
         assert!(p50 <= 10.0, "ecn {ecn}: median sojourn {p50} ms");
@@ -95,12 +82,11 @@ fn single_cubic_keeps_sojourn_near_target_and_link_busy() {
 #[test]
 fn cake_isolates_hosts_before_flows() {
     let share_of_single_flow_host = |mode: &str| {
-        let text = format!(
-            "duration = \"30s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"cake {mode}\"\n\
-             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\nhost = 1\n\
-             [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\nhost = 2\ncount = 3\n"
-        );
-        let s = aqmlab_sim::Simulation::new(&aqmlab_sim::Scenario::from_toml(&text, &[]).unwrap()).run().summary;
+        let s = Dumbbell::new("50Mbit", &format!("cake {mode}"))
+            .duration("30s")
+            .flow(Flow::new("cubic").rtt("20ms").host(1))
+            .flow(Flow::new("cubic").rtt("20ms").host(2).count(3))
+            .run();
         let rates: Vec<f64> = s.flows.iter().map(|f| f.steady_mbps.unwrap()).collect();
         rates[0] / rates.iter().sum::<f64>()
     };

@@ -2,29 +2,11 @@
 //! follow from the algorithms' definitions (RFC 8289/8290, Linux) and would fail if the model
 //! were wrong.
 
-use aqmlab_sim::sim::Summary;
-use aqmlab_sim::{Scenario, Simulation};
-
-fn dumbbell(rate: &str, qdisc: &str, duration: &str, flows: &str) -> Scenario {
-    Scenario::from_toml(
-        &format!("duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}"),
-        &[],
-    )
-    .expect("valid scenario")
-}
-
-fn run(sc: &Scenario) -> Summary {
-    let s = Simulation::new(sc).run().summary;
-    let p = s.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
-    s
-}
-
-const RTT_PAIR: &str = "[[flows]]\ncc = \"cubic\"\nrtt = \"10ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"160ms\"\n";
+use crate::common::{rtt_pair, Dumbbell, Flow};
 
 #[test]
 fn codel_keeps_one_cubic_flow_near_target_at_full_rate() {
-    let s = run(&dumbbell("50Mbit", "codel", "30s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n"));
+    let s = Dumbbell::new("50Mbit", "codel").duration("30s").flow(Flow::new("cubic").rtt("20ms")).run();
     let b = &s.bottleneck;
     let p50 = b.sojourn_ms.p50.unwrap();
     println!(
@@ -40,7 +22,7 @@ fn codel_keeps_one_cubic_flow_near_target_at_full_rate() {
 
 #[test]
 fn fq_codel_equalises_10ms_and_160ms_rtt_flows() {
-    let s = run(&dumbbell("50Mbit", "fq_codel", "60s", RTT_PAIR));
+    let s = Dumbbell::new("50Mbit", "fq_codel").duration("60s").flows(rtt_pair("cubic")).run();
     let j = s.jain_steady.unwrap();
     let (a, b) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
     println!("fq_codel: 10 ms {a:.2} Mbit/s, 160 ms {b:.2} Mbit/s, Jain {j:.4}, util {:.3}", s.bottleneck.utilization);
@@ -49,8 +31,8 @@ fn fq_codel_equalises_10ms_and_160ms_rtt_flows() {
 
 #[test]
 fn fq_codel_with_one_flow_queue_is_clearly_less_fair() {
-    let fq = run(&dumbbell("50Mbit", "fq_codel", "60s", RTT_PAIR)).jain_steady.unwrap();
-    let s = run(&dumbbell("50Mbit", "fq_codel flows 1", "60s", RTT_PAIR));
+    let fq = Dumbbell::new("50Mbit", "fq_codel").duration("60s").flows(rtt_pair("cubic")).run().jain_steady.unwrap();
+    let s = Dumbbell::new("50Mbit", "fq_codel flows 1").duration("60s").flows(rtt_pair("cubic")).run();
     let j = s.jain_steady.unwrap();
     let (a, b) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
     println!("fq_codel flows 1: 10 ms {a:.2} Mbit/s, 160 ms {b:.2} Mbit/s, Jain {j:.4} (fq_codel {fq:.4})");
@@ -60,12 +42,7 @@ fn fq_codel_with_one_flow_queue_is_clearly_less_fair() {
 
 #[test]
 fn fq_codel_marks_ecn_flows_instead_of_dropping() {
-    let s = run(&dumbbell(
-        "50Mbit",
-        "fq_codel",
-        "20s",
-        "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\necn = \"rfc3168\"\ncount = 2\n",
-    ));
+    let s = Dumbbell::new("50Mbit", "fq_codel").duration("20s").flow(Flow::new("cubic").rtt("20ms").ecn("rfc3168").count(2)).run();
     println!(
         "fq_codel ecn: drops {} ce_marks {} p50 {:.2} ms",
         s.packets.dropped,
@@ -76,13 +53,13 @@ fn fq_codel_marks_ecn_flows_instead_of_dropping() {
     assert!(s.bottleneck.ce_marks > 10, "{}", s.bottleneck.ce_marks);
     assert!(s.bottleneck.sojourn_ms.p50.unwrap() <= 10.0);
     // The same flows without ECN are dropped instead.
-    let s = run(&dumbbell("50Mbit", "fq_codel", "20s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 2\n"));
+    let s = Dumbbell::new("50Mbit", "fq_codel").duration("20s").flow(Flow::new("cubic").rtt("20ms").count(2)).run();
     assert!(s.packets.dropped > 10 && s.bottleneck.ce_marks == 0);
 }
 
 #[test]
 fn sfq_codel_shares_and_controls_delay() {
-    let s = run(&dumbbell("50Mbit", "sfq_codel", "60s", RTT_PAIR));
+    let s = Dumbbell::new("50Mbit", "sfq_codel").duration("60s").flows(rtt_pair("cubic")).run();
     let j = s.jain_steady.unwrap();
     let p50 = s.bottleneck.sojourn_ms.p50.unwrap();
     println!("sfq_codel: Jain {j:.4}, p50 {p50:.2} ms, util {:.3}", s.bottleneck.utilization);

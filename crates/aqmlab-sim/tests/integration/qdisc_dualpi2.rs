@@ -3,19 +3,7 @@
 //! against CUBIC (l4s-tests S1). Single step decisions are unit-tested in
 //! `src/qdisc/dualpi2.rs`.
 
-use aqmlab_sim::sim::Summary;
-use aqmlab_sim::{Scenario, Simulation};
-
-fn dumbbell(rate: &str, qdisc: &str, duration: &str, flows: &str) -> Scenario {
-    let text = format!("duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}");
-    Scenario::from_toml(&text, &[]).expect("valid scenario")
-}
-
-fn assert_conserved(s: &Summary) {
-    let p = s.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
-    assert!(p.sent > 0);
-}
+use crate::common::{Dumbbell, Flow, Metrics};
 
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -26,10 +14,8 @@ fn median(v: &mut [f64]) -> f64 {
 /// delay at its 15 ms target while keeping the link busy.
 #[test]
 fn single_cubic_flow_settles_at_the_target_delay() {
-    let sc = dumbbell("50Mbit", "dualpi2", "60s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n");
-    let out = Simulation::new(&sc).run();
+    let out = Dumbbell::new("50Mbit", "dualpi2").duration("60s").flow(Flow::new("cubic").rtt("20ms")).run_output();
     let s = &out.summary;
-    assert_conserved(s);
     let b = &s.bottleneck;
     assert_eq!(b.queues.len(), 2);
     assert_eq!((b.queues[0].name.as_str(), b.queues[1].name.as_str()), ("C", "L"));
@@ -60,10 +46,8 @@ fn single_cubic_flow_settles_at_the_target_delay() {
 /// the same delay control without losses.
 #[test]
 fn classic_ecn_flow_is_marked_not_dropped() {
-    let sc = dumbbell("50Mbit", "dualpi2", "30s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\necn = \"rfc3168\"\n");
-    let out = Simulation::new(&sc).run();
+    let out = Dumbbell::new("50Mbit", "dualpi2").duration("30s").flow(Flow::new("cubic").rtt("20ms").ecn("rfc3168")).run_output();
     let s = &out.summary;
-    assert_conserved(s);
     let b = &s.bottleneck;
     assert_eq!(b.queues[1].packets, 0, "ECT(0) never enters L");
     let marks = b.ce_marks;
@@ -92,16 +76,14 @@ struct S1Row {
 }
 
 fn s1_row(stack: &str, rate: &str, rtt: &str, duration: &str, window: &str) -> S1Row {
-    let text = format!(
-        "duration = \"{duration}\"\nstack = \"{stack}\"\n[metrics]\nsteady_window = \"{window}\"\n\
-         [bottleneck]\nrate = \"{rate}\"\nqdisc = \"dualpi2\"\n\
-         [[flows]]\ncc = \"prague\"\necn = \"l4s\"\nrtt = \"{rtt}\"\n\
-         [[flows]]\ncc = \"cubic\"\necn = \"rfc3168\"\nrtt = \"{rtt}\"\n"
-    );
-    let sc = Scenario::from_toml(&text, &[]).expect("valid scenario");
-    let out = Simulation::new(&sc).run();
+    let out = Dumbbell::new(rate, "dualpi2")
+        .duration(duration)
+        .stack(stack)
+        .metrics(Metrics::new().steady_window(window))
+        .flow(Flow::new("prague").ecn("l4s").rtt(rtt))
+        .flow(Flow::new("cubic").ecn("rfc3168").rtt(rtt))
+        .run_output();
     let s = &out.summary;
-    assert_conserved(s);
     let last = |m: &str| *out.series.get("bottleneck", m).expect(m).values.last().unwrap();
     let f = &s.flows;
     assert_eq!((f[0].cc.as_str(), f[1].cc.as_str()), ("prague", "cubic"));

@@ -1,22 +1,7 @@
 //! System tests of PIE (RFC 8033, Linux sch_pie.c) at the bottleneck of the dumbbell.
 
-use aqmlab_sim::sim::{RunOutput, Summary};
-use aqmlab_sim::{Scenario, Simulation};
-
-fn run(rate: &str, qdisc: &str, duration: &str, flows: &str) -> RunOutput {
-    let text = format!("duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}");
-    let sc = Scenario::from_toml(&text, &[]).expect("valid scenario");
-    let out = Simulation::new(&sc).run();
-    assert_conserved(&out.summary);
-    out
-}
-
-/// Sent = delivered + dropped + still inside the network, for every run.
-fn assert_conserved(s: &Summary) {
-    let p = s.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
-    assert!(p.sent > 0);
-}
+use crate::common::{Dumbbell, Flow};
+use aqmlab_sim::sim::RunOutput;
 
 /// Mean of a series' finite values over the time window [from, to) seconds.
 fn mean_between(out: &RunOutput, metric: &str, from: f64, to: f64) -> f64 {
@@ -26,8 +11,8 @@ fn mean_between(out: &RunOutput, metric: &str, from: f64, to: f64) -> f64 {
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-fn cubic(n: u32, rtt: &str, ecn: &str) -> String {
-    format!("[[flows]]\ncc = \"cubic\"\nrtt = \"{rtt}\"\necn = \"{ecn}\"\ncount = {n}\n")
+fn cubic(n: u32, rtt: &str, ecn: &str) -> Flow {
+    Flow::new("cubic").rtt(rtt).ecn(ecn).count(n)
 }
 
 /// Largest value a series took.
@@ -42,7 +27,7 @@ fn near(x: f64, target: f64, frac: f64) -> bool {
 
 #[test]
 fn single_cubic_flow_settles_at_the_15ms_target() {
-    let out = run("50Mbit", "pie", "60s", &cubic(1, "20ms", "off"));
+    let out = Dumbbell::new("50Mbit", "pie").duration("60s").flow(cubic(1, "20ms", "off")).run_output();
     let s = &out.summary;
     // Queue delay: mean per-packet sojourn over the second half, from the series and from
     // the summary (whole run), and PIE's own estimate (xstat).
@@ -61,7 +46,7 @@ fn single_cubic_flow_settles_at_the_15ms_target() {
 
 #[test]
 fn ecn_flow_is_marked_instead_of_dropped_while_p_is_small() {
-    let out = run("50Mbit", "pie ecn", "60s", &cubic(1, "20ms", "rfc3168"));
+    let out = Dumbbell::new("50Mbit", "pie ecn").duration("60s").flow(cubic(1, "20ms", "rfc3168")).run_output();
     let s = &out.summary;
     let pmax = max_of(&out, "prob");
     assert!(pmax <= 0.1, "a single flow keeps p below the 10 % ECN limit (max {pmax})");
@@ -71,7 +56,7 @@ fn ecn_flow_is_marked_instead_of_dropped_while_p_is_small() {
     assert!(near(qdelay, 15.0, 0.3), "second-half mean queue delay {qdelay} ms");
     assert!(s.bottleneck.utilization >= 0.9);
     // The same ECN-capable flow through PIE without `ecn` is dropped, never marked.
-    let out = run("50Mbit", "pie noecn", "60s", &cubic(1, "20ms", "rfc3168"));
+    let out = Dumbbell::new("50Mbit", "pie noecn").duration("60s").flow(cubic(1, "20ms", "rfc3168")).run_output();
     assert!(out.summary.bottleneck.drops > 0);
     assert_eq!(out.summary.bottleneck.ce_marks, 0);
 }
@@ -79,7 +64,7 @@ fn ecn_flow_is_marked_instead_of_dropped_while_p_is_small() {
 #[test]
 fn ecn_flows_are_dropped_once_p_exceeds_10_percent() {
     // 20 flows on 10 Mbit/s x 20 ms (a BDP of 17 packets) need p well above 10 %.
-    let out = run("10Mbit", "pie ecn", "20s", &cubic(20, "20ms", "rfc3168"));
+    let out = Dumbbell::new("10Mbit", "pie ecn").duration("20s").flow(cubic(20, "20ms", "rfc3168")).run_output();
     let s = &out.summary;
     let p = mean_between(&out, "prob", 10.0, 20.0);
     assert!(p > 0.1, "mean p {p}");
@@ -90,7 +75,7 @@ fn ecn_flows_are_dropped_once_p_exceeds_10_percent() {
 
 #[test]
 fn departure_rate_estimator_measures_the_link_rate_and_holds_the_target() {
-    let out = run("50Mbit", "pie dq_rate_estimator", "30s", &cubic(1, "20ms", "off"));
+    let out = Dumbbell::new("50Mbit", "pie dq_rate_estimator").duration("30s").flow(cubic(1, "20ms", "off")).run_output();
     let s = &out.summary;
     // avg_dq_rate in bytes/s: the 50 Mbit/s link drains 6.25 MB/s while backlogged.
     let rate = mean_between(&out, "avg_dq_rate", 15.0, 30.0);
@@ -108,7 +93,7 @@ fn load_transient_study_variants_run() {
         "pie limit 100 target 20ms max_burst 100ms dq_rate_estimator dq_threshold 5 tupdate 30ms",
         "pie limit 100 target 20ms max_burst 100ms dq_rate_estimator dq_threshold 10 tupdate 60ms",
     ] {
-        let out = run("2Mbit", q, "30s", "[[flows]]\ncc = \"reno\"\nrtt = \"162ms\"\ncount = 2\n");
+        let out = Dumbbell::new("2Mbit", q).duration("30s").flow(Flow::new("reno").rtt("162ms").count(2)).run_output();
         let s = &out.summary;
         assert!(s.bottleneck.drops > 0, "{q}");
         assert!(s.bottleneck.utilization > 0.7, "{q}: utilisation {}", s.bottleneck.utilization);

@@ -2,21 +2,8 @@
 //! thresholds by early signals, the link stays busy, and ECN-capable traffic is marked
 //! rather than dropped.
 
+use crate::common::{Dumbbell, Flow};
 use aqmlab_sim::sim::RunOutput;
-use aqmlab_sim::{Scenario, Simulation};
-
-fn dumbbell(rate: &str, qdisc: &str, duration: &str, flows: &str) -> Scenario {
-    let text = format!("duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n{flows}");
-    Scenario::from_toml(&text, &[]).expect("valid scenario")
-}
-
-fn run(sc: &Scenario) -> RunOutput {
-    let out = Simulation::new(sc).run();
-    let p = out.summary.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
-    assert!(p.sent > 0);
-    out
-}
 
 /// Values of a bottleneck series from `from` seconds on (NaN samples skipped).
 fn series_after(out: &RunOutput, metric: &str, from: f64) -> Vec<f64> {
@@ -52,14 +39,14 @@ fn check_max_p(out: &RunOutput) {
 /// since 0.7 (BDP + 33 kB) < BDP = 125 kB.
 #[test]
 fn red_acts_between_the_thresholds_for_one_cubic_flow() {
-    let sc = dumbbell("50Mbit", RED_400K, "30s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n");
-    let out = run(&sc);
+    let out = Dumbbell::new("50Mbit", RED_400K).duration("30s").flow(Flow::new("cubic").rtt("20ms")).run_output();
     let b = &out.summary.bottleneck;
     let qavg = series_after(&out, "qavg", 3.0);
     let peak = qavg.iter().cloned().fold(0.0, f64::max);
     assert!(peak < MAX_TH, "qavg reached max_th: {peak}");
-    // Each 2-s window (longer than a CUBIC cycle here) has its peak between the thresholds.
-    for (i, w) in qavg.chunks(40).enumerate() {
+    // Each whole 2-s window (longer than a CUBIC cycle here) has its peak between the
+    // thresholds; the last 1 s (27 s of samples) is shorter than a cycle and left out.
+    for (i, w) in qavg.chunks_exact(40).enumerate() {
         let p = w.iter().cloned().fold(0.0, f64::max);
         assert!((MIN_TH..MAX_TH).contains(&p), "window {i}: peak qavg {p}");
     }
@@ -78,8 +65,7 @@ fn red_acts_between_the_thresholds_for_one_cubic_flow() {
 /// thresholds.
 #[test]
 fn red_holds_the_average_between_the_thresholds_for_eight_flows() {
-    let sc = dumbbell("50Mbit", RED_400K, "30s", "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 8\n");
-    let out = run(&sc);
+    let out = Dumbbell::new("50Mbit", RED_400K).duration("30s").flow(Flow::new("cubic").rtt("20ms").count(8)).run_output();
     let b = &out.summary.bottleneck;
     let qavg = series_after(&out, "qavg", 5.0);
     let (m, inside) = band(&qavg);
@@ -94,9 +80,8 @@ fn red_holds_the_average_between_the_thresholds_for_eight_flows() {
 /// average again kept below max_th.
 #[test]
 fn red_marks_ecn_flows_instead_of_dropping() {
-    let flows = "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\necn = \"rfc3168\"\ncount = 4\n";
-    let sc = dumbbell("50Mbit", RED_400K, "30s", flows);
-    let out = run(&sc);
+    let flows = Flow::new("cubic").rtt("20ms").ecn("rfc3168").count(4);
+    let out = Dumbbell::new("50Mbit", RED_400K).duration("30s").flow(flows).run_output();
     let b = &out.summary.bottleneck;
     let qavg = series_after(&out, "qavg", 3.0);
     let (m, inside) = band(&qavg);
@@ -115,9 +100,9 @@ fn red_marks_ecn_flows_instead_of_dropping() {
 /// and ~160 ms RTT keeps a much shorter queue than the 100-packet tail-drop buffer it sits in.
 #[test]
 fn hred_keeps_the_queue_short_at_a_slow_access_link() {
-    let flows = "[[flows]]\ncc = \"cubic\"\nrtt = \"162ms\"\n";
-    let fifo = run(&dumbbell("2Mbit", "pfifo limit 100", "40s", flows));
-    let hred = run(&dumbbell("2Mbit", "hred", "40s", flows));
+    let flow = Flow::new("cubic").rtt("162ms");
+    let fifo = Dumbbell::new("2Mbit", "pfifo limit 100").duration("40s").flow(flow.clone()).run_output();
+    let hred = Dumbbell::new("2Mbit", "hred").duration("40s").flow(flow).run_output();
     let (f, h) = (&fifo.summary.bottleneck, &hred.summary.bottleneck);
     let qavg = series_after(&hred, "qavg", 5.0);
     assert!(qavg.iter().all(|&q| q < 80.0), "HRED average beyond 2 max_th");

@@ -5,26 +5,12 @@
 //! signals each kind of sender sees (SCE marks for `ecn = "sce"`, CE for RFC 3168, drops
 //! for Not-ECT).
 
-use aqmlab_sim::sim::{RunOutput, Summary};
-use aqmlab_sim::{Scenario, Simulation};
+use crate::common::{rtt_pair, Dumbbell, Flow, Metrics};
+use aqmlab_sim::sim::Summary;
 
-fn run_full(text: &str) -> RunOutput {
-    let sc = Scenario::from_toml(text, &[]).expect("valid scenario");
-    let out = Simulation::new(&sc).run();
-    let p = out.summary.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
-    assert!(p.sent > 0);
-    out
-}
-
-fn run(text: &str) -> Summary {
-    run_full(text).summary
-}
-
-fn dumbbell(rate: &str, qdisc: &str, duration: &str, window: &str, flows: &str) -> String {
-    format!(
-        "duration = \"{duration}\"\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n[metrics]\nsteady_window = \"{window}\"\n{flows}"
-    )
+/// A `rate` bottleneck with `qdisc`, run for `duration` with a steady window of `window`.
+fn sce_link(rate: &str, qdisc: &str, duration: &str, window: &str) -> Dumbbell {
+    Dumbbell::new(rate, qdisc).duration(duration).metrics(Metrics::new().steady_window(window))
 }
 
 fn total(s: &Summary) -> f64 {
@@ -35,12 +21,12 @@ fn total(s: &Summary) -> f64 {
 /// link delivers, within 2 %, for each of the three disciplines.
 #[test]
 fn own_shaper_gives_the_same_rate_as_a_link_of_that_rate() {
-    let flows = "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\necn = \"rfc3168\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"40ms\"\n";
+    let flows = [Flow::new("cubic").rtt("20ms").ecn("rfc3168"), Flow::new("cubic").rtt("40ms")];
     // Payload share of a 1514-byte frame: 1448 / 1514 of 50 Mbit/s = 47.8 Mbit/s.
     let payload = 50.0 * 1448.0 / 1514.0;
     for (kind, args) in [("cnq_codel_af", ""), ("twin_codel_af", " sce-thresh 4"), ("lfq_cobalt", " sce-thresh 8")] {
-        let shaped = run(&dumbbell("1Gbit", &format!("{kind} bandwidth 50Mbit{args}"), "20s", "15s", flows));
-        let link = run(&dumbbell("50Mbit", &format!("{kind}{args}"), "20s", "15s", flows));
+        let shaped = sce_link("1Gbit", &format!("{kind} bandwidth 50Mbit{args}"), "20s", "15s").flows(flows.clone()).run();
+        let link = sce_link("50Mbit", &format!("{kind}{args}"), "20s", "15s").flows(flows.clone()).run();
         let (a, b) = (total(&shaped), total(&link));
         eprintln!("{kind}: shaped {a:.2} Mbit/s, link {b:.2} Mbit/s, shaped p50 sojourn {:?} ms", shaped.bottleneck.sojourn_ms.p50);
         assert!((a - b).abs() / b < 0.02, "{kind}: shaped {a:.2} vs link {b:.2} Mbit/s");
@@ -58,9 +44,8 @@ fn own_shaper_gives_the_same_rate_as_a_link_of_that_rate() {
 /// earlier, which makes it far fairer than a plain FIFO (pfifo limit 1000, as in S1).
 #[test]
 fn rtt_fairness_between_10ms_and_160ms_cubic() {
-    let flows = "[[flows]]\ncc = \"cubic\"\nrtt = \"10ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"160ms\"\n";
     let jain = |rate: &str, qdisc: &str| {
-        let s = run(&dumbbell(rate, qdisc, "120s", "60s", flows));
+        let s = sce_link(rate, qdisc, "120s", "60s").flows(rtt_pair("cubic")).run();
         let rates: Vec<f64> = s.flows.iter().map(|f| f.steady_mbps.unwrap()).collect();
         let j = s.jain_steady.unwrap();
         eprintln!("{qdisc}: Jain {j:.3}, rates {rates:?}, p50 sojourn {:?} ms", s.bottleneck.sojourn_ms.p50);
@@ -84,8 +69,7 @@ fn rtt_fairness_between_10ms_and_160ms_cubic() {
 fn sce_marks_reach_sce_flows_and_ce_or_drops_reach_the_others() {
     for qdisc in ["cnq_codel_af bandwidth 50Mbit sce-thresh 4", "twin_codel_af bandwidth 50Mbit sce-thresh 4", "lfq_cobalt bandwidth 50Mbit sce-thresh 8"] {
         for ecn in ["sce", "rfc3168", "off"] {
-            let flows = format!("[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\necn = \"{ecn}\"\n");
-            let out = run_full(&dumbbell("1Gbit", qdisc, "20s", "10s", &flows));
+            let out = sce_link("1Gbit", qdisc, "20s", "10s").flow(Flow::new("cubic").rtt("20ms").ecn(ecn)).run_output();
             let (s, b) = (&out.summary, &out.summary.bottleneck);
             let f = &s.flows[0];
             let sce_marks = *out.series.get("bottleneck", "sce_marks").expect("sce_marks xstat").values.last().unwrap();
@@ -113,7 +97,6 @@ fn sce_marks_reach_sce_flows_and_ce_or_drops_reach_the_others() {
         }
     }
     // Without sce-thresh (the l4s-tests use of cnq_codel_af) nothing is SCE-marked.
-    let flows = "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\necn = \"sce\"\n";
-    let s = run(&dumbbell("1Gbit", "cnq_codel_af bandwidth 50Mbit", "10s", "5s", flows));
+    let s = sce_link("1Gbit", "cnq_codel_af bandwidth 50Mbit", "10s", "5s").flow(Flow::new("cubic").rtt("20ms").ecn("sce")).run();
     assert!(s.flows[0].sce_received == 0 && s.bottleneck.ce_marks > 0);
 }

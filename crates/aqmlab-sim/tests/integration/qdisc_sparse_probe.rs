@@ -1,19 +1,16 @@
 //! A sparse latency probe through flow-queueing AQMs (issue 3): fq_codel serves it ahead of
 //! bulk flows, so it sees almost no queue; with `flows 1` it shares the one CoDel queue.
 
+use crate::common::{rtt_pair, Dumbbell, Probe};
 use aqmlab_sim::sim::Summary;
-use aqmlab_sim::{Scenario, Simulation};
 
-fn run(qdisc: &str) -> Summary {
-    let text = format!(
-        "duration = \"30s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"{qdisc}\"\n\
-         [[flows]]\ncc = \"cubic\"\nrtt = \"10ms\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"160ms\"\n\
-         [[probes]]\nrtt = \"20ms\"\ninterval = \"10ms\"\nsize = 102\n"
-    );
-    let out = Simulation::new(&Scenario::from_toml(&text, &[]).unwrap()).run();
-    let p = out.summary.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight);
-    out.summary
+/// The RTT pair of CUBIC flows and a 10 ms probe through a 50 Mbit/s `qdisc`, 30 s.
+fn bulk_and_probe(qdisc: &str) -> Summary {
+    Dumbbell::new("50Mbit", qdisc)
+        .duration("30s")
+        .flows(rtt_pair("cubic"))
+        .probe(Probe::new().rtt("20ms").interval("10ms").size(102))
+        .run()
 }
 
 /// Queueing delay the probe saw on the way up at the 99th percentile, in ms: its one-way
@@ -24,7 +21,7 @@ fn probe_queueing_p99(s: &Summary) -> f64 {
 
 #[test]
 fn fq_codel_serves_a_sparse_probe_ahead_of_bulk_flows() {
-    let s = run("fq_codel");
+    let s = bulk_and_probe("fq_codel");
     let q = probe_queueing_p99(&s);
     // At most one bulk packet (242 us at 50 Mbit/s) ahead of it, plus scheduling.
     assert!(q < 1.0, "probe queueing p99 {q} ms");
@@ -34,8 +31,8 @@ fn fq_codel_serves_a_sparse_probe_ahead_of_bulk_flows() {
 
 #[test]
 fn with_flows_1_the_probe_shares_the_single_codel_queue() {
-    let fq = run("fq_codel");
-    let single = run("fq_codel flows 1");
+    let fq = bulk_and_probe("fq_codel");
+    let single = bulk_and_probe("fq_codel flows 1");
     let q = probe_queueing_p99(&single);
     // The probe now waits behind the bulk packets: its queueing follows the shared queue.
     let shared_p99 = single.bottleneck.sojourn_ms.p99.unwrap();

@@ -2,7 +2,7 @@
 //! `tc qdisc replace` swaps.
 use crate::common;
 use aqmlab_sim::event::EventQueue;
-use aqmlab_sim::link::{Element, ElementCtx, Link};
+use aqmlab_sim::path::{Element, ElementCtx, Link};
 use aqmlab_sim::metrics::Series;
 use aqmlab_sim::packet::{Direction, Kind, Packet};
 use aqmlab_sim::qdisc::Fifo;

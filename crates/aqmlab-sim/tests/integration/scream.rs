@@ -2,15 +2,8 @@
 //! against Prague flows joining one by one, and alone through a tail-drop FIFO where only its
 //! delay signal limits it.
 
-use aqmlab_sim::{RunOutput, Scenario, Simulation};
-
-fn run(text: &str) -> RunOutput {
-    let sc = Scenario::from_toml(text, &[]).expect("valid scenario");
-    let out = Simulation::new(&sc).run();
-    let p = out.summary.packets;
-    assert_eq!(p.sent, p.delivered + p.dropped + p.in_flight, "packet conservation: {p:?}");
-    out
-}
+use crate::common::{Dumbbell, Flow, Media};
+use aqmlab_sim::RunOutput;
 
 /// Mean of a series over [from, to) seconds (NaN samples skipped).
 fn mean(out: &RunOutput, entity: &str, metric: &str, from: f64, to: f64) -> f64 {
@@ -19,12 +12,14 @@ fn mean(out: &RunOutput, entity: &str, metric: &str, from: f64, to: f64) -> f64 
     v.iter().sum::<f64>() / v.len() as f64
 }
 
-const MEDIA_L4S: &str = "[[media]]\nname = \"video\"\nkind = \"scream\"\nrtt = \"25ms\"\necn = \"ect1\"\nmax_bitrate = \"200Mbit\"\n";
+fn video_l4s() -> Media {
+    Media::new("scream").name("video").rtt("25ms").ecn("ect1").max_bitrate("200Mbit")
+}
 
 #[test]
 fn scream_alone_through_dualpi2_uses_55_to_95_percent_of_the_link() {
-    let text = format!("duration = \"30s\"\n[bottleneck]\nrate = \"100Mbit\"\nqdisc = \"dualpi2\"\n{MEDIA_L4S}");
-    let out = run(&text);
+    let sc = Dumbbell::new("100Mbit", "dualpi2").duration("30s").media(video_l4s());
+    let out = sc.run_output();
     let m = &out.summary.media[0];
     let rate = mean(&out, "video", "bitrate", 10.0, 30.0);
     let target = mean(&out, "video", "target_bitrate", 10.0, 30.0);
@@ -36,7 +31,7 @@ fn scream_alone_through_dualpi2_uses_55_to_95_percent_of_the_link() {
     let l = out.summary.bottleneck.queues.iter().find(|q| q.name == "L").expect("L queue");
     assert!(l.sojourn_ms.p99.unwrap() < 3.0, "L-queue p99 {:?}", l.sojourn_ms);
     // Deterministic.
-    let again = run(&text);
+    let again = sc.run_output();
     assert_eq!(format!("{:?}", again.summary.media), format!("{:?}", out.summary.media));
 }
 
@@ -46,13 +41,11 @@ fn scream_keeps_a_share_as_prague_flows_join_and_the_l_queue_stays_short() {
         eprintln!("SKIPPED: cc \"prague\" is not registered on this branch yet");
         return;
     }
-    let mut text = format!("duration = \"100s\"\n[bottleneck]\nrate = \"100Mbit\"\nqdisc = \"dualpi2\"\n{MEDIA_L4S}");
-    for k in 1..=4 {
+    let prague = |k: u32| Flow::new("prague").name(format!("prague{k}")).ecn("l4s").rtt("25ms").start(format!("{}s", 20 * k))
         // gso = false: with Prague's GSO pairs SCReAM's share with 3 Prague flows falls to
         // 4.8 Mbit/s, below this test's bound of 5 (open, reported in issue 11).
-        text.push_str(&format!("[[flows]]\nname = \"prague{k}\"\ncc = \"prague\"\necn = \"l4s\"\nrtt = \"25ms\"\nstart = \"{}s\"\ngso = false\n", 20 * k));
-    }
-    let out = run(&text);
+        .gso(false);
+    let out = Dumbbell::new("100Mbit", "dualpi2").duration("100s").media(video_l4s()).flows((1..=4).map(prague)).run_output();
     for k in 0..5 {
         let (from, to) = (20.0 * k as f64 + 5.0, 20.0 * (k + 1) as f64);
         let rate = mean(&out, "video", "bitrate", from, to);
@@ -66,9 +59,10 @@ fn scream_keeps_a_share_as_prague_flows_join_and_the_l_queue_stays_short() {
 
 #[test]
 fn scream_through_pfifo_settles_with_the_queue_delay_below_its_target() {
-    let text = "duration = \"30s\"\n[bottleneck]\nrate = \"100Mbit\"\nqdisc = \"pfifo limit 1000\"\n\
-                [[media]]\nname = \"video\"\nkind = \"scream\"\nrtt = \"25ms\"\nmax_bitrate = \"200Mbit\"\n";
-    let out = run(text);
+    let out = Dumbbell::new("100Mbit", "pfifo limit 1000")
+        .duration("30s")
+        .media(Media::new("scream").name("video").rtt("25ms").max_bitrate("200Mbit"))
+        .run_output();
     let m = &out.summary.media[0];
     let rate = mean(&out, "video", "bitrate", 10.0, 30.0);
     let qd = mean(&out, "video", "qdelay_estimate", 10.0, 30.0);
@@ -89,9 +83,10 @@ fn scream_through_pfifo_settles_with_the_queue_delay_below_its_target() {
 fn classic_ecn_scream_runs_in_the_c_queue() {
     // ECT(0) through DualPI2 goes to the C queue (classic marking at the PI2 probability):
     // the CE response is the fixed β and the flow still uses the link.
-    let text = "duration = \"30s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"dualpi2\"\n\
-                [[media]]\nname = \"video\"\nkind = \"scream\"\nrtt = \"25ms\"\necn = \"ect0\"\nmax_bitrate = \"100Mbit\"\n";
-    let out = run(text);
+    let out = Dumbbell::new("50Mbit", "dualpi2")
+        .duration("30s")
+        .media(Media::new("scream").name("video").rtt("25ms").ecn("ect0").max_bitrate("100Mbit"))
+        .run_output();
     let m = &out.summary.media[0];
     let rate = mean(&out, "video", "bitrate", 10.0, 30.0);
     println!("bitrate {rate:.1} Mbit/s {m:?}");

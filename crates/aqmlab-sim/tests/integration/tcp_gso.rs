@@ -16,11 +16,12 @@ fn run_bursts(sc: &aqmlab_sim::Scenario) -> (Summary, Vec<(u32, u32)>, Option<f6
     (out.summary, b, step)
 }
 
-/// The flows, on quiet hosts (no start spread, no jitter: the expectations below are
-/// derived for an ideal path; host jitter may merge separate sends into one arrival).
-fn flows(gso: bool, specs: &[(&str, &str, &str)]) -> String {
-    let f: String = specs.iter().map(|(cc, rtt, ecn)| format!("[[flows]]\ncc = \"{cc}\"\nrtt = \"{rtt}\"\necn = \"{ecn}\"\ngso = {gso}\n")).collect();
-    f + QUIET_HOST
+/// A `rate` bottleneck with `qdisc` for `duration` and the flows `specs` (cc, rtt, ecn), each
+/// with `gso`, on quiet hosts (no start spread, no jitter: the expectations below are derived
+/// for an ideal path; host jitter may merge separate sends into one arrival).
+fn gso_link(rate: &str, qdisc: &str, duration: &str, gso: bool, specs: &[(&str, &str, &str)]) -> Dumbbell {
+    let flows = specs.iter().map(|&(cc, rtt, ecn)| Flow::new(cc).rtt(rtt).ecn(ecn).gso(gso));
+    Dumbbell::new(rate, qdisc).duration(duration).flows(flows).quiet_host()
 }
 
 /// Bursts of `flow` other than its initial window (the first 10 segments leave unpaced
@@ -53,7 +54,7 @@ fn the_bottleneck_sees_bursts_of_tso_segs_and_single_packets_without_gso() {
     assert_eq!(autosize, 4);
     for gso in [true, false] {
         for rate in ["10Mbit", "50Mbit"] {
-            let (s, b, _) = run_bursts(&dumbbell(rate, "dualpi2", "20s", &flows(gso, &[("prague", "20ms", "l4s")])));
+            let (s, b, _) = run_bursts(&gso_link(rate, "dualpi2", "20s", gso, &[("prague", "20ms", "l4s")]).build());
             let sizes = after_iw(&b, 0);
             let pairs = sizes.iter().filter(|&&n| n == 2).count() as f64 * 2.0 / sizes.iter().sum::<u32>() as f64;
             eprintln!("prague {rate} dualpi2 gso {gso}: {:.2} Mbit/s, bursts {:?}, share in pairs {pairs:.3}", s.flows[0].goodput_mbps, burst_histogram(&b, 0));
@@ -64,7 +65,7 @@ fn the_bottleneck_sees_bursts_of_tso_segs_and_single_packets_without_gso() {
                 assert!(sizes.iter().all(|&n| n == 1), "{rate}: GSO off, a burst above 1");
             }
         }
-        let (s, b, _) = run_bursts(&dumbbell("50Mbit", "pfifo limit 1000", "20s", &flows(gso, &[("cubic", "20ms", "off")])));
+        let (s, b, _) = run_bursts(&gso_link("50Mbit", "pfifo limit 1000", "20s", gso, &[("cubic", "20ms", "off")]).build());
         let sizes = after_iw(&b, 0);
         eprintln!("cubic 50Mbit pfifo gso {gso}: {:.2} Mbit/s, bursts {:?}", s.flows[0].goodput_mbps, burst_histogram(&b, 0));
         assert_eq!(mode(&sizes), if gso { autosize } else { 2 });
@@ -79,7 +80,7 @@ fn the_bottleneck_sees_bursts_of_tso_segs_and_single_packets_without_gso() {
 #[test]
 fn every_packet_behind_another_in_a_burst_is_step_marked_at_10_mbit() {
     for gso in [true, false] {
-        let (s, b, step) = run_bursts(&dumbbell("10Mbit", "dualpi2", "30s", &flows(gso, &[("prague", "20ms", "l4s")])));
+        let (s, b, step) = run_bursts(&gso_link("10Mbit", "dualpi2", "30s", gso, &[("prague", "20ms", "l4s")]).build());
         let behind: u64 = b.iter().map(|&(_, n)| n as u64 - 1).sum();
         let l = &s.bottleneck.queues[1];
         eprintln!(
@@ -97,15 +98,16 @@ fn every_packet_behind_another_in_a_burst_is_step_marked_at_10_mbit() {
 /// 20/20 ms, 180 s, D_SS over 60 s) with and without GSO, on the study's profile and on
 /// today's. Issue 11: the model's Prague got 3-5 Mbit/s, the testbed's 8-12. Printed; the
 /// test asserts only what the bursts imply: both flows deliver, the link is shared, and
-/// Prague's arrivals are pairs with GSO, single packets without.
+/// Prague's arrivals are pairs with GSO on `linux`, mostly single packets on `l4steam-2020`
+/// (its 2020 cap), single packets without GSO.
 #[test]
 fn pfifo_cubic_vs_prague_with_and_without_bursts() {
     for stack in ["l4steam-2020", "linux"] {
         for gso in [true, false] {
-            let sc = scenario(&format!(
-                "stack = \"{stack}\"\nduration = \"180s\"\n[metrics]\nsteady_window = \"60s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"pfifo limit 1000\"\n{}",
-                flows(gso, &[("cubic", "20ms", "rfc3168"), ("prague", "20ms", "l4s")])
-            ));
+            let sc = gso_link("50Mbit", "pfifo limit 1000", "180s", gso, &[("cubic", "20ms", "rfc3168"), ("prague", "20ms", "l4s")])
+                .stack(stack)
+                .metrics(Metrics::new().steady_window("60s"))
+                .build();
             let (s, b, _) = run_bursts(&sc);
             let (c, p) = (s.flows[0].steady_mbps.unwrap(), s.flows[1].steady_mbps.unwrap());
             let (hc, hp) = (burst_histogram(&b, 0), burst_histogram(&b, 1));
@@ -115,10 +117,13 @@ fn pfifo_cubic_vs_prague_with_and_without_bursts() {
             );
             assert!(c > 0.0 && p > 0.0 && c + p <= 50.0);
             let sizes = after_iw(&b, 1);
-            if gso {
-                assert_eq!(mode(&sizes), 2);
-            } else {
-                assert!(sizes.iter().all(|&n| n == 1));
+            // With GSO, generation D (`linux`) sends pairs (`Exactly(max(burst, 2))`); the
+            // 2020 code (`l4steam-2020`) caps autosize at the burst, floor 1
+            // (`AtMost(max_tso_burst)`), 1 at these rates: mostly single packets.
+            match (gso, stack) {
+                (true, "linux") => assert_eq!(mode(&sizes), 2),
+                (true, _) => assert_eq!(mode(&sizes), 1),
+                (false, _) => assert!(sizes.iter().all(|&n| n == 1)),
             }
         }
     }

@@ -9,16 +9,17 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::common;
-use common::{assert_conserved, dumbbell, scenario, Rule};
+use common::{assert_conserved, Dumbbell, Flow, Rule};
 
 /// The S6 jitter study path: 50 Mbit/s, 80 ms, a pfifo of three BDPs (no AQM drops to
 /// confuse the picture), CUBIC, 15 s; `netem` on the flow's path in both directions.
 fn jitter_run(netem: Option<&str>) -> (f64, aqmlab_sim::tcp::sender::SenderStats, u32, u64) {
-    let extra = netem.map_or(String::new(), |n| format!("netem = \"{n}\"\n"));
-    let sc = scenario(&format!(
-        "duration = \"15s\"\n[bottleneck]\nrate = \"50Mbit\"\nqdisc = \"pfifo limit 1000\"\n\
-         [[flows]]\ncc = \"cubic\"\nrtt = \"80ms\"\n{extra}"
-    ));
+    let flow = Flow::new("cubic").rtt("80ms");
+    let flow = match netem {
+        Some(n) => flow.netem(n),
+        None => flow,
+    };
+    let sc = Dumbbell::new("50Mbit", "pfifo limit 1000").duration("15s").flow(flow).build();
     let mut sim = Simulation::new(&sc);
     sim.run_until(Time::from_secs(15) - Time(1));
     let s = sim.sender(0);
@@ -107,7 +108,7 @@ fn a_spurious_fast_recovery_from_one_reordered_segment_is_undone() {
     // retransmitted. The original then fills the hole: its ACK echoes the original's
     // timestamp (Eifel, tcp_packet_delayed) and the retransmission comes back D-SACKed, so the
     // recovery is undone and cwnd returns to its value before the recovery.
-    let sc = dumbbell("10Mbit", "pfifo limit 1000", "10s", "[[flows]]\ncc = \"cubic\"\nrtt = \"40ms\"\nrwnd = 100000\n");
+    let sc = Dumbbell::new("10Mbit", "pfifo limit 1000").duration("10s").flow(Flow::new("cubic").rtt("40ms").rwnd(100000)).build();
     let mut sim = Simulation::new(&sc);
     sim.replace_bottleneck_qdisc(Box::new(HoldOne { inner: Fifo::pfifo(1000), seq: 300, k: 10, held: None, passed: 0, done: false }));
     let mut prev = (CaState::Open, 0u32);
@@ -161,7 +162,7 @@ fn a_spurious_fast_recovery_from_one_reordered_segment_is_undone() {
 /// min RTT).
 fn drop_one(seq: u32, size: u64, rate: &str, rtt: &str, rwnd: u32) -> (Time, Time, aqmlab_sim::tcp::sender::SenderStats, Time) {
     // One segment per send: the bounds below allow one serialisation, not an skb's.
-    let sc = dumbbell(rate, "pfifo limit 10000", "20s", &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"{rtt}\"\nsize = {size}\nrwnd = {rwnd}\ngso = false\n"));
+    let sc = Dumbbell::new(rate, "pfifo limit 10000").duration("20s").flow(Flow::new("cubic").rtt(rtt).size(size).rwnd(rwnd).gso(false)).build();
     let mut sim = Simulation::new(&sc);
     let seen: Rc<RefCell<Vec<Time>>> = Rc::default();
     let log = seen.clone();
@@ -215,7 +216,7 @@ fn a_lost_tail_is_repaired_by_a_tail_loss_probe_not_a_timeout() {
     // (srtt + 200 ms after the last ACK). Its SACK then lets RACK mark the other one lost.
     let n = 200u32;
     let size = 1448 * n as u64;
-    let sc = dumbbell("10Mbit", "pfifo limit 10000", "20s", &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"40ms\"\nsize = {size}\nrwnd = 60000\n"));
+    let sc = Dumbbell::new("10Mbit", "pfifo limit 10000").duration("20s").flow(Flow::new("cubic").rtt("40ms").size(size).rwnd(60000)).build();
     let mut sim = Simulation::new(&sc);
     let seen: Rc<RefCell<Vec<(u32, Time)>>> = Rc::default();
     let log = seen.clone();
@@ -267,7 +268,7 @@ fn a_burst_of_tail_drops_is_repaired_without_timeout() {
     // below it lost and fast recovery repairs them.
     let n = 300u32;
     let size = 1448 * n as u64;
-    let sc = dumbbell("10Mbit", "pfifo limit 10000", "20s", &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"40ms\"\nsize = {size}\n"));
+    let sc = Dumbbell::new("10Mbit", "pfifo limit 10000").duration("20s").flow(Flow::new("cubic").rtt("40ms").size(size)).build();
     let mut sim = Simulation::new(&sc);
     let mut seen = std::collections::HashSet::new();
     sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, _| !(p.tcp.seq >= n - 5 && seen.insert(p.tcp.seq))));

@@ -1,6 +1,6 @@
 //! Dumbbell topology: flows in both directions over asymmetric links.
 use crate::common;
-use common::{run, scenario};
+use common::{run, Dumbbell, Flow, Probe, Return};
 
 /// A download's data crosses the return link and its ACKs the bottleneck: with 1 Mbit/s up
 /// and 10 Mbit/s down, the download gets nearly 10 Mbit/s while its ACKs share the uplink with
@@ -8,25 +8,12 @@ use common::{run, scenario};
 /// wait behind the download's data in the downlink FIFO) (l4s-tests S4's situation).
 #[test]
 fn downloads_use_the_return_link_and_their_acks_queue_at_the_bottleneck() {
-    let sc = scenario(
-        r#"duration = "30s"
-[bottleneck]
-rate = "1Mbit"
-qdisc = "pfifo limit 20"
-[return]
-rate = "10Mbit"
-qdisc = "pfifo limit 200"
-[[flows]]
-cc = "cubic"
-rtt = "20ms"
-name = "up"
-[[flows]]
-cc = "cubic"
-rtt = "20ms"
-name = "down"
-direction = "down"
-"#,
-    );
+    let sc = Dumbbell::new("1Mbit", "pfifo limit 20")
+        .duration("30s")
+        .return_path(Return::new().rate("10Mbit").qdisc("pfifo limit 200"))
+        .flow(Flow::new("cubic").rtt("20ms").name("up"))
+        .flow(Flow::new("cubic").rtt("20ms").name("down").direction("down"))
+        .build();
     let s = run(&sc);
     let (up, down) = (&s.flows[0], &s.flows[1]);
     println!("up {:.3} Mbit/s, down {:.3} Mbit/s, bottleneck packets {}", up.goodput_mbps, down.goodput_mbps, s.bottleneck.packets);
@@ -40,30 +27,13 @@ direction = "down"
 }
 
 fn rrul_be(up_qdisc: &str, down_qdisc: &str) -> aqmlab_sim::sim::Summary {
-    run(&scenario(&format!(
-        r#"duration = "30s"
-[bottleneck]
-rate = "1Mbit"
-qdisc = "{up_qdisc}"
-[return]
-rate = "10Mbit"
-qdisc = "{down_qdisc}"
-[[flows]]
-cc = "cubic"
-rtt = "20ms"
-name = "up"
-count = 4
-[[flows]]
-cc = "cubic"
-rtt = "20ms"
-name = "down"
-count = 4
-direction = "down"
-[[probes]]
-kind = "ping"
-rtt = "20ms"
-"#
-    )))
+    Dumbbell::new("1Mbit", up_qdisc)
+        .duration("30s")
+        .return_path(Return::new().rate("10Mbit").qdisc(down_qdisc))
+        .flow(Flow::new("cubic").rtt("20ms").name("up").count(4))
+        .flow(Flow::new("cubic").rtt("20ms").name("down").count(4).direction("down"))
+        .probe(Probe::new().kind("ping").rtt("20ms"))
+        .run()
 }
 
 /// l4s-tests S4: rrul_be (4 uploads, 4 downloads, flent's ping) over 1/10 Mbit/s.

@@ -5,7 +5,7 @@
 use crate::common;
 
 use aqmlab_sim::{Scenario, Simulation, Time};
-use common::{assert_conserved, run, scenario};
+use common::{assert_conserved, run, Dumbbell, Flow, Transient, Workload};
 
 /// Serialisation of `bytes` at `bps`, in seconds.
 fn ser(bytes: f64, bps: f64) -> f64 {
@@ -17,10 +17,10 @@ fn a_single_transfer_on_an_idle_path_follows_slow_start() {
     // One 70-segment object, served down to the client, RTT 20 ms, 100 Mbit/s both ways.
     let (segs, mss, rtt, bps) = (70u32, 1448u32, 0.020, 100e6);
     let size = segs * mss;
-    let s = run(&scenario(&format!(
-        "duration = \"3s\"\n[bottleneck]\nrate = \"100Mbit\"\n\
-         [[workloads]]\nname = \"one\"\nrtt = \"20ms\"\nsize_p5 = {size}\nsize_p95 = {size}\nstart = \"1s\"\nstop = \"1.000001s\"\nmean_interarrival = \"10s\"\n"
-    )));
+    let s = Dumbbell::link("100Mbit")
+        .duration("3s")
+        .workload(Workload::new().name("one").rtt("20ms").size_p5(size).size_p95(size).start("1s").stop("1.000001s").mean_interarrival("10s"))
+        .run();
     let w = &s.workloads[0];
     assert_eq!((w.started, w.completed, w.incomplete), (1, 1, 0));
     let fct = w.fct_s[0];
@@ -45,14 +45,11 @@ fn an_upload_workload_starts_at_the_client() {
     // Direction up: the client sends its first data with the ACK of the SYN-ACK, so the
     // first byte arrives 1.5 RTT after the SYN; the HTTP-style download's arrives at 2 RTT
     // (the request's one-way trip comes first). 10 segments = IW: one round.
-    let text = |dir: &str| {
-        format!(
-            "duration = \"3s\"\n[bottleneck]\nrate = \"100Mbit\"\n\
-             [[workloads]]\nrtt = \"20ms\"\ndirection = \"{dir}\"\nsize_p5 = 14480\nsize_p95 = 14480\nstart = \"1s\"\nstop = \"1.000001s\"\nmean_interarrival = \"10s\"\n"
-        )
+    let fct = |dir: &str| {
+        let w = Workload::new().rtt("20ms").direction(dir).size_p5(14480).size_p95(14480).start("1s").stop("1.000001s").mean_interarrival("10s");
+        Dumbbell::link("100Mbit").duration("3s").workload(w).run().workloads[0].fct_s[0]
     };
-    let up = run(&scenario(&text("up"))).workloads[0].fct_s[0];
-    let down = run(&scenario(&text("down"))).workloads[0].fct_s[0];
+    let (up, down) = (fct("up"), fct("down"));
     println!("10-segment object: up {:.3} ms, down {:.3} ms", up * 1e3, down * 1e3);
     let tail = ser(10.0 * 1514.0, 100e6);
     assert!((down - up - 0.010).abs() < 1e-4, "{up} {down}");
@@ -62,10 +59,10 @@ fn an_upload_workload_starts_at_the_client() {
 #[test]
 fn connection_state_is_bounded_by_concurrency() {
     // About 2000 arrivals of 10 kB objects at 100 per second: a few are open at a time.
-    let sc = scenario(
-        "duration = \"24s\"\n[bottleneck]\nrate = \"100Mbit\"\n\
-         [[workloads]]\nrtt = \"10ms\"\nmean_interarrival = \"10ms\"\nsize_p5 = 10000\nsize_p95 = 10000\nstop = \"20s\"\n",
-    );
+    let sc = Dumbbell::link("100Mbit")
+        .duration("24s")
+        .workload(Workload::new().rtt("10ms").mean_interarrival("10ms").size_p5(10000).size_p95(10000).stop("20s"))
+        .build();
     let mut sim = Simulation::new(&sc);
     let mut most_open = 0;
     for ms in (0..24_000).step_by(5) {
@@ -86,18 +83,15 @@ fn connection_state_is_bounded_by_concurrency() {
 
 /// Järvinen & Kojo: 2 Mbit/s, 100-packet buffer, RTT 2 × (70 + 11) ms, two groups of four
 /// Reno flows splitting 360 kB each, IW 3, initial RTO 3 s, 1000-byte segments.
-fn load_transients(qdisc: &str) -> String {
-    format!(
-        "duration = \"30s\"\nseed = 5\n[bottleneck]\nrate = \"2Mbit\"\nqdisc = \"{qdisc}\"\n\
-         [[transients]]\nname = \"g1\"\nflows = 4\ntotal = 360000\ncc = \"reno\"\nrtt = \"162ms\"\ninitial_cwnd = 3\ninitial_rto = \"3s\"\nmss = 1000\n\
-         [[transients]]\nname = \"g2\"\nflows = 4\ntotal = 360000\ncc = \"reno\"\nrtt = \"162ms\"\nstart_jitter = \"650ms\"\ninitial_cwnd = 3\ninitial_rto = \"3s\"\nmss = 1000\n"
-    )
+fn load_transients(qdisc: &str) -> Dumbbell {
+    let group = |name: &str| Transient::new().name(name).flows(4).total(360000).cc("reno").rtt("162ms").initial_cwnd(3).initial_rto("3s").mss(1000);
+    Dumbbell::new("2Mbit", qdisc).duration("30s").seed(5).transient(group("g1")).transient(group("g2").start_jitter("650ms"))
 }
 
 #[test]
 fn transient_groups_respond_within_their_bounds() {
-    let text = load_transients("pfifo limit 100");
-    let s = run(&scenario(&text));
+    let sc = load_transients("pfifo limit 100");
+    let s = sc.run();
     assert!(s.flows.is_empty(), "transient flows are reported under transients");
     let (rtt, bps) = (0.162, 2e6);
     // Each flow: 90 segments from IW 3, doubling per RTT at best: ceil(log2(90/3 + 1)) = 5
@@ -117,15 +111,15 @@ fn transient_groups_respond_within_their_bounds() {
     assert_eq!(s.transients[0].start_s, 0.0);
     assert!((0.0..=0.65).contains(&s.transients[1].start_s), "{}", s.transients[1].start_s);
     // Deterministic: the same scenario gives the same numbers, a different seed another start.
-    let again = run(&scenario(&text));
+    let again = sc.run();
     assert_eq!(serde_json::to_string(&again.transients).unwrap(), serde_json::to_string(&s.transients).unwrap());
-    let other = run(&scenario(&text.replace("seed = 5", "seed = 6")));
+    let other = sc.seed(6).run();
     assert_ne!(other.transients[1].start_s, s.transients[1].start_s);
 }
 
 #[test]
 fn initial_rto_sets_the_first_timeout() {
-    let sc = scenario("duration = \"1s\"\n[bottleneck]\nrate = \"10Mbit\"\n[[flows]]\ncc = \"reno\"\nrtt = \"20ms\"\ninitial_rto = \"3s\"\n[[flows]]\ncc = \"reno\"\nrtt = \"20ms\"\n");
+    let sc = Dumbbell::link("10Mbit").duration("1s").flow(Flow::new("reno").rtt("20ms").initial_rto("3s")).flow(Flow::new("reno").rtt("20ms")).build();
     let sim = Simulation::new(&sc);
     assert_eq!((sim.sender(0).rto(), sim.sender(1).rto()), (Time::from_secs(3), Time::from_secs(1)));
 }

@@ -3,24 +3,23 @@
 
 use crate::common;
 
-use aqmlab_sim::{Scenario, Simulation};
-use common::{run, scenario};
+use aqmlab_sim::Scenario;
+use common::{Dumbbell, Flow, Metrics, Udp};
 
 /// Wire bytes of a UDP packet with `payload` bytes: UDP 8 + IPv4 20 + Ethernet 14.
 fn wire(payload: f64) -> f64 {
     payload + 42.0
 }
 
-fn udp_run(rate: &str, qdisc: &str, duration: &str, extra: &str, udp: &str) -> aqmlab_sim::sim::Summary {
-    // Quiet hosts: the expectations are exact times of an ideal path.
-    run(&scenario(&format!("duration = \"{duration}\"\n{extra}\n[bottleneck]\nrate = \"{rate}\"\nqdisc = \"{qdisc}\"\n[[udp]]\nrtt = \"20ms\"\n{udp}{}", common::QUIET_HOST)))
+/// A `rate` bottleneck with `qdisc` for `duration` and one UDP source with a 20 ms RTT, on
+/// quiet hosts (the expectations are exact times of an ideal path).
+fn udp_link(rate: &str, qdisc: &str, duration: &str, udp: Udp) -> Dumbbell {
+    Dumbbell::new(rate, qdisc).duration(duration).udp(udp.rtt("20ms")).quiet_host()
 }
 
 #[test]
 fn cbr_through_an_idle_link_arrives_whole_at_its_rate_after_base_delay_and_serialisation() {
-    let text = format!("duration = \"4s\"\n[bottleneck]\nrate = \"50Mbit\"\n[[udp]]\nname = \"cbr\"\nkind = \"cbr\"\nrate = \"10Mbit\"\nrtt = \"20ms\"\n{}", common::QUIET_HOST);
-    let out = Simulation::new(&scenario(&text)).run();
-    common::assert_conserved(&out.summary);
+    let out = Dumbbell::link("50Mbit").duration("4s").udp(Udp::new().name("cbr").kind("cbr").rate("10Mbit").rtt("20ms")).quiet_host().run_output();
     let u = &out.summary.udp[0];
     // One 1200-byte packet every 960 us; those sent in the last 10 ms are still travelling.
     let owd = 10.0 + wire(1200.0) * 8.0 / 50e6 * 1e3;
@@ -46,8 +45,8 @@ fn cbr_through_an_idle_link_arrives_whole_at_its_rate_after_base_delay_and_seria
 fn video_frames_queue_as_one_burst_unless_paced() {
     // 2.5 Mbit/s at 30 fps: 9 packets a frame (8 x 1200 B + 816/817 B) through 10 Mbit/s.
     let tx = |payload: f64| wire(payload) * 8.0 / 10e6 * 1e3;
-    let bursty = udp_run("10Mbit", "pfifo", "2s", "", "kind = \"video\"\n");
-    let paced = udp_run("10Mbit", "pfifo", "2s", "", "kind = \"video\"\npaced = true\n");
+    let bursty = udp_link("10Mbit", "pfifo", "2s", Udp::new().kind("video")).run();
+    let paced = udp_link("10Mbit", "pfifo", "2s", Udp::new().kind("video").paced(true)).run();
     let u = &bursty.udp[0];
     assert_eq!((u.sent, u.received, u.lost), (60 * 9, 60 * 9, 0));
     assert!((u.mean_mbps - 2.5).abs() < 1e-9, "{}", u.mean_mbps);
@@ -74,7 +73,7 @@ fn video_frames_queue_as_one_burst_unless_paced() {
 fn cbr_overload_loses_the_excess_over_the_link_rate() {
     // 60 Mbit/s of payload is 62.1 Mbit/s on the wire: a 50 Mbit/s link passes 50/62.1 of the
     // packets (the loss is 1/6 only if the headers are forgotten).
-    let s = udp_run("50Mbit", "pfifo limit 20", "5s", "", "kind = \"cbr\"\nrate = \"60Mbit\"\n");
+    let s = udp_link("50Mbit", "pfifo limit 20", "5s", Udp::new().kind("cbr").rate("60Mbit")).run();
     let u = &s.udp[0];
     let want = 1.0 - 50.0 / (60.0 * wire(1200.0) / 1200.0);
     let got = u.lost as f64 / (u.lost + u.received) as f64;
@@ -87,12 +86,12 @@ fn cbr_overload_loses_the_excess_over_the_link_rate() {
 
 #[test]
 fn the_sojourn_cdf_is_monotone_ends_at_one_and_matches_the_quantiles() {
-    let s = common::run(&common::dumbbell(
-        "20Mbit",
-        "dualpi2",
-        "6s",
-        "[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n[[flows]]\ncc = \"prague\"\necn = \"l4s\"\nrtt = \"20ms\"\n[[udp]]\nrtt = \"20ms\"\necn = \"ect1\"\n",
-    ));
+    let s = Dumbbell::new("20Mbit", "dualpi2")
+        .duration("6s")
+        .flow(Flow::new("cubic").rtt("20ms"))
+        .flow(Flow::new("prague").ecn("l4s").rtt("20ms"))
+        .udp(Udp::new().rtt("20ms").ecn("ect1"))
+        .run();
     let mut all = vec![&s.bottleneck.sojourn_ms];
     all.extend(s.bottleneck.queues.iter().map(|q| &q.sojourn_ms));
     assert_eq!(all.len(), 3, "overall, C and L");
@@ -120,8 +119,11 @@ fn a_cbr_overload_burst_gives_the_spike_duration_computed_by_hand() {
     // backlog grows at 12.1 Mbit/s from the first arrival (10 ms) to the last (2.01 s), then
     // drains at 50 Mbit/s.
     let spikes = |after: &str| {
-        let extra = format!("[metrics]\nspike_thresholds = [\"60ms\", \"100ms\"]\nspike_after = \"{after}\"");
-        udp_run("50Mbit", "pfifo limit 10000", "3s", &extra, "kind = \"cbr\"\nrate = \"60Mbit\"\nstop = \"2s\"\n").bottleneck.spikes
+        udp_link("50Mbit", "pfifo limit 10000", "3s", Udp::new().kind("cbr").rate("60Mbit").stop("2s"))
+            .metrics(Metrics::new().spike_thresholds(["60ms", "100ms"]).spike_after(after))
+            .run()
+            .bottleneck
+            .spikes
     };
     let (c, arrival) = (50e6 / 8.0, 60e6 * wire(1200.0) / 1200.0 / 8.0);
     let (first, last) = (0.010, 0.010 + 2.0 - 1200.0 * 8.0 / 60e6);

@@ -195,8 +195,9 @@ impl TcpSender {
     /// sees the raw `tp->is_cwnd_limited` flag; otherwise PRR during a CWR/Recovery
     /// reduction, else `cong_avoid` when `tcp_may_raise_cwnd`. Then the pacing rate.
     fn cong_control(&mut self, st: &AckState) {
-        // Linux tcp_is_cwnd_limited(), evaluated for this ACK.
+        // Linux tcp_is_cwnd_limited() and tcp_write_queue_empty(), evaluated for this ACK.
         self.tp.is_cwnd_limited = self.is_cwnd_limited();
+        self.tp.write_queue_empty = !self.has_new_data();
         if self.cc.cong_control(&mut self.tp, &st.rs) {
             // The algorithm has set cwnd and pacing (and may have set `tp.app_limited`).
         } else if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {

@@ -231,6 +231,7 @@ impl TcpSender {
             app_limited: 0,
             edt: Time::ZERO,
             ecn: cfg.ecn,
+            write_queue_empty: true,
         };
         TcpSender {
             flow,

@@ -16,9 +16,10 @@
 //!   `tcp_tso_autosize`: bytes = `sk_pacing_rate >> sk_pacing_shift` (10: ≈ 1 ms), plus
 //!   since 5.18 `gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log)` (halves per 512 µs of min
 //!   RTT: 0 bytes above 16 ms, 128 bytes at 5 ms), at most `gso_max_size − 1 −
-//!   MAX_TCP_HEADER` (65 215 bytes); segments = max(bytes / mss, min_tso); then the
-//!   congestion control's own bound ([`crate::cc::CongestionControl::max_tso_segs`]) and
-//!   `gso_max_segs`.
+//!   MAX_TCP_HEADER` (65 215 bytes); segments = max(bytes / mss, min_tso); the congestion
+//!   control's hook ([`crate::cc::CongestionControl::tso_segs`]) caps that
+//!   (`TsoSegs::AtMost`, the 2020 L4S `.max_tso_segs`) or replaces it (`TsoSegs::Exactly`,
+//!   google/bbr's `.tso_segs`); then `gso_max_segs`.
 //! - `tcp_write_xmit`: per skb, `tcp_pacing_check`, `tcp_cwnd_test` (quota = min(cwnd −
 //!   in_flight, max(cwnd/2, 1))), `tcp_tso_should_defer` when the send-queue skb holds more
 //!   than one segment, `tcp_mss_split_point` (send min(quota, tso_segs, receive window, what
@@ -40,7 +41,7 @@
 
 use super::queue::*;
 use super::{EndpointCtx, Phase, TcpSender};
-use crate::cc::{CaEvent, CaState};
+use crate::cc::{CaEvent, CaState, TsoSegs};
 use crate::event::FlowTimer;
 use crate::packet::{Direction, Ecn, Kind, Packet};
 use crate::packet::EcnMode;
@@ -148,11 +149,17 @@ impl TcpSender {
         if !self.cfg.gso {
             return 1;
         }
-        let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(TCP_MIN_TSO_SEGS);
-        let mut segs = tso_autosize(self.tp.pacing_rate, self.cfg.mss, self.tp.min_rtt, min_tso, self.cfg.tso_rtt_allowance);
-        if let Some(cap) = self.cc.max_tso_segs(&self.tp) {
-            segs = segs.min(cap);
-        }
+        let autosize = || {
+            let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(TCP_MIN_TSO_SEGS);
+            tso_autosize(self.tp.pacing_rate, self.cfg.mss, self.tp.min_rtt, min_tso, self.cfg.tso_rtt_allowance)
+        };
+        // The CC's hook (`crate::cc::TsoSegs`): the 2020 L4S trees' `.max_tso_segs` caps
+        // autosize; the google/bbr tree's `.tso_segs` replaces it. Then `sk_gso_max_segs`.
+        let segs = match self.cc.tso_segs(&self.tp) {
+            None => autosize(),
+            Some(TsoSegs::AtMost(n)) => autosize().min(n.max(1)),
+            Some(TsoSegs::Exactly(n)) => n.max(1),
+        };
         segs.min(GSO_MAX_SEGS)
     }
 

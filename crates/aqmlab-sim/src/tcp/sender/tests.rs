@@ -1,5 +1,5 @@
 use super::*;
-use crate::cc::Reno;
+use crate::cc::{Reno, TsoSegs};
 use super::queue::*;
 use crate::event::EventQueue;
 use crate::packet::Direction;
@@ -184,10 +184,10 @@ fn the_reordering_timer_is_capped_at_the_rto() {
 }
 
 /// A congestion control that paces at a fixed rate and never changes cwnd, with an optional
-/// `max_tso_segs` bound: the send path alone decides the segments per skb.
+/// `tso_segs` hook: the send path alone decides the segments per skb.
 struct FixedRate {
     rate: f64,
-    cap: Option<u32>,
+    cap: Option<TsoSegs>,
     /// Whether the rate is enforced (internal pacing) or only sizes the skbs.
     paced: bool,
 }
@@ -206,7 +206,7 @@ impl CongestionControl for FixedRate {
     fn needs_pacing(&self) -> bool {
         self.paced
     }
-    fn max_tso_segs(&self, _tp: &TcpCcState) -> Option<u32> {
+    fn tso_segs(&self, _tp: &TcpCcState) -> Option<TsoSegs> {
         self.cap
     }
 }
@@ -250,15 +250,25 @@ fn tso_autosize_is_a_millisecond_of_the_pacing_rate() {
 /// (`tcp_xmit_size_goal`, 65 215 B), so every 45th segment leaves alone (the rest of an
 /// skb), and the next send follows 231.68 µs later. The initial window (first 10 segments,
 /// unpaced as `tcp_update_skb_after_send`) leaves in skbs of 4 + 4 + 4. GSO off: one
-/// segment every 231.68 µs; a congestion control's bound of 2: two every 463.36 µs.
+/// segment every 231.68 µs (whatever the hook says); a congestion control's `AtMost(2)`: two
+/// every 463.36 µs; `AtMost(8)` leaves autosize's 4; `Exactly(6)` replaces it (six every
+/// 1390.08 µs, above autosize), `Exactly(1)` too.
 #[test]
 fn a_paced_sender_sends_skbs_of_tso_segs_spaced_by_the_whole_skb() {
     let rate = 50e6 / 8.0;
-    for (gso, cap, first, per_send) in [(true, None, 12, 4), (false, None, 10, 1), (true, Some(2), 10, 2)] {
+    for (gso, cap, first, per_send) in [
+        (true, None, 12, 4),
+        (false, None, 10, 1),
+        (false, Some(TsoSegs::Exactly(6)), 10, 1),
+        (true, Some(TsoSegs::AtMost(2)), 10, 2),
+        (true, Some(TsoSegs::AtMost(8)), 12, 4),
+        (true, Some(TsoSegs::Exactly(6)), 12, 6),
+        (true, Some(TsoSegs::Exactly(1)), 10, 1),
+    ] {
         let cfg = TcpConfig { initial_cwnd: 100, gso, ..TcpConfig::default() };
         let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate, cap, paced: true }));
-        assert_eq!(h.tx.tso_segs(), if gso { cap.unwrap_or(4) } else { 1 });
-        h.run_timers(Time::from_millis(20));
+        assert_eq!(h.tx.tso_segs() as usize, per_send);
+        h.run_timers(Time::from_millis(30));
         let b = bursts(&h);
         assert_eq!(b[0], (Time::from_millis(10), first), "gso {gso} cap {cap:?}: {:?}", &b[..3]);
         let goal = if gso { 45 } else { 1 };
@@ -270,7 +280,7 @@ fn a_paced_sender_sends_skbs_of_tso_segs_spaced_by_the_whole_skb() {
             left = if left == want { goal } else { left - want };
             prev = n;
         }
-        assert!(b.len() > 10);
+        assert!(b.len() > 10, "gso {gso} cap {cap:?}: {} sends", b.len());
         assert_eq!(h.tx.stats.data_skbs_sent as usize, first / per_send + b.len() - 1);
     }
 }
