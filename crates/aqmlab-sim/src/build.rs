@@ -19,8 +19,9 @@ use crate::apps::workload::{WorkloadConfig, Workloads};
 use crate::apps::{Probe, UdpSource};
 use crate::endpoint::{Endpoint, Endpoints};
 use crate::event::{Event, EventQueue};
+use crate::host::{self, HostJitter};
 use crate::metrics::{SeriesRecorder, SpikeTracker};
-use crate::packet::LINK_MTU;
+use crate::packet::{Direction, LINK_MTU};
 use crate::path::netem::{Netem, NetemSpec};
 use crate::path::shared::{ScheduledChange, SharedLink, BOTTLENECK, RETURN};
 use crate::path::tunnel::Tunnels;
@@ -99,6 +100,20 @@ impl SharedPath {
         }
         let [up, down] = ways.map(Vec::into_boxed_slice);
         Route::new(if data_down { [down, up] } else { [up, down] }, host, data_down)
+    }
+}
+
+/// Gives the delay line right after each host of `route` (its first element per direction)
+/// that host's timing noise (`[host] jitter`, streams `jitter/<label>/fwd|rev`).
+fn host_jitter(elements: &mut [Element], route: &Route, sc: &Scenario, label: &str) {
+    if sc.host.jitter == Time::ZERO {
+        return;
+    }
+    for (dir, name) in [(Direction::Forward, "fwd"), (Direction::Reverse, "rev")] {
+        let first = route.hops(dir)[0] as usize;
+        if let Element::Delay(d) = &mut elements[first] {
+            d.with_jitter(HostJitter::new(sc.host.jitter, Stream::new(sc.seed, &format!("jitter/{label}/{name}"))));
+        }
     }
 }
 
@@ -223,8 +238,10 @@ impl Built {
                     pacing: spec.pacing,
                     rwnd_packets: spec.rwnd.or(sc.stack.default_rwnd_bytes()).map(|b| (b / spec.mss as u64).max(1) as u32),
                     ..TcpConfig::connection(spec.mss, spec.initial_cwnd, spec.initial_rto, spec.ecn, spec.size)
-                };
-                let (rtt, start, stop, direction, ecn_rewrite, host) = (spec.rtt, spec.start, spec.stop, spec.direction, spec.ecn_rewrite, spec.host);
+                }
+                .on_host(spec.gso.unwrap_or(sc.host.gso), sc.stack);
+                let start = host::spread_start(sc.seed, sc.host.start_spread, &format!("flow/{}", plans.len()), spec.start);
+                let (rtt, stop, direction, ecn_rewrite, host) = (spec.rtt, spec.stop, spec.direction, spec.ecn_rewrite, spec.host);
                 plans.push(FlowPlan { name, cc: &spec.cc, rtt, start, stop, cfg, direction, netem: spec.netem.as_ref(), ecn_rewrite, host, tunnel: spec.tunnel.as_deref(), listed: true });
             }
         }
@@ -234,7 +251,7 @@ impl Built {
             let start = transient::group_start(sc.seed, &name, t.start, t.start_jitter);
             let first = plans.len();
             for (k, size) in transient::split(t.total, t.flows).enumerate() {
-                let cfg = TcpConfig::connection(t.mss, t.initial_cwnd, t.initial_rto, t.ecn, Some(size));
+                let cfg = TcpConfig::connection(t.mss, t.initial_cwnd, t.initial_rto, t.ecn, Some(size)).on_host(sc.host.gso, sc.stack);
                 let (rtt, direction) = (t.rtt, t.direction);
                 plans.push(FlowPlan { name: format!("{name}-{k}"), cc: &t.cc, rtt, start, stop: None, cfg, direction, netem: None, ecn_rewrite: None, host: 0, tunnel: None, listed: false });
             }
@@ -259,6 +276,7 @@ impl Built {
                 sides.before[data_way].push((elements.len() - 1) as u32);
             }
             let route = shared.route(&mut elements, p.rtt, sides, p.host, data_down);
+            host_jitter(&mut elements, &route, sc, &format!("flow/{id}"));
             let series = FlowSeries::register(&mut recorder, &p.name);
             let (sender, receiver) = (TcpSender::new(id, p.cfg.clone(), cc), TcpReceiver::new(id, &p.cfg));
             routes.push(route);
@@ -274,6 +292,8 @@ impl Built {
                 }
             }
             let route = shared.route(&mut elements, spec.rtt, sides, 0, false);
+            host_jitter(&mut elements, &route, sc, &format!("probe/{i}"));
+            let start = host::spread_start(sc.seed, sc.host.start_spread, &format!("probe/{i}"), spec.start);
             let one_way = spec.kind == ProbeKind::Irtt;
             let cfg = ProbeConfig { interval: spec.interval(sc.metrics.step), wire_len: spec.size(), one_way, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             let kind = match spec.kind {
@@ -281,7 +301,7 @@ impl Built {
                 ProbeKind::Ping => "ping",
             };
             routes.push(route);
-            endpoints.push(Endpoint::Probe(ProbeFlow::new(name, kind, spec.rtt + path_delay, spec.start, Probe::new(id, cfg), &mut recorder)));
+            endpoints.push(Endpoint::Probe(ProbeFlow::new(name, kind, spec.rtt + path_delay, start, Probe::new(id, cfg), &mut recorder)));
         }
         for (i, spec) in sc.media.iter().enumerate() {
             let id = endpoints.len() as u32;
@@ -290,6 +310,8 @@ impl Built {
             };
             let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
             let route = shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), 0, false);
+            host_jitter(&mut elements, &route, sc, &format!("media/{i}"));
+            let start = host::spread_start(sc.seed, sc.host.start_spread, &format!("media/{i}"), spec.start);
             let cfg = ScreamConfig {
                 ecn: spec.ecn.ecn(),
                 dscp: spec.dscp,
@@ -312,7 +334,7 @@ impl Built {
             };
             let app = Scream::new(id, cfg, Stream::new(sc.seed, &format!("scream/{name}")));
             routes.push(route);
-            endpoints.push(Endpoint::Media(Box::new(MediaFlow::new(name, ecn, spec.rtt + path_delay, spec.start, spec.stop, app, &mut recorder))));
+            endpoints.push(Endpoint::Media(Box::new(MediaFlow::new(name, ecn, spec.rtt + path_delay, start, spec.stop, app, &mut recorder))));
         }
         for (i, spec) in sc.udp.iter().enumerate() {
             let id = endpoints.len() as u32;
@@ -320,6 +342,8 @@ impl Built {
             let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
             let data_down = spec.direction == Way::Down;
             let route = shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), 0, data_down);
+            host_jitter(&mut elements, &route, sc, &format!("udp/{i}"));
+            let start = host::spread_start(sc.seed, sc.host.start_spread, &format!("udp/{i}"), spec.start);
             let pattern = match spec.kind {
                 UdpKind::Cbr => Pattern::Cbr,
                 UdpKind::Video => Pattern::Video {
@@ -331,20 +355,29 @@ impl Built {
             let cfg = UdpConfig { pattern, rate: spec.rate, packet_size: spec.packet_size, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
             let app = UdpSource::new(id, cfg, Stream::new(sc.seed, &format!("udp/{name}")));
             routes.push(route);
-            endpoints.push(Endpoint::Udp(UdpFlow::new(name, kind, spec.start, spec.stop, app, &mut recorder)));
+            endpoints.push(Endpoint::Udp(UdpFlow::new(name, kind, start, spec.stop, app, &mut recorder)));
         }
         let configs = (sc.workloads.iter().enumerate())
-            .map(|(i, s)| WorkloadConfig {
-                name: s.name.clone().unwrap_or_else(|| format!("workload-{i}")),
+            .map(|(i, s)| {
+                let name = s.name.clone().unwrap_or_else(|| format!("workload-{i}"));
+                let route = shared.route(&mut elements, s.rtt, PathSides::default(), 0, s.direction == Way::Down);
+                host_jitter(&mut elements, &route, sc, &format!("workload/{name}"));
+                (name, route)
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .zip(&sc.workloads)
+            .map(|((name, route), s)| WorkloadConfig {
+                name,
                 cc: s.cc.clone(),
-                tcp: TcpConfig::connection(s.mss, s.initial_cwnd, s.initial_rto, s.ecn, None),
+                tcp: TcpConfig::connection(s.mss, s.initial_cwnd, s.initial_rto, s.ecn, None).on_host(sc.host.gso, sc.stack),
                 data_down: s.direction == Way::Down,
                 mean_interarrival: s.mean_interarrival,
                 size_p5: s.size_p5,
                 size_p95: s.size_p95,
                 start: s.start,
                 stop: s.stop.unwrap_or(sc.duration).min(sc.duration),
-                route: shared.route(&mut elements, s.rtt, PathSides::default(), 0, s.direction == Way::Down),
+                route,
             })
             .collect();
         let base = endpoints.len() as u32;

@@ -8,6 +8,7 @@ pub mod build;
 pub mod cc;
 pub mod endpoint;
 pub mod event;
+pub mod host;
 pub mod metrics;
 pub mod packet;
 pub mod params;

@@ -56,10 +56,54 @@ pub struct Scenario {
     /// Tunnels flows, probes and media can be carried in (`tunnel = "<name>"`).
     #[serde(default)]
     pub tunnels: Vec<TunnelSpec>,
+    /// The end hosts (`[host]`): GSO bursts, start-time spread, per-packet timing noise.
+    #[serde(default)]
+    pub host: HostSpec,
 }
 
 fn default_seed() -> u64 {
     1
+}
+
+/// The end hosts (`[host]`): how their network stack hands packets to the path, and when
+/// their applications start. Defaults are those of a Linux netns testbed run by flent
+/// (docs/host.md has the mapping and the evidence).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// TCP sends GSO skbs of `tcp_tso_segs` segments that leave the host back to back
+    /// (Linux: always on for TCP, also with `ethtool -K <veth> gso off`, which only moves
+    /// the segmentation into software). `false` sends one segment at a time. A flow's own
+    /// `gso` overrides it.
+    #[serde(default = "default_true")]
+    pub gso: bool,
+    /// Every bulk flow, probe, media and UDP source starts a uniformly drawn U[0,
+    /// `start_spread`) after its `start` (flent launches one netperf/irtt process per flow;
+    /// they open their connections milliseconds apart). `"0s"`: exact starts.
+    #[serde(default = "default_start_spread", deserialize_with = "de_time")]
+    pub start_spread: Time,
+    /// Per-packet timing noise of the hosts: each send instant's packets leave U[0, `jitter`)
+    /// late, never reordered (veth transmit and softirq scheduling). `"0s"`: none.
+    #[serde(default = "default_host_jitter", deserialize_with = "de_time")]
+    pub jitter: Time,
+}
+
+impl Default for HostSpec {
+    fn default() -> Self {
+        HostSpec { gso: true, start_spread: default_start_spread(), jitter: default_host_jitter() }
+    }
+}
+
+fn default_start_spread() -> Time {
+    Time::from_millis(5)
+}
+
+fn default_host_jitter() -> Time {
+    Time::from_micros(50)
+}
+
+fn default_true() -> bool {
+    true
 }
 
 /// The shared forward bottleneck.
@@ -236,6 +280,9 @@ pub struct FlowSpec {
     /// [`Stack::default_rwnd_bytes`]: not limiting on `linux`, 3 MiB on the 2020-2024 kernels).
     #[serde(default, deserialize_with = "de_opt_bytes")]
     pub rwnd: Option<u64>,
+    /// Multi-segment GSO sends for this flow (default: `[host] gso`, on).
+    #[serde(default)]
+    pub gso: Option<bool>,
     /// Rewrite the ECN field of this flow's data on the way to the bottleneck, as the
     /// studies' middlebox did with iptables (`"not-ect"` bleaches: the "cubic-noecn" cases;
     /// `"ect1"` is their `dscp_to_ect1`).

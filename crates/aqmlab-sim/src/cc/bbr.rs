@@ -585,6 +585,12 @@ impl CongestionControl for Bbr {
     fn needs_pacing(&self) -> bool {
         true
     }
+
+    /// `bbr_min_tso_segs` (`.min_tso_segs`, torvalds/linux `net/ipv4/tcp_bbr.c`): one segment
+    /// per skb below `bbr_min_tso_rate` (1.2 Mbit/s = 150 kB/s of pacing rate), else 2.
+    fn min_tso_segs(&self, tp: &TcpCcState) -> Option<u32> {
+        Some(if (tp.pacing_rate as u64) < MIN_TSO_RATE >> 3 { 1 } else { 2 })
+    }
 }
 
 #[cfg(test)]
@@ -984,5 +990,16 @@ pub(crate) mod tests {
         assert!(CcSpec::parse("bbr").is_ok());
         assert!(CcSpec::parse("bbr beta 3").unwrap_err().contains("min_rtt_win"));
         assert!(CcSpec::parse("bbr tso_segs 500").is_err());
+    }
+
+    /// `bbr_min_tso_segs`: 1 below `bbr_min_tso_rate` (1.2 Mbit/s = 150 000 B/s), else 2.
+    #[test]
+    fn min_tso_segs_is_one_below_the_min_tso_rate() {
+        let cc = Bbr::new(BbrParams::default(), Stream::new(1, "cc/0"));
+        let mut tp = crate::cc::test_state(10, u32::MAX);
+        tp.pacing_rate = 149_999.0;
+        assert_eq!(cc.min_tso_segs(&tp), Some(1));
+        tp.pacing_rate = 150_000.0;
+        assert_eq!(cc.min_tso_segs(&tp), Some(2));
     }
 }

@@ -23,7 +23,7 @@
 //! Differences from the source are listed in docs/algorithms/bbr.md.
 
 use super::bbr_common::*;
-use super::{CaEvent, CaState, CcConfig, CongestionControl, LostSkb, RateSample, TcpCcState};
+use super::{CaEvent, CaState, CcConfig, CongestionControl, LostSkb, RateSample, TcpCcState, TsoSegs};
 use super::CcKind;
 use crate::params::{Args, Param};
 use crate::profile::Stack;
@@ -986,6 +986,13 @@ impl CongestionControl for Bbr3 {
 
     fn needs_pacing(&self) -> bool {
         true
+    }
+
+    /// google/bbr v3 `.tso_segs = bbr_tso_segs` (`net/ipv4/tcp_bbr.c`,
+    /// `bbr_tso_segs_generic` with the socket's `gso_max_size`, 64 KiB on a veth): it
+    /// replaces `tcp_tso_autosize` in that tree's `tcp_tso_segs` (then `gso_max_segs`).
+    fn tso_segs(&self, tp: &TcpCcState) -> Option<TsoSegs> {
+        Some(TsoSegs::Exactly(self.tso_segs_goal(tp)))
     }
 }
 

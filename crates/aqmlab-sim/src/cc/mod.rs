@@ -258,6 +258,13 @@ pub trait CongestionControl {
     fn needs_pacing(&self) -> bool {
         false
     }
+    /// The floor of the segments per GSO/TSO skb (Linux `ca_ops->min_tso_segs`, read by
+    /// `tcp_tso_segs` in `net/ipv4/tcp_output.c` and passed to `tcp_tso_autosize`); `None`
+    /// keeps `sysctl_tcp_min_tso_segs` (2). Upstream BBR returns 1 below 150 kB/s of pacing
+    /// rate (`bbr_min_tso_segs`). Only read when the flow sends GSO skbs (`gso` on).
+    fn min_tso_segs(&self, _tp: &TcpCcState) -> Option<u32> {
+        None
+    }
     /// The controller's say in how many MSS-sized segments one send (one GSO/TSO skb) may
     /// carry, for its current state. Units: segments (packets of `tp.mss` payload), not bytes.
     /// When called: by the sender each time it sizes a send (Linux calls `tcp_tso_segs` once

@@ -2,6 +2,7 @@
 //! delay.
 
 use super::ElementCtx;
+use crate::host::HostJitter;
 use crate::packet::Packet;
 use crate::time::Time;
 use std::collections::VecDeque;
@@ -12,17 +13,26 @@ use std::collections::VecDeque;
 pub struct DelayLine {
     delay: Time,
     line: VecDeque<(Time, Packet)>,
+    /// A host's timing noise, on the delay line right after that host ([`crate::host`]).
+    jitter: Option<Box<HostJitter>>,
 }
 
 impl DelayLine {
     pub fn new(delay: Time) -> Self {
-        DelayLine { delay, line: VecDeque::with_capacity(64) }
+        DelayLine { delay, line: VecDeque::with_capacity(64), jitter: None }
+    }
+    /// Adds the timing noise of the host that hands packets to this line.
+    pub fn with_jitter(&mut self, jitter: HostJitter) {
+        self.jitter = Some(Box::new(jitter));
     }
     pub fn delay(&self) -> Time {
         self.delay
     }
     pub(crate) fn receive(&mut self, pkt: Packet, ctx: &mut ElementCtx) {
-        let due = ctx.now + self.delay;
+        let mut due = ctx.now + self.delay;
+        if let Some(j) = &mut self.jitter {
+            due = j.departure(ctx.now, due);
+        }
         if self.line.is_empty() {
             ctx.wake_at(due);
         }

@@ -4,7 +4,12 @@
 //! D-SACK blocks, timestamps, ECN echo).
 //!
 //! Sequence numbers count segments. Every segment but the last of a finite transfer carries
-//! one MSS of payload, as Linux sends with TSO/GSO off (the studies disabled offloads).
+//! one MSS of payload. A send may carry several segments at once, as Linux's GSO skbs do
+//! (`gso`, on by default): the studies turned the veths' offloads off (`ethtool -K … gso off
+//! tso off`), but TCP kept building GSO skbs (until Nov 2021 `tcp_init_sock` forced
+//! `sk_route_forced_caps = NETIF_F_GSO`; since then `sk_setup_caps` sets `NETIF_F_GSO` for
+//! every TCP socket) and the device segmented them in software, so their segments leave the
+//! host back to back. See [`sender`]'s `tcp_tso_segs` and `docs/algorithms/tcp.md`.
 
 pub mod receiver;
 pub mod sender;
@@ -47,6 +52,13 @@ pub struct TcpConfig {
     pub delayed_ack: Time,
     /// Quick ACKs at connection start (`TCP_MAX_QUICKACKS`, 16).
     pub quickacks: u32,
+    /// Multi-segment (GSO) sends: each `tcp_write_xmit` step sends an skb of up to
+    /// `tcp_tso_segs` segments, which leave the host together. Off: one segment per send.
+    pub gso: bool,
+    /// `tcp_tso_autosize`'s min-RTT allowance (`gso_max_size >> (min_rtt_us >> 9)` bytes,
+    /// Linux 5.18+, "tcp: adjust TSO packet sizes based on min_rtt"); off in the 2020-era
+    /// (5.x) kernels of the era profiles.
+    pub tso_rtt_allowance: bool,
 }
 
 impl Default for TcpConfig {
@@ -66,6 +78,8 @@ impl Default for TcpConfig {
             rto_max: Time::from_secs(120),
             delayed_ack: Time::from_millis(40),
             quickacks: 16,
+            gso: true,
+            tso_rtt_allowance: true,
         }
     }
 }
@@ -75,6 +89,13 @@ impl TcpConfig {
     /// `[[transients]]`); everything else keeps the Linux default.
     pub fn connection(mss: u32, initial_cwnd: u32, initial_rto: Time, ecn: EcnMode, size: Option<u64>) -> TcpConfig {
         TcpConfig { mss, initial_cwnd, rto_initial: initial_rto, ecn, size, ..TcpConfig::default() }
+    }
+
+    /// The send-path settings of the run's kernel and hosts: GSO on or off (`[host] gso`,
+    /// `[[flows]] gso`), and the `tcp_tso_autosize` of the profile's kernel (the min-RTT
+    /// allowance arrived in 5.18; every era profile is older).
+    pub fn on_host(self, gso: bool, stack: crate::profile::Stack) -> TcpConfig {
+        TcpConfig { gso, tso_rtt_allowance: stack == crate::profile::Stack::Linux, ..self }
     }
 }
 

@@ -75,7 +75,7 @@ macro_rules! table {
 
 table!(
     /// A `[[flows]]` entry: one TCP flow (or `count` identical ones).
-    Flow { cc, rtt, start, stop, size, ecn, count, name, mss, initial_cwnd, initial_rto, pacing, rwnd, ecn_rewrite, host, direction, netem, tunnel }
+    Flow { cc, rtt, start, stop, size, ecn, count, name, mss, initial_cwnd, initial_rto, pacing, rwnd, ecn_rewrite, host, direction, netem, tunnel, gso }
 );
 table!(
     /// A `[[probes]]` entry: an irtt (default) or ping latency probe.
@@ -112,6 +112,10 @@ table!(
 table!(
     /// The `[return]` path carrying ACKs.
     Return { rate, qdisc }
+);
+table!(
+    /// The `[host]` section: GSO sends and the hosts' timing noise (docs/host.md).
+    Host { gso, start_spread, jitter }
 );
 table!(
     /// The `[metrics]` section.
@@ -173,6 +177,15 @@ impl Return {
 impl Metrics {
     pub fn new() -> Self {
         Metrics::default()
+    }
+}
+impl Host {
+    pub fn new() -> Self {
+        Host::default()
+    }
+    /// No timing noise: exact starts, no per-packet jitter (GSO as the default).
+    pub fn quiet() -> Self {
+        Host::default().start_spread("0s").jitter("0s")
     }
 }
 
@@ -251,6 +264,14 @@ impl Dumbbell {
     }
     pub fn metrics(self, m: Metrics) -> Self {
         self.top("metrics", Value::Table(m.0))
+    }
+    pub fn host(self, h: Host) -> Self {
+        self.top("host", Value::Table(h.0))
+    }
+    /// Hosts without timing noise (`[host] start_spread = jitter = "0s"`), for tests whose
+    /// expectation is an exact time on an ideal path (host_noise.rs covers the noise).
+    pub fn quiet_host(self) -> Self {
+        self.host(Host::quiet())
     }
     pub fn flow(self, f: Flow) -> Self {
         self.add("flows", f.0)
@@ -374,3 +395,89 @@ impl<F: FnMut(&mut Packet, Time) -> bool> Qdisc for Rule<F> {
     }
 }
 
+
+/// A discipline that logs every data packet's arrival (time, flow) before handing it to the
+/// discipline it wraps: what the bottleneck sees of the senders' bursts.
+pub struct Recorder {
+    inner: Box<dyn Qdisc>,
+    pub log: std::rc::Rc<std::cell::RefCell<Vec<(Time, u32)>>>,
+}
+
+impl Qdisc for Recorder {
+    /// Not the inner kind: `Link::replace_qdisc` would then `change` the existing one.
+    fn kind(&self) -> &'static str {
+        "recorder"
+    }
+    fn enqueue(&mut self, pkt: Packet, now: Time) -> Enqueued {
+        if pkt.kind == Kind::Data {
+            self.log.borrow_mut().push((now, pkt.flow));
+        }
+        self.inner.enqueue(pkt, now)
+    }
+    fn dequeue(&mut self, now: Time) -> Option<Packet> {
+        self.inner.dequeue(now)
+    }
+    fn len(&self) -> usize {
+        self.inner.len()
+    }
+    fn backlog_bytes(&self) -> u64 {
+        self.inner.backlog_bytes()
+    }
+    fn stats(&self) -> &QdiscStats {
+        self.inner.stats()
+    }
+    fn ready_at(&self) -> Option<Time> {
+        self.inner.ready_at()
+    }
+    fn queue_names(&self) -> &'static [&'static str] {
+        self.inner.queue_names()
+    }
+    fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
+        self.inner.xstats(out)
+    }
+}
+
+/// A simulation of `sc` whose bottleneck discipline (built as the engine builds it, same
+/// random stream) logs the data arrivals.
+pub fn recorded(sc: &Scenario) -> (Simulation, std::rc::Rc<std::cell::RefCell<Vec<(Time, u32)>>>) {
+    use aqmlab_sim::qdisc::BuildCtx;
+    let mut sim = Simulation::new(sc);
+    let mut ctx = BuildCtx {
+        link_rate: sc.bottleneck.rate,
+        mtu: aqmlab_sim::packet::LINK_MTU,
+        rng: aqmlab_sim::rng::Stream::new(sc.seed, "qdisc/bottleneck"),
+        stack: sc.stack,
+    };
+    let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+    sim.replace_bottleneck_qdisc(Box::new(Recorder { inner: sc.bottleneck.qdisc.build(&mut ctx), log: log.clone() }));
+    (sim, log)
+}
+
+/// The bursts in an arrival log: runs of packets of one flow arriving at one instant, as
+/// (flow, size), in arrival order.
+pub fn bursts(log: &[(Time, u32)]) -> Vec<(u32, u32)> {
+    let mut v: Vec<(u32, u32)> = Vec::new();
+    let mut last: Option<(Time, u32)> = None;
+    for &(t, f) in log {
+        match v.last_mut() {
+            Some((lf, n)) if last == Some((t, f)) && *lf == f => *n += 1,
+            _ => v.push((f, 1)),
+        }
+        last = Some((t, f));
+    }
+    v
+}
+
+/// Packets of `flow` by burst size: `h[n]` = packets that arrived in bursts of `n`.
+pub fn burst_histogram(b: &[(u32, u32)], flow: u32) -> Vec<u64> {
+    let mut h = vec![0u64; 2];
+    for &(f, n) in b.iter().filter(|(f, _)| *f == flow) {
+        let n = n as usize;
+        if h.len() <= n {
+            h.resize(n + 1, 0);
+        }
+        h[n] += n as u64;
+        let _ = f;
+    }
+    h
+}

@@ -26,5 +26,7 @@ mod topology;
 mod traffic;
 mod tunnel;
 mod udp;
+mod tcp_gso;
+mod host_noise;
 mod golden;
 mod pathologies;

@@ -1,12 +1,13 @@
 //! The latency probe measures the path: base RTT plus serialisation when idle, the queue when
-//! bulk flows fill it.
+//! bulk flows fill it. The runs are on quiet hosts (`[host]` without timing noise): the
+//! expectations are exact times of an ideal path.
 
 use crate::common::{Dumbbell, Flow, Metrics, Probe, Return, Upstream};
 use aqmlab_sim::Scenario;
 
 #[test]
 fn an_idle_path_gives_base_rtt_plus_serialisation() {
-    let s = Dumbbell::link("10Mbit").duration("2s").probe(Probe::new().rtt("30ms").interval("10ms").size(125).ecn("ect1")).run();
+    let s = Dumbbell::link("10Mbit").duration("2s").probe(Probe::new().rtt("30ms").interval("10ms").size(125).ecn("ect1")).quiet_host().run();
     let p = &s.probes[0];
     assert_eq!(p.sent, 200);
     // Replies to the requests sent at 1970, 1980 and 1990 ms would arrive after 2 s.
@@ -36,6 +37,7 @@ fn irtt_and_ping_on_an_idle_path_measure_base_rtt_plus_serialisation_exactly() {
         .return_path(Return::new().rate("5Mbit"))
         .probe(Probe::new().name("irtt").rtt("30ms"))
         .probe(Probe::new().name("ping").kind("ping").rtt("30ms").start("5ms"))
+        .quiet_host()
         .run();
     // Bits on the wire over each link's rate, in ns: 8 x size x 1e9 / rate.
     let serialisation = |size: u64| [20_000_000u64, 10_000_000, 5_000_000].iter().map(|r| 8 * size * 1_000_000_000 / r).sum::<u64>();
@@ -55,7 +57,7 @@ fn irtt_and_ping_on_an_idle_path_measure_base_rtt_plus_serialisation_exactly() {
 
 #[test]
 fn a_probe_behind_bulk_flows_sees_the_fifo_queue() {
-    let s = Dumbbell::new("50Mbit", "pfifo limit 200").duration("20s").flow(Flow::new("cubic").rtt("20ms").count(2)).probe(Probe::new().rtt("20ms")).run();
+    let s = Dumbbell::new("50Mbit", "pfifo limit 200").duration("20s").flow(Flow::new("cubic").rtt("20ms").count(2)).probe(Probe::new().rtt("20ms")).quiet_host().run();
     let p = &s.probes[0];
     // The FIFO holds up to 200 x 1514 B = 48 ms at 50 Mbit/s; the probe's upstream delay
     // tracks the bottleneck sojourn, its downstream delay does not.

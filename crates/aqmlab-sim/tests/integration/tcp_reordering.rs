@@ -161,7 +161,8 @@ fn a_spurious_fast_recovery_from_one_reordered_segment_is_undone() {
 /// (time of the drop, time the retransmission reached the bottleneck, summary of flow 0,
 /// min RTT).
 fn drop_one(seq: u32, size: u64, rate: &str, rtt: &str, rwnd: u32) -> (Time, Time, aqmlab_sim::tcp::sender::SenderStats, Time) {
-    let sc = Dumbbell::new(rate, "pfifo limit 10000").duration("20s").flow(Flow::new("cubic").rtt(rtt).size(size).rwnd(rwnd)).build();
+    // One segment per send: the bounds below allow one serialisation, not an skb's.
+    let sc = Dumbbell::new(rate, "pfifo limit 10000").duration("20s").flow(Flow::new("cubic").rtt(rtt).size(size).rwnd(rwnd).gso(false)).build();
     let mut sim = Simulation::new(&sc);
     let seen: Rc<RefCell<Vec<Time>>> = Rc::default();
     let log = seen.clone();

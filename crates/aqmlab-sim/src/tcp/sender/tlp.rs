@@ -59,12 +59,13 @@ impl TcpSender {
                     self.pacing_timer.arm(self.tp.edt, ctx.event(FlowTimer::Pacing), ctx.events);
                 } else {
                     let seq = self.tp.snd_nxt;
-                    self.transmit(seq, TxKind::New, paced, ctx);
+                    self.transmit(seq, 1, TxKind::New, paced, ctx);
+                    self.wq_left = self.wq_left.saturating_sub(1);
                     sent = true;
                 }
             } else {
                 let last = self.tp.snd_nxt - 1;
-                self.transmit(last, TxKind::Probe, false, ctx);
+                self.transmit(last, 1, TxKind::Probe, false, ctx);
                 self.tlp_retrans = true;
                 sent = true;
             }

@@ -1,0 +1,101 @@
+//! The end hosts' timing noise (`[host]`): when flows start, and when each packet a host
+//! hands to its access path actually leaves. Both are drawn from the scenario seed, each
+//! from its own labelled stream ([`crate::rng::Stream`]), so that `--seeds` gives real
+//! replications and adding a component changes no other draw. docs/host.md maps the
+//! defaults to a netns testbed.
+//!
+//! - Start spread: every bulk TCP flow, probe, media and UDP source starts U[0,
+//!   `start_spread`) after its `start` (stream `start/<kind>/<index>`). Workload arrivals are
+//!   already random and transient groups have their own `start_jitter`: they are unchanged.
+//! - Host jitter: each send instant of a host to one endpoint pair's path is delayed by
+//!   U[0, `jitter`) (stream `jitter/<kind>/<index>/<up|down>`), without reordering that
+//!   path's packets: departure = max(previous departure, now + base delay + draw).
+//!   Packets handed over at one instant (the segments of one GSO skb, which the host
+//!   segments and transmits in one go) share one draw and stay back to back.
+
+use crate::rng::Stream;
+use crate::time::Time;
+
+/// `start` moved by a U[0, `spread`) draw of the stream `start/<label>`.
+pub fn spread_start(seed: u64, spread: Time, label: &str, start: Time) -> Time {
+    if spread == Time::ZERO {
+        return start;
+    }
+    let u = Stream::new(seed, &format!("start/{label}")).uniform();
+    start + Time((u * spread.0 as f64) as u64)
+}
+
+/// Per-packet timing noise of one host's hand-off to one path (one direction of one
+/// endpoint pair), applied by that path's first delay line.
+#[derive(Debug)]
+pub struct HostJitter {
+    max: Time,
+    rng: Stream,
+    /// The last hand-off instant and the departure it was given.
+    last_at: Option<Time>,
+    last_due: Time,
+}
+
+impl HostJitter {
+    pub fn new(max: Time, rng: Stream) -> HostJitter {
+        HostJitter { max, rng, last_at: None, last_due: Time::ZERO }
+    }
+
+    /// The departure of a packet handed over at `now` that would leave at `due` without
+    /// noise: one draw per hand-off instant, never before the previous departure.
+    #[inline]
+    pub fn departure(&mut self, now: Time, due: Time) -> Time {
+        if self.last_at == Some(now) {
+            return self.last_due.max(due);
+        }
+        let d = Time((self.rng.uniform() * self.max.0 as f64) as u64);
+        self.last_at = Some(now);
+        self.last_due = self.last_due.max(due + d);
+        self.last_due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spread_is_within_range_seeded_and_zero_is_off() {
+        let ms = Time::from_millis;
+        assert_eq!(spread_start(1, Time::ZERO, "flow/0", ms(3)), ms(3));
+        let a = spread_start(1, ms(5), "flow/0", ms(3));
+        assert!(a >= ms(3) && a < ms(8), "{a:?}");
+        assert_eq!(a, spread_start(1, ms(5), "flow/0", ms(3)), "same seed and label: same draw");
+        assert_ne!(a, spread_start(2, ms(5), "flow/0", ms(3)), "another seed");
+        assert_ne!(a, spread_start(1, ms(5), "flow/1", ms(3)), "another flow");
+        // Uniform: the mean of many labels' draws is about half the spread.
+        let n = 4000;
+        let mean = (0..n).map(|i| spread_start(7, ms(10), &format!("flow/{i}"), Time::ZERO).0 as f64).sum::<f64>() / n as f64;
+        assert!((mean / 5e6 - 1.0).abs() < 0.05, "mean {mean} ns");
+    }
+
+    #[test]
+    fn jitter_never_reorders_and_keeps_a_hand_off_together() {
+        let us = Time::from_micros;
+        let mut j = HostJitter::new(us(50), Stream::new(1, "jitter/flow/0/up"));
+        let mut prev = Time::ZERO;
+        let mut extra = Vec::new();
+        for k in 0..10_000u64 {
+            // Hand-offs 10 µs apart (closer than the noise), base delay 1 ms.
+            let now = us(10 * k);
+            let due = j.departure(now, now + us(1000));
+            assert!(due >= prev && due >= now + us(1000), "k {k}");
+            extra.push((due - now - us(1000)).0);
+            // A second packet at the same instant leaves with the first.
+            assert_eq!(j.departure(now, now + us(1000)), due);
+            prev = due;
+        }
+        // Spaced hand-offs (1 ms apart) get independent U[0, 50 µs) delays: mean ≈ 25 µs.
+        let mut j = HostJitter::new(us(50), Stream::new(1, "jitter/flow/0/up"));
+        let d: Vec<u64> = (0..10_000u64).map(|k| (j.departure(us(1000 * k), us(1000 * k)) - us(1000 * k)).0).collect();
+        assert!(d.iter().all(|&x| x < 50_000));
+        let mean = d.iter().sum::<u64>() as f64 / d.len() as f64;
+        assert!((mean / 25_000.0 - 1.0).abs() < 0.05, "mean {mean}");
+        assert!(extra.iter().any(|&x| x > 0));
+    }
+}
