@@ -257,7 +257,7 @@ pub const DUALPI2: QdiscKind = QdiscKind {
         Param::uint("limit", 1, u32::MAX as u64, 10_000).unit("packets").doc("shared packet limit of both queues"),
         Param::new("memlimit", Type::Bytes, Value::Unset)
             .unit("bytes")
-            .doc("byte limit; unset: limit x 2 x MTU")
+            .doc("byte limit; unset: limit x 2 x MTU on linux and sce-2020, none on the L4STeam profiles")
             .check(|_, v| match v {
                 Value::Bytes(b) if b == 0 || b > u32::MAX as u64 => Err("memlimit must be 1..4294967295 bytes".into()),
                 v => Ok(Some(v)),
@@ -276,7 +276,7 @@ pub const DUALPI2: QdiscKind = QdiscKind {
             })),
         Param::new("min_qlen_step", Type::Uint { min: 0, max: u32::MAX as u64 }, Value::Unset)
             .unit("packets")
-            .doc("step marking only when L holds at least this many; unset: the stack's (see Era::min_qlen_step)"),
+            .doc("step marking only when L holds at least this many; unset: 0 on linux and sce-2020, 2 on the L4STeam profiles (Era::min_qlen_step)"),
         Param::flag("drop_on_overload", true)
             .words(&[("overflow", Value::Bool(false))])
             .doc("drop on overload (overflow: let the queue grow to the limit)"),
