@@ -98,26 +98,6 @@ impl Era {
         }
     }
 
-    /// `min_qlen_step` when the scenario does not set it.
-    ///
-    /// Upstream: 0 (`dualpi2_reset_default`: "Always apply step mark in L-queue"; tested in
-    /// `skb_apply_step` as `qdisc_qlen(q->l_queue) >= q->min_qlen_step`).
-    ///
-    /// L4STeam: the era had no such option; `dualpi2_enqueue_skb` (715833c6 ~l.394; the
-    /// 2024-10-18 submission, same function) sets `apply_step = skb_is_l4s(skb) &&
-    /// qdisc_qlen(q->l_queue) > 1` before `qdisc_enqueue_tail` adds the packet, and b69a6a70
-    /// `dualpi2_qdisc_enqueue` (~l.314) has the same test on the L queue only. `qdisc_qlen` of
-    /// the L child counts the packets still queued in L (not the one on the wire, not the C
-    /// queue), which is exactly what [`DualPi2::enqueue`] compares with `min_qlen_step`
-    /// before pushing, so the era's rule is `min_qlen_step` 2. `do_step_aqm` (715833c6
-    /// ~l.520-539) then marks at dequeue only if `apply_step && qdelay > step.thresh`.
-    fn min_qlen_step(self) -> u32 {
-        match self {
-            Era::Upstream => 0,
-            Era::L4steam => 2,
-        }
-    }
-
     /// The byte limit when the scenario gives no `memlimit`.
     ///
     /// Upstream: `limit · 2 · MTU` (`get_memory_limit`, netdev v12 onwards).
@@ -167,7 +147,7 @@ struct DualPi2Config {
     /// L-queue step threshold (`step_thresh`, 1 ms).
     step_thresh: StepThresh,
     /// Step marking only for packets that found at least this many packets in L
-    /// (`min_qlen_step`); `None`: the profile's default (see [`Era::min_qlen_step`]).
+    /// (`min_qlen_step`); `None`: the profile's default (the table's per-stack default).
     min_qlen_step: Option<u32>,
     /// k (`coupling_factor`, 2).
     coupling_factor: u8,
@@ -274,9 +254,27 @@ pub const DUALPI2: QdiscKind = QdiscKind {
                 Value::Limit(Limit::Packets(0)) => None,
                 v => Some(v),
             })),
-        Param::new("min_qlen_step", Type::Uint { min: 0, max: u32::MAX as u64 }, Value::Unset)
+        // `min_qlen_step`'s default per profile.
+        //
+        // Upstream: 0 (`dualpi2_reset_default`: "Always apply step mark in L-queue"; tested in
+        // `skb_apply_step` as `qdisc_qlen(q->l_queue) >= q->min_qlen_step`).
+        //
+        // L4STeam: the era had no such option; `dualpi2_enqueue_skb` (715833c6 ~l.394; the
+        // 2024-10-18 submission, same function) sets `apply_step = skb_is_l4s(skb) &&
+        // qdisc_qlen(q->l_queue) > 1` before `qdisc_enqueue_tail` adds the packet, and b69a6a70
+        // `dualpi2_qdisc_enqueue` (~l.314) has the same test on the L queue only. `qdisc_qlen` of
+        // the L child counts the packets still queued in L (not the one on the wire, not the C
+        // queue), which is exactly what `DualPi2::enqueue` compares with `min_qlen_step`
+        // before pushing, so the era's rule is `min_qlen_step` 2. `do_step_aqm` (715833c6
+        // ~l.520-539) then marks at dequeue only if `apply_step && qdelay > step.thresh`.
+        Param::uint("min_qlen_step", 0, u32::MAX as u64, 0)
             .unit("packets")
-            .doc("step marking only when L holds at least this many; unset: 0 on linux and sce-2020, 2 on the L4STeam profiles (Era::min_qlen_step)"),
+            .doc("step marking only when L holds at least this many")
+            .stack_defaults(&[
+                (Stack::L4steam2020, Value::Uint(2)),
+                (Stack::L4steam2020Apr, Value::Uint(2)),
+                (Stack::L4steam2024, Value::Uint(2)),
+            ]),
         Param::flag("drop_on_overload", true)
             .words(&[("overflow", Value::Bool(false))])
             .doc("drop on overload (overflow: let the queue grow to the limit)"),
@@ -347,7 +345,7 @@ impl DualPi2Config {
             alpha,
             beta,
             step_thresh,
-            min_qlen_step: a.uint_opt("min_qlen_step").map(|n| n as u32),
+            min_qlen_step: a.given("min_qlen_step").then(|| a.uint("min_qlen_step") as u32),
             coupling_factor: a.uint("coupling_factor") as u8,
             drop_overload: a.flag("drop_on_overload"),
             drop_early: a.flag("drop_enqueue"),
@@ -434,7 +432,7 @@ impl DualPi2 {
             alpha: scale_alpha_beta(c.alpha),
             beta: scale_alpha_beta(c.beta),
             step_thresh: era.step_thresh(c.step_thresh),
-            min_qlen_step: c.min_qlen_step.unwrap_or(era.min_qlen_step()),
+            min_qlen_step: c.min_qlen_step.unwrap_or_else(|| DUALPI2.defaults(stack).uint("min_qlen_step") as u32),
             coupling_factor: c.coupling_factor.max(1),
             drop_overload: c.drop_overload,
             drop_early: c.drop_early,
@@ -714,7 +712,6 @@ impl Qdisc for DualPi2 {
         out.push(("credit", self.credit as f64));
     }
 }
-
 
 #[cfg(test)]
 mod tests {
