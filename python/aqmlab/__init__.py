@@ -10,8 +10,8 @@ DataFrames, files and plots.
 """
 
 from ._sim import ScenarioError
-from .api import RunResult, run
+from .api import RunResult, resolve, run
 
 __version__ = "0.1.0"
 
-__all__ = ["RunResult", "ScenarioError", "run", "__version__"]
+__all__ = ["RunResult", "ScenarioError", "resolve", "run", "__version__"]

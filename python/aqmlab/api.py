@@ -133,6 +133,21 @@ def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -
     )
 
 
+def resolve(scenario: ScenarioSource, seed: int | None = None, overrides: Iterable[str] = ()) -> str:
+    """The scenario :func:`run` would run, as TOML text: ``overrides`` (``key=value``, as
+    ``--set``) and ``seed`` written in, checked as a run checks it (raises
+    :class:`aqmlab.ScenarioError`); runs nothing. Keys left out keep their defaults."""
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    text, prefix, _ = load_scenario(scenario)
+    try:
+        return _sim.resolve(text, None if seed is None else int(seed), [str(o) for o in overrides])
+    except ScenarioError as e:
+        if prefix is not None:
+            raise ScenarioError(f"{prefix}: {e}") from None
+        raise
+
+
 def run(
     scenario: ScenarioSource,
     seed: int | None = None,

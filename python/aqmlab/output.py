@@ -5,10 +5,12 @@ output directory; the runner, the report and the CLI use these names.
 
 A run directory (``aqmlab run --out DIR``, or ``runs/<cell>/seed-<seed>/`` of a suite)::
 
-    scenario.toml         the complete scenario that ran (suites only; written first)
+    scenario.toml         the scenario that ran, with --set and --seed written in (written first)
     timeseries.parquet    the tidy series (time, flow, metric, value)     writer "parquet"
     timeseries.csv        the same as CSV                                 writer "csv"
     throughput_rtt.png    the flent-style throughput/RTT plot             writer "plot"
+    manifest.json         provenance: versions, git commit, command, seed, profile, the
+                          steady-state windows used, every file with its SHA-256
     summary.json          the engine's summary + ``format_version``; written last
 
 A suite's output directory holds ``REPORT.md``, ``results.csv`` and ``runs/``.
@@ -27,8 +29,11 @@ Adding a format is adding one function.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import os
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -45,6 +50,7 @@ from .api import RunResult
 #: Files of a run directory.
 SUMMARY = "summary.json"
 SCENARIO = "scenario.toml"
+MANIFEST = "manifest.json"
 PARQUET = "timeseries.parquet"
 CSV = "timeseries.csv"
 PLOT = "throughput_rtt.png"
@@ -178,10 +184,12 @@ def write_outputs(
     plot: bool = True,
     csv: bool = True,
     formats: Iterable[str] | None = None,
+    command: str | None = None,
 ) -> list[Path]:
     """Writes the files of the writers in ``formats`` (default: every registered writer,
     less ``csv`` when ``csv=False`` and ``plot`` when ``plot=False``), in registration
-    order, and, last, summary.json."""
+    order, then manifest.json (``command``: the command line that made the run) and, last,
+    summary.json."""
     names = list(WRITERS) if formats is None else list(formats)
     unknown = [n for n in names if n not in WRITERS]
     if unknown:
@@ -197,11 +205,77 @@ def write_outputs(
             w.write(result, tmp)
         written.append(p)
 
+    summary = summary_text(result.summary)
+    hashed = ([out_dir / SCENARIO] if (out_dir / SCENARIO).is_file() else []) + written
+    files = {p.name: _sha256_file(p) for p in hashed}
+    files[SUMMARY] = hashlib.sha256(summary.encode("utf-8")).hexdigest()
+    p = out_dir / MANIFEST
+    atomic_write_text(p, manifest_text(result.summary, files, command))
+    written.append(p)
+
     p = out_dir / SUMMARY
-    atomic_write_text(p, summary_text(result.summary))
+    atomic_write_text(p, summary)
     written.append(p)
     _fsync_dir(out_dir)
     return written
+
+
+# --------------------------------------------------------------------------------------
+# Provenance
+# --------------------------------------------------------------------------------------
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def source_commit() -> str | None:
+    """The git commit of the aqmlab source this package runs from (``<sha>`` or
+    ``<sha>-dirty``), or None outside a git checkout (an installed wheel) or without git."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{sha}-dirty" if dirty else sha or None
+
+
+def manifest(summary: Mapping[str, Any], files: Mapping[str, str], command: str | None) -> dict[str, Any]:
+    """manifest.json's content. It holds nothing that changes between two runs of the same
+    command at the same source (no clock time, no host name), so reruns stay byte-identical."""
+    from . import __version__
+    from ._sim import __version__ as engine_version
+
+    flows = summary.get("flows", [])
+    return {
+        "format_version": FORMAT_VERSION,
+        "aqmlab_version": __version__,
+        "engine_version": engine_version,
+        "git_commit": source_commit(),
+        "command": command,
+        "name": summary.get("name"),
+        "seed": summary.get("seed"),
+        "stack": summary.get("stack"),
+        "sim_seconds": summary.get("sim_seconds"),
+        "steady_windows_s": {f["name"]: [f.get("steady_from_s"), f.get("steady_to_s")] for f in flows},
+        "warnings": list(summary.get("warnings", [])),
+        "files": dict(files),
+    }
+
+
+def manifest_text(summary: Mapping[str, Any], files: Mapping[str, str], command: str | None) -> str:
+    return json.dumps(manifest(summary, files, command), indent=2, allow_nan=False) + "\n"
 
 
 # --------------------------------------------------------------------------------------
