@@ -206,7 +206,7 @@ def test_tiny_suite_writes_report_results_and_run_files(tiny):
     assert {r["qdisc"] for r in rows} == {"pie", "red_400000"} and {r["ecn"] for r in rows} == {"ecn", "noecn"}
     assert all(float(r["dss1"]) > 0 and r["status"] == "ok" for r in rows)
     run_dir = out / rows[0]["run_dir"]
-    assert {p.name for p in run_dir.iterdir()} == {"scenario.toml", "summary.json", "timeseries.parquet", "throughput_rtt.png"}
+    assert {p.name for p in run_dir.iterdir()} == {"scenario.toml", "manifest.json", "summary.json", "timeseries.parquet", "throughput_rtt.png"}
     # the run directory's scenario re-runs with the plain CLI
     code, _, stderr = cli("run", run_dir / "scenario.toml", "--out", run_dir.parent / "rerun", "--quiet", "--no-plot")
     assert code == 0, stderr
