@@ -38,10 +38,10 @@ import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from . import plot as _plot
-from .api import RunResult
+if TYPE_CHECKING:
+    from .api import RunResult
 
 # --------------------------------------------------------------------------------------
 # Layout
@@ -128,7 +128,7 @@ def _fsync_dir(d: Path) -> None:
 # Writers
 # --------------------------------------------------------------------------------------
 
-WriteFn = Callable[[RunResult, Path], None]
+WriteFn = Callable[["RunResult", Path], None]
 
 
 @dataclass(frozen=True)
@@ -168,6 +168,8 @@ def write_csv(result: RunResult, path: Path) -> None:
 
 @writer("plot", file=PLOT)
 def write_plot(result: RunResult, path: Path) -> None:
+    from . import plot as _plot  # matplotlib only where a plot is made
+
     _plot.plot_throughput_rtt(result, path)
 
 
