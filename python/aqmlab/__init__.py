@@ -8,7 +8,9 @@ DataFrames, files and plots.
 >>> r.summary["bottleneck"]["utilization"]        # doctest: +SKIP
 >>> r.series("cubic-0", "goodput")                 # doctest: +SKIP
 
-``run``, ``resolve`` and ``RunResult`` are imported on first use, so that ``aqmlab --help``
+``aqmlab.load(run_dir)`` and ``aqmlab.load_suite(out_dir)`` read results back (``aqmlab.data``).
+
+``run``, ``resolve``, ``load`` and ``RunResult`` are imported on first use, so that ``aqmlab --help``
 and ``aqmlab check`` start without loading pandas.
 """
 
@@ -18,7 +20,7 @@ from ._sim import ScenarioError
 
 __version__ = "0.1.0"
 
-__all__ = ["RunResult", "ScenarioError", "resolve", "run", "__version__"]
+__all__ = ["RunResult", "ScenarioError", "load", "load_suite", "resolve", "run", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -26,4 +28,8 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         return getattr(api, name)
+    if name in ("load", "load_suite"):
+        from . import data
+
+        return getattr(data, name)
     raise AttributeError(f"module 'aqmlab' has no attribute {name!r}")

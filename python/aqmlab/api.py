@@ -37,6 +37,10 @@ class RunResult:
     timeseries: pd.DataFrame
     units: dict[tuple[str, str], str] = field(default_factory=dict)
     name: str | None = None
+    #: Which run of what this is: ``run`` (a suite run's directory below ``runs/``, else the
+    #: run's name), ``cell`` (the suite cell; a single run is its own) and ``seed``. The
+    #: Parquet file carries them as columns so that a whole suite globs into one table.
+    labels: dict[str, Any] = field(default_factory=dict)
 
     @property
     def flows(self) -> list[str]:
@@ -194,4 +198,6 @@ def run(
     elif summary.get("name") is None and default_name is not None:
         summary["name"] = default_name
     units = {(c[0], c[1]): c[2] for c in columns}
-    return RunResult(summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"))
+    run_name = summary.get("name") or "run"
+    labels = {"run": run_name, "cell": run_name, "seed": summary.get("seed")}
+    return RunResult(summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"), labels=labels)

@@ -3,10 +3,13 @@
 This module is the one place that names the files of a run directory and of a suite's
 output directory; the runner, the report and the CLI use these names.
 
-A run directory (``aqmlab run --out DIR``, or ``runs/<cell>/seed-<seed>/`` of a suite)::
+A run directory (``aqmlab run --out DIR``, or ``runs/cell=<cell>/seed=<seed>/`` of a suite,
+laid out hive-style so that DuckDB, polars and pyarrow glob a suite's Parquet files into one
+table with ``cell`` and ``seed`` columns)::
 
     scenario.toml         the scenario that ran, with --set and --seed written in (written first)
-    timeseries.parquet    the tidy series (time, flow, metric, value)     writer "parquet"
+    timeseries.parquet    the tidy series (run, cell, seed, time, flow, metric, value; the
+                          units in the file's metadata)                  writer "parquet"
     timeseries.csv        the same as CSV                                 writer "csv"
     throughput_rtt.png    the flent-style throughput/RTT plot             writer "plot"
     manifest.json         provenance: versions, git commit, command, seed, profile, the
@@ -63,7 +66,7 @@ RUNS = "runs"
 
 def run_rel_dir(cell_id: str, seed: int | str) -> str:
     """A suite run's directory relative to the suite's output directory."""
-    return f"{RUNS}/{cell_id}/seed-{seed}"
+    return f"{RUNS}/cell={cell_id}/seed={seed}"
 
 
 #: The version of the run-directory format, written into summary.json as ``format_version``.
@@ -156,9 +159,39 @@ def writer(name: str, *, file: str) -> Callable[[WriteFn], WriteFn]:
     return deco
 
 
+#: The key of the Parquet schema metadata that holds aqmlab's JSON (units, format version).
+PARQUET_META_KEY = b"aqmlab"
+
+
+def labelled_table(result: RunResult) -> Any:
+    """The tidy series as a pyarrow Table with the run's ``run``, ``cell`` and ``seed``
+    columns first and, in the schema metadata under ``aqmlab``, the unit of each series."""
+    import pyarrow as pa
+
+    ts = result.timeseries
+    n = len(ts)
+    labels = result.labels or {"run": result.name or "run", "cell": result.name or "run", "seed": result.summary.get("seed")}
+    table = pa.Table.from_pandas(ts, preserve_index=False)
+    seed = labels.get("seed")
+    cols = {
+        "run": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([str(labels.get("run"))])),
+        "cell": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([str(labels.get("cell"))])),
+        "seed": pa.array([seed] * n, pa.uint64() if seed is not None and seed >= 2**63 else pa.int64()),
+    }
+    for i, (name, arr) in enumerate(cols.items()):
+        table = table.add_column(i, name, arr)
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "units": [{"flow": e, "metric": m, "unit": u} for (e, m), u in result.units.items()],
+    }
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_META_KEY: json.dumps(meta).encode()})
+
+
 @writer("parquet", file=PARQUET)
 def write_parquet(result: RunResult, path: Path) -> None:
-    result.timeseries.to_parquet(path, index=False, engine="pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(labelled_table(result), path)
 
 
 @writer("csv", file=CSV)

@@ -59,6 +59,7 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
         text = task["text"]
         atomic_write_text(run_dir / SCENARIO, text)
         result = api_run(text)
+        result.labels = {"run": task.get("run", run_dir.name), "cell": task.get("cell", run_dir.parent.name), "seed": result.summary.get("seed")}
         result.summary.pop("wall_seconds", None)
         write_outputs(result, run_dir, plot=bool(task.get("plot", True)), csv=False, command=task.get("command"))
         return {"ok": True, "run_dir": str(run_dir), "seconds": time.perf_counter() - t0}
@@ -197,7 +198,10 @@ def run_suite(
     reused = len(runs) - len(todo)
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
-    tasks = [{"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "command": command} for r in todo]
+    tasks = [
+        {"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "command": command, "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id}
+        for r in todo
+    ]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     prog = _Progress(suite.name, len(runs), reused, enabled=progress)

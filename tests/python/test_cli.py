@@ -61,7 +61,8 @@ def test_summary_json_format(demo_run):
 def test_parquet_reads_back_tidy(demo_run):
     _, out = demo_run
     df = pd.read_parquet(out / "timeseries.parquet")
-    assert list(df.columns) == ["time", "flow", "metric", "value"]
+    assert list(df.columns) == ["run", "cell", "seed", "time", "flow", "metric", "value"]
+    assert set(df["seed"]) == {1} and set(df["run"].astype(str)) == {"two-cubic-pfifo"}
     assert set(df["flow"].astype(str)) >= {"cubic-0", "cubic-1", "bottleneck"}
     assert {"goodput", "delivery_rate", "srtt", "qdelay"} <= set(df["metric"].astype(str))
     assert df["time"].max() <= 5.0 + 1e-9
