@@ -39,6 +39,8 @@ pub struct TcpFlow {
     /// Whether the flow is listed under `flows[]` (a transient group's flows are reported
     /// under `transients[]` instead).
     pub listed: bool,
+    /// The data crosses the return link (`direction = "down"`).
+    pub down: bool,
     pub sender: TcpSender,
     pub receiver: TcpReceiver,
     pub series: FlowSeries,
@@ -53,6 +55,10 @@ pub struct TcpFlow {
 pub struct FlowSummary {
     pub name: String,
     pub cc: String,
+    /// `"down"` for a flow whose data crosses the return link (`direction = "down"`); absent
+    /// for upload flows (the default), so the summaries of upload-only runs are unchanged.
+    #[serde(skip_serializing_if = "is_up")]
+    pub direction: &'static str,
     pub rtt_ms: f64,
     pub start_s: f64,
     /// Mean goodput (in-order payload at the receiver) from start to the flow's end.
@@ -70,11 +76,15 @@ pub struct FlowSummary {
     pub fct_s: Option<f64>,
 }
 
+fn is_up(direction: &&'static str) -> bool {
+    *direction == "up"
+}
+
 impl TcpFlow {
     /// `ticks`: the points of the sampling grid (the capacity of the rate samples).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
-        TcpFlow { name, rtt, start, stop, listed, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
+    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, down: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
+        TcpFlow { name, rtt, start, stop, listed, down, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
     }
 
     /// The flow stops contributing samples after its stop time or its completion.
@@ -137,6 +147,7 @@ impl TcpFlow {
         FlowSummary {
             name: self.name.clone(),
             cc: self.sender.cc_name().to_string(),
+            direction: if self.down { "down" } else { "up" },
             rtt_ms: self.rtt.as_millis_f64(),
             start_s: self.start.as_secs_f64(),
             goodput_mbps: if active > Time::ZERO { bytes as f64 * 8.0 / active.as_secs_f64() / 1e6 } else { 0.0 },
