@@ -35,6 +35,10 @@ class RunResult:
     timeseries: pd.DataFrame
     units: dict[tuple[str, str], str] = field(default_factory=dict)
     name: str | None = None
+    #: The scenario TOML as given (before ``overrides``), and the ``key=value`` overrides
+    #: applied to it; None / empty when the result was built by hand.
+    scenario: str | None = None
+    overrides: list[str] = field(default_factory=list)
 
     @property
     def flows(self) -> list[str]:
@@ -168,4 +172,7 @@ def run(
     elif summary.get("name") is None and default_name is not None:
         summary["name"] = default_name
     units = {(c[0], c[1]): c[2] for c in columns}
-    return RunResult(summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"))
+    return RunResult(
+        summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"),
+        scenario=text, overrides=overrides,
+    )

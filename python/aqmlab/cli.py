@@ -42,7 +42,7 @@ def _fmt(v: Any, spec: str = ".2f", none: str = "-") -> str:
         return str(v)
 
 
-def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
+def print_summary(summary: dict[str, Any], out_dir: Path | None = None, files: list[str] | None = None) -> None:
     """A short human summary of a run on stdout."""
     from rich.console import Console
     from rich.table import Table
@@ -96,7 +96,9 @@ def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
         console.print(
             f"transient {g['name']}: start {_fmt(g.get('start_s'), '.3f')} s, response {_fmt(g.get('response_s'), '.3f')} s"
         )
-    if out_dir is not None:
+    if out_dir is not None and files:
+        console.print(f"wrote {out_dir}/: {', '.join(files)}")
+    elif out_dir is not None:
         from .output import CSV, PARQUET, PLOT, SUMMARY
 
         console.print(f"wrote {out_dir}/: {SUMMARY}, {PARQUET}/{Path(CSV).suffix}, {PLOT}")
@@ -117,10 +119,12 @@ def run_cmd(
     ),
     name: Optional[str] = typer.Option(None, "--name", help="Label of the run (default: the scenario's name)."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Skip throughput_rtt.png."),
+    flent: bool = typer.Option(True, "--flent/--no-flent", help="Write <name>.flent.gz, the run as a flent data file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
-    """Run a scenario; write summary.json, timeseries.parquet, timeseries.csv and throughput_rtt.png to DIR."""
+    """Run a scenario; write summary.json, timeseries.parquet, timeseries.csv, throughput_rtt.png and
+    <name>.flent.gz (flent's data file) to DIR."""
     try:
         from .api import run as api_run
         from .output import write_outputs
@@ -143,9 +147,9 @@ def run_cmd(
         except ScenarioError as e:
             _bad_input(str(e))
             return
-        write_outputs(result, out, plot=not no_plot)
+        written = write_outputs(result, out, plot=not no_plot, flent=flent)
         if not quiet:
-            print_summary(result.summary, out)
+            print_summary(result.summary, out, files=[p.name for p in written])
     except typer.Exit:
         raise
     except KeyboardInterrupt:
@@ -265,6 +269,7 @@ def suite_run(
         [], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run, e.g. duration=5s (repeatable)."
     ),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
+    flent: bool = typer.Option(False, "--flent/--no-flent", help="Write each run's <name>.flent.gz (flent's data file)."),
     executor: str = typer.Option("local", "--executor", help="local (a process pool) or dask."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="ADDRESS", help="Run on this Dask scheduler (implies --executor dask)."),
     force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
@@ -294,6 +299,7 @@ def suite_run(
             overrides=overrides,
             jobs=jobs,
             plots=plots,
+            flent=flent,
             executor=executor,
             dask_address=dask,
             force=force,

@@ -9,6 +9,7 @@ A run directory (``aqmlab run --out DIR``, or ``runs/<cell>/seed-<seed>/`` of a 
     timeseries.parquet    the tidy series (time, flow, metric, value)     writer "parquet"
     timeseries.csv        the same as CSV                                 writer "csv"
     throughput_rtt.png    the flent-style throughput/RTT plot             writer "plot"
+    <name>.flent.gz       flent's data file (format 4) of the run          writer "flent"
     summary.json          the engine's summary + ``format_version``; written last
 
 A suite's output directory holds ``REPORT.md``, ``results.csv`` and ``runs/``.
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from . import flentfile as _flentfile
 from . import plot as _plot
 from .api import RunResult
 
@@ -48,6 +50,8 @@ SCENARIO = "scenario.toml"
 PARQUET = "timeseries.parquet"
 CSV = "timeseries.csv"
 PLOT = "throughput_rtt.png"
+#: The flent data file's name pattern (``flentfile.file_name``: the run's name, sanitised).
+FLENT = "<name>.flent.gz"
 
 #: Files of a suite's output directory.
 REPORT = "REPORT.md"
@@ -127,24 +131,35 @@ WriteFn = Callable[[RunResult, Path], None]
 
 @dataclass(frozen=True)
 class Writer:
-    """An output format: ``write(result, path)`` writes ``file`` at ``path`` (a temporary name)."""
+    """An output format: ``write(result, path)`` writes ``file`` at ``path`` (a temporary name).
+
+    ``file`` is the file's name, or its pattern (e.g. ``<name>.flent.gz``) when the name
+    depends on the run: then ``file_for(result)`` gives it."""
 
     name: str
     file: str
     write: WriteFn
+    file_for: Callable[[RunResult], str] | None = None
+
+    def filename(self, result: RunResult) -> str:
+        """The name of this writer's file for ``result``."""
+        return self.file_for(result) if self.file_for is not None else self.file
 
 
 #: The registered writers in registration order (the order their files are written in).
 WRITERS: dict[str, Writer] = {}
 
 
-def writer(name: str, *, file: str) -> Callable[[WriteFn], WriteFn]:
-    """Registers an output format ``name`` that writes the run-directory file ``file``."""
+def writer(
+    name: str, *, file: str, file_for: Callable[[RunResult], str] | None = None
+) -> Callable[[WriteFn], WriteFn]:
+    """Registers an output format ``name`` that writes the run-directory file ``file``
+    (named by ``file_for(result)`` when given; ``file`` is then its pattern)."""
 
     def deco(fn: WriteFn) -> WriteFn:
         if name in WRITERS:
             raise ValueError(f"writer '{name}' is registered twice")
-        WRITERS[name] = Writer(name, file, fn)
+        WRITERS[name] = Writer(name, file, fn, file_for)
         return fn
 
     return deco
@@ -165,6 +180,11 @@ def write_plot(result: RunResult, path: Path) -> None:
     _plot.plot_throughput_rtt(result, path)
 
 
+@writer("flent", file=FLENT, file_for=lambda result: _flentfile.file_name(result))
+def write_flent(result: RunResult, path: Path) -> None:
+    _flentfile.write(result, path)
+
+
 def summary_text(summary: Mapping[str, Any]) -> str:
     """summary.json's text: ``format_version`` first, then the summary in engine order."""
     doc = {"format_version": FORMAT_VERSION, **{k: v for k, v in summary.items() if k != "format_version"}}
@@ -177,22 +197,23 @@ def write_outputs(
     *,
     plot: bool = True,
     csv: bool = True,
+    flent: bool = True,
     formats: Iterable[str] | None = None,
 ) -> list[Path]:
     """Writes the files of the writers in ``formats`` (default: every registered writer,
-    less ``csv`` when ``csv=False`` and ``plot`` when ``plot=False``), in registration
+    less ``csv``, ``plot`` or ``flent`` when that argument is False), in registration
     order, and, last, summary.json."""
     names = list(WRITERS) if formats is None else list(formats)
     unknown = [n for n in names if n not in WRITERS]
     if unknown:
         raise ValueError(f"unknown output format {', '.join(unknown)} (known: {', '.join(WRITERS)})")
-    skip = {n for n, on in (("csv", csv), ("plot", plot)) if not on}
+    skip = {n for n, on in (("csv", csv), ("plot", plot), ("flent", flent)) if not on}
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for w in WRITERS.values():
         if w.name not in names or w.name in skip:
             continue
-        p = out_dir / w.file
+        p = out_dir / w.filename(result)
         with atomic_path(p) as tmp:
             w.write(result, tmp)
         written.append(p)

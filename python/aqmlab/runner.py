@@ -41,7 +41,8 @@ def is_done(run: RunSpec) -> bool:
 def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
     """Runs one scenario and writes its files; the unit of work sent to every executor.
 
-    ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir``, ``plot``.
+    ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir``, ``plot``,
+    ``flent`` (write the run's ``<name>.flent.gz``; default off in suites).
     Order on disk: the old summary.json goes first, then scenario.toml, then the series and
     the plot, and summary.json last (atomic rename), so a killed run never looks finished.
     ``wall_seconds`` is left out of this summary.json so that the same scenario and seed give
@@ -59,7 +60,7 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
         atomic_write_text(run_dir / SCENARIO, text)
         result = api_run(text)
         result.summary.pop("wall_seconds", None)
-        write_outputs(result, run_dir, plot=bool(task.get("plot", True)), csv=False)
+        write_outputs(result, run_dir, plot=bool(task.get("plot", True)), csv=False, flent=bool(task.get("flent", False)))
         return {"ok": True, "run_dir": str(run_dir), "seconds": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - reported per run, the suite goes on
         msg = str(e).replace("\n", " ").strip() or type(e).__name__
@@ -175,6 +176,7 @@ def run_suite(
     overrides: Sequence[tuple[str, Any]] = (),
     jobs: int = 1,
     plots: bool = True,
+    flent: bool = False,
     executor: str = "local",
     dask_address: str | None = None,
     force: bool = False,
@@ -188,7 +190,7 @@ def run_suite(
     reused = len(runs) - len(todo)
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
-    tasks = [{"text": r.text, "run_dir": str(r.run_dir), "plot": plots} for r in todo]
+    tasks = [{"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "flent": flent} for r in todo]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     prog = _Progress(suite.name, len(runs), reused, enabled=progress)

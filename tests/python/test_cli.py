@@ -11,15 +11,16 @@ import pytest
 
 from conftest import SCENARIO, SHORT, run_cli
 
-OUTPUTS = {"summary.json", "timeseries.parquet", "timeseries.csv", "throughput_rtt.png"}
+OUTPUTS = {"summary.json", "timeseries.parquet", "timeseries.csv", "throughput_rtt.png", "two-cubic-pfifo.flent.gz"}
 
 
-def test_writes_all_four_files(demo_run):
+def test_writes_all_files(demo_run):
     proc, out = demo_run
     assert {p.name for p in out.iterdir()} == OUTPUTS  # and no temporary files left behind
     for name in OUTPUTS:
         assert (out / name).stat().st_size > 0, name
     assert (out / "throughput_rtt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "two-cubic-pfifo.flent.gz").read_bytes()[:2] == b"\x1f\x8b"  # gzip
     assert "Jain" in proc.stdout and "cubic-0" in proc.stdout
     assert proc.stderr == ""
 
