@@ -250,3 +250,39 @@ def test_flent_plots_a_simulated_run_and_combines_runs(two_up, two_up_seed2, rru
         for what, out, proc in running:
             text, _ = proc.communicate(timeout=180)
             _check_png(proc.returncode, text, out, what)
+
+
+# --------------------------------------------------------------------------------------
+# Where the file is written: aqmlab run (default on), suite run (--flent)
+# --------------------------------------------------------------------------------------
+
+
+def test_run_writes_it_unless_no_flent_and_suite_only_with_flent(tmp_path):
+    from typer.testing import CliRunner
+
+    from aqmlab.cli import app
+
+    def cli(*args):
+        r = CliRunner().invoke(app, [str(a) for a in args])
+        assert r.exit_code == 0, r.output
+        return r
+
+    scenario = tmp_path / "two-up.toml"
+    scenario.write_text(TWO_UP)
+    cli("run", scenario, "--out", tmp_path / "on", "--quiet", "--no-plot")
+    cli("run", scenario, "--out", tmp_path / "off", "--quiet", "--no-plot", "--no-flent")
+    assert (tmp_path / "on" / "two-up.flent.gz").is_file()
+    assert not list((tmp_path / "off").glob("*.flent.gz"))
+
+    suite = ["suite", "run", "l4s-tests/s6", "--filter", "classic=cubic", "--filter", "qdisc=pie",
+             "--set", "duration=2s", "--no-plots", "--jobs", "1", "--quiet"]
+    cli(*suite, "--out", tmp_path / "s-off")
+    assert not list((tmp_path / "s-off").rglob("*.flent.gz"))
+    cli(*suite, "--flent", "--out", tmp_path / "s-on")
+    files = sorted((tmp_path / "s-on").rglob("*.flent.gz"))
+    runs = sorted((tmp_path / "s-on").rglob("summary.json"))
+    assert len(files) == len(runs) > 0
+    for f in files:
+        assert f.parent.name == "seed-1"
+        r = flent_resultset.load(str(f))
+        assert r.meta("NAME") == "tcp_2up"  # S6: one classic and one L4S flow, both uploads
