@@ -41,6 +41,10 @@ class RunResult:
     #: run's name), ``cell`` (the suite cell; a single run is its own) and ``seed``. The
     #: Parquet file carries them as columns so that a whole suite globs into one table.
     labels: dict[str, Any] = field(default_factory=dict)
+    #: The scenario TOML as given (before ``overrides``), and the ``key=value`` overrides
+    #: applied to it; None / empty when the result was built by hand.
+    scenario: str | None = None
+    overrides: list[str] = field(default_factory=list)
 
     @property
     def flows(self) -> list[str]:
@@ -200,4 +204,7 @@ def run(
     units = {(c[0], c[1]): c[2] for c in columns}
     run_name = summary.get("name") or "run"
     labels = {"run": run_name, "cell": run_name, "seed": summary.get("seed")}
-    return RunResult(summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"), labels=labels)
+    return RunResult(
+        summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"),
+        labels=labels, scenario=text, overrides=overrides,
+    )

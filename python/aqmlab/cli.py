@@ -56,7 +56,7 @@ def _fmt(v: Any, spec: str = ".2f", none: str = "-") -> str:
         return str(v)
 
 
-def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
+def print_summary(summary: dict[str, Any], out_dir: Path | None = None, files: list[str] | None = None) -> None:
     """A short human summary of a run on stdout."""
     from rich.console import Console
     from rich.table import Table
@@ -115,7 +115,7 @@ def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
             f"transient {g['name']}: start {_fmt(g.get('start_s'), '.3f')} s, response {_fmt(g.get('response_s'), '.3f')} s"
         )
     if out_dir is not None:
-        names = sorted(p.name for p in out_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+        names = files if files else sorted(p.name for p in out_dir.iterdir() if p.is_file() and not p.name.startswith("."))
         console.print(f"wrote {out_dir}/: {', '.join(names)}")
 
 
@@ -169,10 +169,12 @@ def run_cmd(
     ),
     name: Optional[str] = typer.Option(None, "--name", help="Label of the run (default: the scenario's name)."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Skip throughput_rtt.png."),
+    flent: bool = typer.Option(True, "--flent/--no-flent", help="Write <name>.flent.gz, the run as a flent data file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
-    """Run a scenario; write scenario.toml (as run), the series, the plot, manifest.json and summary.json to DIR."""
+    """Run a scenario; write scenario.toml (as run), the series, the plot, <name>.flent.gz (flent's
+    data file), manifest.json and summary.json to DIR."""
     try:
         from .api import resolve
         from .api import run as api_run
@@ -195,10 +197,10 @@ def run_cmd(
         result = api_run(text, name=name)
         if result.summary.get("name") is None and isinstance(source, Path):
             result.summary["name"] = result.name = source.stem
-        write_outputs(result, out, plot=not no_plot, command=shlex.join(["aqmlab", *sys.argv[1:]]))
+        written = write_outputs(result, out, plot=not no_plot, flent=flent, command=shlex.join(["aqmlab", *sys.argv[1:]]))
         _warn(result.summary)
         if not quiet:
-            print_summary(result.summary, out)
+            print_summary(result.summary, out, files=[p.name for p in written])
     except typer.Exit:
         raise
     except KeyboardInterrupt:
@@ -351,6 +353,7 @@ def suite_run(
         [], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run, e.g. duration=5s (repeatable)."
     ),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
+    flent: bool = typer.Option(False, "--flent/--no-flent", help="Write each run's <name>.flent.gz (flent's data file)."),
     executor: str = typer.Option("local", "--executor", help="local (a process pool) or dask."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="ADDRESS", help="Run on this Dask scheduler (implies --executor dask)."),
     force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
@@ -380,6 +383,7 @@ def suite_run(
             overrides=overrides,
             jobs=jobs,
             plots=plots,
+            flent=flent,
             executor=executor,
             dask_address=dask,
             force=force,

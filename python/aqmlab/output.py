@@ -12,6 +12,7 @@ table with ``cell`` and ``seed`` columns)::
                           units in the file's metadata)                  writer "parquet"
     timeseries.csv        the same as CSV                                 writer "csv"
     throughput_rtt.png    the flent-style throughput/RTT plot             writer "plot"
+    <name>.flent.gz       flent's data file (format 4) of the run          writer "flent"
     manifest.json         provenance: versions, git commit, command, seed, profile, the
                           steady-state windows used, every file with its SHA-256
     summary.json          the engine's summary + ``format_version``; written last
@@ -57,6 +58,8 @@ MANIFEST = "manifest.json"
 PARQUET = "timeseries.parquet"
 CSV = "timeseries.csv"
 PLOT = "throughput_rtt.png"
+#: The flent data file's name pattern (``flentfile.file_name``: the run's name, sanitised).
+FLENT = "<name>.flent.gz"
 
 #: Files of a suite's output directory.
 REPORT = "REPORT.md"
@@ -136,24 +139,35 @@ WriteFn = Callable[["RunResult", Path], None]
 
 @dataclass(frozen=True)
 class Writer:
-    """An output format: ``write(result, path)`` writes ``file`` at ``path`` (a temporary name)."""
+    """An output format: ``write(result, path)`` writes ``file`` at ``path`` (a temporary name).
+
+    ``file`` is the file's name, or its pattern (e.g. ``<name>.flent.gz``) when the name
+    depends on the run: then ``file_for(result)`` gives it."""
 
     name: str
     file: str
     write: WriteFn
+    file_for: Callable[[RunResult], str] | None = None
+
+    def filename(self, result: RunResult) -> str:
+        """The name of this writer's file for ``result``."""
+        return self.file_for(result) if self.file_for is not None else self.file
 
 
 #: The registered writers in registration order (the order their files are written in).
 WRITERS: dict[str, Writer] = {}
 
 
-def writer(name: str, *, file: str) -> Callable[[WriteFn], WriteFn]:
-    """Registers an output format ``name`` that writes the run-directory file ``file``."""
+def writer(
+    name: str, *, file: str, file_for: Callable[[RunResult], str] | None = None
+) -> Callable[[WriteFn], WriteFn]:
+    """Registers an output format ``name`` that writes the run-directory file ``file``
+    (named by ``file_for(result)`` when given; ``file`` is then its pattern)."""
 
     def deco(fn: WriteFn) -> WriteFn:
         if name in WRITERS:
             raise ValueError(f"writer '{name}' is registered twice")
-        WRITERS[name] = Writer(name, file, fn)
+        WRITERS[name] = Writer(name, file, fn, file_for)
         return fn
 
     return deco
@@ -206,6 +220,19 @@ def write_plot(result: RunResult, path: Path) -> None:
     _plot.plot_throughput_rtt(result, path)
 
 
+def _flent_file_name(result: RunResult) -> str:
+    from . import flentfile
+
+    return flentfile.file_name(result)
+
+
+@writer("flent", file=FLENT, file_for=_flent_file_name)
+def write_flent(result: RunResult, path: Path) -> None:
+    from . import flentfile  # numpy only where a flent file is made
+
+    flentfile.write(result, path)
+
+
 def summary_text(summary: Mapping[str, Any]) -> str:
     """summary.json's text: ``format_version`` first, then the summary in engine order."""
     doc = {"format_version": FORMAT_VERSION, **{k: v for k, v in summary.items() if k != "format_version"}}
@@ -218,24 +245,25 @@ def write_outputs(
     *,
     plot: bool = True,
     csv: bool = True,
+    flent: bool = True,
     formats: Iterable[str] | None = None,
     command: str | None = None,
 ) -> list[Path]:
     """Writes the files of the writers in ``formats`` (default: every registered writer,
-    less ``csv`` when ``csv=False`` and ``plot`` when ``plot=False``), in registration
+    less ``csv``, ``plot`` or ``flent`` when that argument is False), in registration
     order, then manifest.json (``command``: the command line that made the run) and, last,
     summary.json."""
     names = list(WRITERS) if formats is None else list(formats)
     unknown = [n for n in names if n not in WRITERS]
     if unknown:
         raise ValueError(f"unknown output format {', '.join(unknown)} (known: {', '.join(WRITERS)})")
-    skip = {n for n, on in (("csv", csv), ("plot", plot)) if not on}
+    skip = {n for n, on in (("csv", csv), ("plot", plot), ("flent", flent)) if not on}
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for w in WRITERS.values():
         if w.name not in names or w.name in skip:
             continue
-        p = out_dir / w.file
+        p = out_dir / w.filename(result)
         with atomic_path(p) as tmp:
             w.write(result, tmp)
         written.append(p)

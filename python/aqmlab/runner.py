@@ -42,7 +42,8 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
     """Runs one scenario and writes its files; the unit of work sent to every executor.
 
     ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir`` (absolute),
-    ``plot``, ``command`` (the suite's command line, for manifest.json).
+    ``plot``, ``flent`` (write the run's ``<name>.flent.gz``; default off in suites),
+    ``command`` (the suite's command line, for manifest.json), ``run`` and ``cell`` (labels).
     Order on disk: the old summary.json goes first, then scenario.toml, then the series and
     the plot, and summary.json last (atomic rename), so a killed run never looks finished.
     ``wall_seconds`` is left out of this summary.json so that the same scenario and seed give
@@ -61,7 +62,9 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
         result = api_run(text)
         result.labels = {"run": task.get("run", run_dir.name), "cell": task.get("cell", run_dir.parent.name), "seed": result.summary.get("seed")}
         result.summary.pop("wall_seconds", None)
-        write_outputs(result, run_dir, plot=bool(task.get("plot", True)), csv=False, command=task.get("command"))
+        write_outputs(
+            result, run_dir, plot=bool(task.get("plot", True)), csv=False, flent=bool(task.get("flent", False)), command=task.get("command")
+        )
         return {"ok": True, "run_dir": str(run_dir), "seconds": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - reported per run, the suite goes on
         msg = str(e).replace("\n", " ").strip() or type(e).__name__
@@ -177,6 +180,7 @@ def run_suite(
     overrides: Sequence[tuple[str, Any]] = (),
     jobs: int = 1,
     plots: bool = True,
+    flent: bool = False,
     executor: str = "local",
     dask_address: str | None = None,
     force: bool = False,
@@ -199,7 +203,8 @@ def run_suite(
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
     tasks = [
-        {"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "command": command, "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id}
+        {"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "flent": flent, "command": command,
+         "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id}
         for r in todo
     ]
 

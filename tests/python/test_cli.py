@@ -11,7 +11,8 @@ import pytest
 
 from conftest import SCENARIO, SHORT, run_cli
 
-OUTPUTS = {"scenario.toml", "manifest.json", "summary.json", "timeseries.parquet", "timeseries.csv", "throughput_rtt.png"}
+OUTPUTS = {"scenario.toml", "manifest.json", "summary.json", "timeseries.parquet", "timeseries.csv", "throughput_rtt.png",
+           "two-cubic-pfifo.flent.gz"}
 
 
 def test_writes_every_output_file(demo_run):
@@ -20,6 +21,7 @@ def test_writes_every_output_file(demo_run):
     for name in OUTPUTS:
         assert (out / name).stat().st_size > 0, name
     assert (out / "throughput_rtt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "two-cubic-pfifo.flent.gz").read_bytes()[:2] == b"\x1f\x8b"  # gzip
     assert "Jain" in proc.stdout and "cubic-0" in proc.stdout
     assert proc.stderr == ""
 

@@ -310,8 +310,8 @@ impl Simulation {
         let end = self.end;
         let window_s = self.steady_window.map(Time::as_secs_f64);
         let (mut flows, mut probes, mut media, mut udp, mut workloads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for (e, route) in self.endpoints.iter_mut_with_routes() {
-            match e.summary(end, window_s, route) {
+        for e in self.endpoints.iter_mut() {
+            match e.summary(end, window_s) {
                 Some(EndpointSummary::Flow(s)) => flows.push(s),
                 Some(EndpointSummary::Probe(s)) => probes.push(s),
                 Some(EndpointSummary::Media(s)) => media.push(s),

@@ -39,6 +39,8 @@ pub struct TcpFlow {
     /// Whether the flow is listed under `flows[]` (a transient group's flows are reported
     /// under `transients[]` instead).
     pub listed: bool,
+    /// The data crosses the return link (`direction = "down"`).
+    pub down: bool,
     pub sender: TcpSender,
     pub receiver: TcpReceiver,
     pub series: FlowSeries,
@@ -57,7 +59,8 @@ pub struct FlowSummary {
     pub start_s: f64,
     /// Mean goodput (in-order payload at the receiver) from start to the flow's end.
     pub goodput_mbps: f64,
-    /// Which way the data went: `up` (client to server, over the bottleneck) or `down`.
+    /// Which way the data went: `up` (client to server, over the bottleneck) or `down`
+    /// (`direction = "down"`: the data crosses the return link).
     pub direction: &'static str,
     /// Steady-state delivery rate D_SS (algorithms.md 5.2); null if the window is empty.
     pub steady_mbps: Option<f64>,
@@ -79,8 +82,8 @@ pub struct FlowSummary {
 impl TcpFlow {
     /// `ticks`: the points of the sampling grid (the capacity of the rate samples).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
-        TcpFlow { name, rtt, start, stop, listed, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
+    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, down: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
+        TcpFlow { name, rtt, start, stop, listed, down, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
     }
 
     /// The flow stops contributing samples after its stop time or its completion.
@@ -137,8 +140,8 @@ impl TcpFlow {
     }
 
     /// `end`: the end of the run; `window_s`: the steady-state window (`None`: "auto",
-    /// [`steady_window`]); `down`: the data travels from the server side.
-    pub fn summary(&self, end: Time, window_s: Option<f64>, down: bool) -> FlowSummary {
+    /// [`steady_window`]).
+    pub fn summary(&self, end: Time, window_s: Option<f64>) -> FlowSummary {
         let active = self.end_time(end) - self.start;
         let bytes = self.receiver.delivered_bytes;
         let window = match (self.rate_samples.first(), self.rate_samples.last()) {
@@ -151,7 +154,7 @@ impl TcpFlow {
             rtt_ms: self.rtt.as_millis_f64(),
             start_s: self.start.as_secs_f64(),
             goodput_mbps: if active > Time::ZERO { bytes as f64 * 8.0 / active.as_secs_f64() / 1e6 } else { 0.0 },
-            direction: if down { "down" } else { "up" },
+            direction: if self.down { "down" } else { "up" },
             steady_mbps: window.and_then(|w| steady_state_rate(&self.rate_samples, w)),
             steady_from_s: window.map(|w| w.0),
             steady_to_s: window.map(|w| w.1),
