@@ -276,6 +276,10 @@ pub trait CongestionControl {
     fn tso_segs(&self, _tp: &TcpCcState) -> Option<TsoSegs> {
         None
     }
+    /// The algorithm's private state, for a per-ACK trace (what `ss -ti` would show, e.g.
+    /// Prague's α): appended to `out` as (name, value). Only called while a trace is on
+    /// ([`crate::tcp::TcpSender::trace_acks`]), never in a normal run.
+    fn trace_vars(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
 /// Linux `tcp_slow_start()` (`net/ipv4/tcp_cong.c`): grow cwnd by the acked packets up to
