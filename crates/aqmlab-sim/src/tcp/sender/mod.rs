@@ -239,37 +239,7 @@ impl TcpSender {
             None => (None, cfg.mss),
         };
         let paced = cfg.pacing || cc.needs_pacing();
-        let tp = TcpCcState {
-            now: Time::ZERO,
-            cwnd: cfg.initial_cwnd,
-            ssthresh: u32::MAX,
-            cwnd_cnt: 0,
-            cwnd_clamp: u32::MAX,
-            mss: cfg.mss,
-            srtt: Time::ZERO,
-            min_rtt: Time::MAX,
-            packets_out: 0,
-            sacked_out: 0,
-            lost_out: 0,
-            retrans_out: 0,
-            delivered: 0,
-            delivered_ce: 0,
-            delivered_sce: 0,
-            snd_una: 0,
-            snd_nxt: 0,
-            is_cwnd_limited: false,
-            cwnd_limited_flag: false,
-            lsndtime: Time::ZERO,
-            ca_state: CaState::Open,
-            paced,
-            pacing_rate: 0.0,
-            lost: 0,
-            delivered_mstamp: Time::ZERO,
-            app_limited: 0,
-            edt: Time::ZERO,
-            ecn: cfg.ecn,
-            write_queue_empty: true,
-        };
+        let tp = TcpCcState::new(cfg.initial_cwnd, cfg.mss, cfg.ecn, paced);
         TcpSender {
             flow,
             rto: cfg.rto_initial,
