@@ -179,6 +179,13 @@ impl Endpoints {
             _ => panic!("endpoint {id} is not a TCP flow"),
         }
     }
+    /// [`Endpoints::tcp`], mutable.
+    pub fn tcp_mut(&mut self, id: usize) -> &mut TcpFlow {
+        match &mut self.list[id] {
+            Endpoint::Tcp(f) => f,
+            _ => panic!("endpoint {id} is not a TCP flow"),
+        }
+    }
     /// The workloads' slot set.
     pub fn workloads(&self) -> &Workloads {
         match self.list.last() {

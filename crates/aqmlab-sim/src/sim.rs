@@ -231,6 +231,11 @@ impl Simulation {
     pub fn sender(&self, flow: usize) -> &TcpSender {
         &self.endpoints.tcp(flow).sender
     }
+    /// [`Simulation::sender`], mutable (to switch on its per-ACK trace,
+    /// [`TcpSender::trace_acks`]).
+    pub fn sender_mut(&mut self, flow: usize) -> &mut TcpSender {
+        &mut self.endpoints.tcp_mut(flow).sender
+    }
     pub fn receiver(&self, flow: usize) -> &TcpReceiver {
         &self.endpoints.tcp(flow).receiver
     }

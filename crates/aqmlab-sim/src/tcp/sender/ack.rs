@@ -124,6 +124,9 @@ impl TcpSender {
         }
         self.rate_gen(&mut st);
         self.cong_control(&st);
+        if self.trace.is_some() {
+            self.record_ack(&st);
+        }
         self.check_complete();
         // tcp_data_snd_check.
         self.try_send(ctx);
