@@ -45,6 +45,7 @@ use crate::cc::{CaEvent, CaState, TsoSegs};
 use crate::event::FlowTimer;
 use crate::packet::{Direction, Ecn, Kind, Packet};
 use crate::packet::EcnMode;
+use crate::tcp::CwndValidate;
 use crate::time::Time;
 
 /// `sysctl_tcp_min_tso_segs` default.
@@ -289,12 +290,32 @@ impl TcpSender {
             self.schedule_loss_probe(false, ctx);
         }
         cwnd_limited |= self.in_flight() >= self.tp.cwnd;
-        // Linux tcp_cwnd_validate, called when something was sent or cwnd is the limit.
-        if sent > 0 || cwnd_limited {
-            if self.tp.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.tp.cwnd_limited_flag && self.packets_out() > self.max_packets_out) {
-                self.tp.cwnd_limited_flag = cwnd_limited;
-                self.max_packets_out = self.packets_out();
-                self.cwnd_usage_seq = self.tp.snd_nxt;
+        self.cwnd_validate(sent, cwnd_limited);
+    }
+
+    /// Linux `tcp_cwnd_validate`'s tracking of `is_cwnd_limited`, per kernel generation
+    /// (`TcpConfig::cwnd_validate`). `cwnd_usage_seq` is the older kernels' `max_packets_seq`.
+    fn cwnd_validate(&mut self, sent: u32, cwnd_limited: bool) {
+        match self.cfg.cwnd_validate {
+            // Today's: called when something was sent or cwnd is the limit; a cwnd-limited
+            // window stays so.
+            CwndValidate::Sticky => {
+                if (sent > 0 || cwnd_limited)
+                    && (self.tp.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.tp.cwnd_limited_flag && self.packets_out() > self.max_packets_out))
+                {
+                    self.tp.cwnd_limited_flag = cwnd_limited;
+                    self.max_packets_out = self.packets_out();
+                    self.cwnd_usage_seq = self.tp.snd_nxt;
+                }
+            }
+            // Before Dec 2020: only after a send; rewritten at each new window or a new
+            // maximum of packets_out, whatever the send found.
+            CwndValidate::SentOnly2015 => {
+                if sent > 0 && (self.tp.snd_una >= self.cwnd_usage_seq || self.packets_out() > self.max_packets_out) {
+                    self.tp.cwnd_limited_flag = cwnd_limited;
+                    self.max_packets_out = self.packets_out();
+                    self.cwnd_usage_seq = self.tp.snd_nxt;
+                }
             }
         }
     }
