@@ -160,4 +160,19 @@ mod tests {
             assert_eq!(p.default_rwnd_bytes(), Some(3_145_728), "{p}");
         }
     }
+
+    #[test]
+    fn each_kernel_gets_the_recovery_code_of_its_base() {
+        use crate::tcp::{CwndValidate, PrrVersion, TcpConfig};
+        for (p, prr, cv) in [
+            (Stack::Linux, PrrVersion::Crb, CwndValidate::Sticky),
+            (Stack::L4steam2020, PrrVersion::RetransAcked, CwndValidate::SentOnly2015),
+            (Stack::L4steam2020Apr, PrrVersion::RetransAcked, CwndValidate::SentOnly2015),
+            (Stack::Sce2020, PrrVersion::RetransAcked, CwndValidate::SentOnly2015),
+            (Stack::L4steam2024, PrrVersion::UnaAdvanced, CwndValidate::Sticky),
+        ] {
+            let cfg = TcpConfig::default().on_host(true, p);
+            assert_eq!((cfg.prr, cfg.cwnd_validate), (prr, cv), "{p}");
+        }
+    }
 }

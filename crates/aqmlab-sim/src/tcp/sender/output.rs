@@ -290,12 +290,15 @@ impl TcpSender {
             self.schedule_loss_probe(false, ctx);
         }
         cwnd_limited |= self.in_flight() >= self.tp.cwnd;
-        self.cwnd_validate(sent, cwnd_limited);
+        self.cwnd_validate(sent, sent_new, cwnd_limited);
     }
 
     /// Linux `tcp_cwnd_validate`'s tracking of `is_cwnd_limited`, per kernel generation
     /// (`TcpConfig::cwnd_validate`). `cwnd_usage_seq` is the older kernels' `max_packets_seq`.
-    fn cwnd_validate(&mut self, sent: u32, cwnd_limited: bool) {
+    /// `sent` counts everything this call sent, `sent_new` the new data only (Linux's
+    /// `sent_pkts` of `tcp_write_xmit`; retransmissions go out of `tcp_xmit_retransmit_queue`,
+    /// which does not validate).
+    fn cwnd_validate(&mut self, sent: u32, sent_new: u32, cwnd_limited: bool) {
         match self.cfg.cwnd_validate {
             // Today's: called when something was sent or cwnd is the limit; a cwnd-limited
             // window stays so.
@@ -308,10 +311,10 @@ impl TcpSender {
                     self.cwnd_usage_seq = self.tp.snd_nxt;
                 }
             }
-            // Before Dec 2020: only after a send; rewritten at each new window or a new
-            // maximum of packets_out, whatever the send found.
+            // Before Dec 2020: only after new data was sent; rewritten at each new window or a
+            // new maximum of packets_out, whatever the send found.
             CwndValidate::SentOnly2015 => {
-                if sent > 0 && (self.tp.snd_una >= self.cwnd_usage_seq || self.packets_out() > self.max_packets_out) {
+                if sent_new > 0 && (self.tp.snd_una >= self.cwnd_usage_seq || self.packets_out() > self.max_packets_out) {
                     self.tp.cwnd_limited_flag = cwnd_limited;
                     self.max_packets_out = self.packets_out();
                     self.cwnd_usage_seq = self.tp.snd_nxt;
