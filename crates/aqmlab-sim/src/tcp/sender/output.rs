@@ -107,6 +107,9 @@ impl TcpSender {
             syn.tcp.ece = true;
             syn.tcp.cwr = true;
         }
+        // Linux puts its timestamp option on the SYN too (tcp_syn_options); nothing in the
+        // model reads it, captures show it.
+        syn.tcp.ts_val = Self::ts_of(ctx.now);
         self.syn_sent_at = ctx.now;
         ctx.out.push(syn);
         self.rto_timer.arm(ctx.now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
@@ -419,7 +422,7 @@ impl TcpSender {
     }
 
     /// TCP timestamps in 1 ms ticks, offset by one so that zero means "no timestamp".
-    pub(super) fn ts_of(t: Time) -> u32 {
+    pub(crate) fn ts_of(t: Time) -> u32 {
         (t.0 / 1_000_000) as u32 + 1
     }
 
