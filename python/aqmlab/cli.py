@@ -97,9 +97,10 @@ def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
             f"transient {g['name']}: start {_fmt(g.get('start_s'), '.3f')} s, response {_fmt(g.get('response_s'), '.3f')} s"
         )
     if out_dir is not None:
-        from .output import CSV, PARQUET, PLOT, SUMMARY
+        from .output import CLI_PCAP, CSV, PARQUET, PLOT, SRV_PCAP, SUMMARY
 
-        console.print(f"wrote {out_dir}/: {SUMMARY}, {PARQUET}/{Path(CSV).suffix}, {PLOT}")
+        extra = f", {CLI_PCAP}, {SRV_PCAP}" if summary.get("capture") else ""
+        console.print(f"wrote {out_dir}/: {SUMMARY}, {PARQUET}/{Path(CSV).suffix}, {PLOT}{extra}")
 
 
 def _bad_input(msg: str) -> None:
@@ -117,13 +118,22 @@ def run_cmd(
     ),
     name: Optional[str] = typer.Option(None, "--name", help="Label of the run (default: the scenario's name)."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Skip throughput_rtt.png."),
+    pcap: bool = typer.Option(
+        False, "--pcap", help="Also write cli.pcap and srv.pcap: the packets at the client and the server side (open in Wireshark)."
+    ),
+    pcap_flows: list[str] = typer.Option(
+        [], "--pcap-flows", metavar="NAME[,NAME...]", help="Capture only these flows/probes/workloads (implies --pcap; repeatable)."
+    ),
+    pcap_snaplen: int = typer.Option(128, "--pcap-snaplen", metavar="BYTES", help="Bytes kept of each frame (implies --pcap; default 128, as the studies' tcpdump -s 128)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
     """Run a scenario; write summary.json, timeseries.parquet, timeseries.csv and throughput_rtt.png to DIR."""
     try:
+        import contextlib
+
         from .api import run as api_run
-        from .output import write_outputs
+        from .output import pcap_files, write_outputs
         from ._sim import ScenarioError
 
         for s in set_:
@@ -138,11 +148,17 @@ def run_cmd(
             _bad_input(f"{scenario}: not a regular file")
         if out.exists() and not out.is_dir():
             _bad_input(f"--out {out}: exists and is not a directory")
-        try:
-            result = api_run(scenario, seed=seed, overrides=set_, name=name)
-        except ScenarioError as e:
-            _bad_input(str(e))
-            return
+        flows = [f.strip() for item in pcap_flows for f in item.split(",") if f.strip()]
+        capture = pcap or bool(flows) or pcap_snaplen != 128
+        if not 1 <= pcap_snaplen <= 262144:
+            _bad_input(f"--pcap-snaplen {pcap_snaplen}: expected 1..262144")
+        with contextlib.ExitStack() as stack:
+            paths = stack.enter_context(pcap_files(out)) if capture else None
+            try:
+                result = api_run(scenario, seed=seed, overrides=set_, name=name, pcap=paths, pcap_flows=flows, pcap_snaplen=pcap_snaplen)
+            except ScenarioError as e:
+                _bad_input(str(e))  # leaves the with: the temporary captures are removed
+                return
         write_outputs(result, out, plot=not no_plot)
         if not quiet:
             print_summary(result.summary, out)

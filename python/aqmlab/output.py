@@ -9,6 +9,8 @@ A run directory (``aqmlab run --out DIR``, or ``runs/<cell>/seed-<seed>/`` of a 
     timeseries.parquet    the tidy series (time, flow, metric, value)     writer "parquet"
     timeseries.csv        the same as CSV                                 writer "csv"
     throughput_rtt.png    the flent-style throughput/RTT plot             writer "plot"
+    cli.pcap, srv.pcap    packet captures at the client and the server side (``--pcap``;
+                          written by the engine while it runs, see :func:`pcap_files`)
     summary.json          the engine's summary + ``format_version``; written last
 
 A suite's output directory holds ``REPORT.md``, ``results.csv`` and ``runs/``.
@@ -48,6 +50,9 @@ SCENARIO = "scenario.toml"
 PARQUET = "timeseries.parquet"
 CSV = "timeseries.csv"
 PLOT = "throughput_rtt.png"
+#: Packet captures (``aqmlab run --pcap``), named as the studies' cli.pcap / srv.pcap.
+CLI_PCAP = "cli.pcap"
+SRV_PCAP = "srv.pcap"
 
 #: Files of a suite's output directory.
 REPORT = "REPORT.md"
@@ -107,6 +112,18 @@ def atomic_write(final: Path, write: Callable[[IO[bytes]], None]) -> None:
 def atomic_write_text(final: Path, text: str) -> None:
     data = text.encode("utf-8")
     atomic_write(final, lambda f: f.write(data))
+
+
+@contextlib.contextmanager
+def pcap_files(out_dir: Path) -> Iterator[tuple[Path, Path]]:
+    """Temporary paths for the engine's two captures; on success moved to ``cli.pcap`` and
+    ``srv.pcap`` in ``out_dir``. The captures are streamed by the engine during the run, so
+    they are not a writer of :data:`WRITERS` (which get a finished :class:`RunResult`)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        cli = stack.enter_context(atomic_path(out_dir / CLI_PCAP))
+        srv = stack.enter_context(atomic_path(out_dir / SRV_PCAP))
+        yield cli, srv
 
 
 def _fsync_dir(d: Path) -> None:
