@@ -21,7 +21,7 @@ import pytest
 from aqmlab.api import run as api_run
 from aqmlab.output import CLI_PCAP, SRV_PCAP
 
-from .conftest import run_cli
+from conftest import run_cli
 
 #: Two TCP flows through fq_codel (ECN on by default): "ecn" is CE-marked, "loss" loses
 #: packets and retransmits; a ping probe; a workload of short downloads (the client opens
@@ -179,15 +179,22 @@ def test_tshark_reads_the_files_without_malformed_frames(captured) -> None:
 def test_tshark_counts_the_summarys_retransmissions_and_ce_marks(captured) -> None:
     res, out = captured
     flows = {f["name"]: f for f in res.summary["flows"]}
-    # Retransmissions, seen leaving the sender (client side).
+    # Retransmissions, seen leaving the sender (client side). Wireshark calls a resent
+    # segment "out-of-order" instead of "retransmission" when it follows the highest
+    # segment by less than its RTT estimate (tcp_analyze_sequence_number's ooo heuristic);
+    # nothing reorders packets between a sender and its own tap, so at the sender every
+    # segment below the highest seen is a retransmission and all four flags count.
     rtx = Counter(
         int(r[0])
         for r in tshark_fields(
             out / CLI_PCAP,
-            "tcp.analysis.retransmission || tcp.analysis.fast_retransmission || tcp.analysis.spurious_retransmission",
+            "tcp.len > 0 && (tcp.analysis.retransmission || tcp.analysis.fast_retransmission"
+            " || tcp.analysis.spurious_retransmission || tcp.analysis.out_of_order)",
             "tcp.srcport",
         )
     )
+    fast = Counter(int(r[0]) for r in tshark_fields(out / CLI_PCAP, "tcp.analysis.fast_retransmission", "tcp.srcport"))
+    assert 0 < fast[client_port(1)] <= flows["loss"]["fast_recoveries"] + flows["loss"]["rto_events"] + flows["loss"]["retransmits"]
     assert flows["loss"]["retransmits"] > 5
     for i, name in enumerate(("ecn", "loss")):
         assert rtx[client_port(i)] == flows[name]["retransmits"], (name, rtx)
@@ -239,9 +246,10 @@ def test_tshark_rtt_and_throughput_match_the_series(captured) -> None:
         report.append((name, "rtt", np.round(got, 2).tolist(), np.round(want, 2).tolist()))
         assert np.all(np.abs(got - want) <= 0.10 * want), report[-1]
 
-        # Throughput: io,stat with 1 s intervals (the I/O graph's data), payload bytes at the receiver.
+        # Throughput: io,stat with 1 s intervals (the I/O graph's data), payload bytes at the
+        # receiver. (tshark 4.0 sums a field only when the filter names it: "tcp.len && ...".)
         proc = subprocess.run(
-            [TSHARK, "-r", str(out / SRV_PCAP), "-n", "-q", "-z", f"io,stat,1,SUM(tcp.len)tcp.srcport=={port}"],
+            [TSHARK, "-r", str(out / SRV_PCAP), "-n", "-q", "-z", f"io,stat,1,SUM(tcp.len)tcp.len && tcp.srcport=={port}"],
             capture_output=True, text=True, timeout=60, check=True,
         )
         per_s = {}
