@@ -312,3 +312,39 @@ def test_tshark_rtt_and_throughput_match_the_series(captured, tshark_out) -> Non
         report.append((name, "mbps", np.round(got, 3).tolist(), np.round(want, 3).tolist()))
         assert np.all(np.abs(got - want) <= 0.03 * want + 0.2), report[-1]
     print(report)
+
+
+L4S = """
+duration = "3s"
+seed = 1
+[bottleneck]
+rate = "20Mbit"
+qdisc = "dualpi2"
+[[flows]]
+name = "prague"
+cc = "prague"
+rtt = "20ms"
+ecn = "l4s"
+"""
+
+
+@needs_tshark
+def test_tshark_decodes_accecn_and_its_ace_counts_the_ce_marks(tmp_path: Path) -> None:
+    """An L4S connection's ACKs carry AccECN's ACE counter (RFC 9768); summing its increments
+    (mod 8) over the receiver's ACKs, as an AccECN sender does, gives the CE count."""
+    res = api_run(L4S, pcap=(tmp_path / CLI_PCAP, tmp_path / SRV_PCAP))
+    ce_received = res.summary["flows"][0]["ce_received"]
+    assert ce_received > 50
+    args = [TSHARK, "-r", str(tmp_path / SRV_PCAP), "-n", "-T", "fields", "-e", "tcp.srcport", "-e", "tcp.flags.syn",
+            "-e", "tcp.flags.ae", "-e", "tcp.flags.cwr", "-e", "tcp.flags.ece", "-e", "tcp.flags.ace", "-e", "ip.dsfield.ecn", "-e", "tcp.len"]
+    rows = [r.split("\t") for r in subprocess.run(args, capture_output=True, text=True, timeout=60, check=True).stdout.splitlines()]
+    syn = [r for r in rows if r[1] == "1" and r[0] != "5201"]
+    assert syn and syn[0][2:5] == ["1", "1", "1"], "AccECN SYN: AE, CWR and ECE"
+    acks = [r for r in rows if r[0] == "5201" and r[1] == "0"]
+    aces = [int(r[5]) for r in acks]
+    assert aces[0] == 5, "ACE starts at 5"
+    total = sum((b - a) % 8 for a, b in zip(aces, aces[1:]))
+    assert total == ce_received
+    data = [r for r in rows if r[0] != "5201" and r[7] not in ("", "0")]
+    assert data and all(r[6] in ("1", "3") for r in data), "data is ECT(1) or CE"
+    assert sum(r[6] == "3" for r in data) >= ce_received
