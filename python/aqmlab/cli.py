@@ -281,6 +281,7 @@ def suite_run(
         [], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run, e.g. duration=5s (repeatable)."
     ),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
+    pcap: bool = typer.Option(False, "--pcap", help="Also write each run's cli.pcap and srv.pcap (all flows, snap length 128)."),
     executor: str = typer.Option("local", "--executor", help="local (a process pool) or dask."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="ADDRESS", help="Run on this Dask scheduler (implies --executor dask)."),
     force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
@@ -310,6 +311,7 @@ def suite_run(
             overrides=overrides,
             jobs=jobs,
             plots=plots,
+            pcap=pcap,
             executor=executor,
             dask_address=dask,
             force=force,

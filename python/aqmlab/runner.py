@@ -18,15 +18,18 @@ from typing import Any
 
 from . import report as rep
 from .api import run as api_run
-from .output import REPORT, RESULTS, SCENARIO, SUMMARY, atomic_write_text, write_outputs
+from .output import CLI_PCAP, REPORT, RESULTS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, pcap_files, write_outputs
 from .suite import RunSpec, Suite, SuiteError, plan_runs
 
 
-def is_done(run: RunSpec) -> bool:
+def is_done(run: RunSpec, pcap: bool = False) -> bool:
     """A run is done when its summary.json exists (written last, atomically) and its
-    scenario.toml is the scenario this plan would run (else the results are stale)."""
+    scenario.toml is the scenario this plan would run (else the results are stale), and,
+    when captures are asked for, its cli.pcap and srv.pcap exist."""
     try:
         if not run.summary_path.is_file():
+            return False
+        if pcap and not all((run.run_dir / f).is_file() for f in (CLI_PCAP, SRV_PCAP)):
             return False
         return (run.run_dir / SCENARIO).read_text(encoding="utf-8") == run.text
     except OSError:
@@ -41,7 +44,8 @@ def is_done(run: RunSpec) -> bool:
 def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
     """Runs one scenario and writes its files; the unit of work sent to every executor.
 
-    ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir``, ``plot``.
+    ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir``, ``plot``,
+    ``pcap`` (write cli.pcap and srv.pcap).
     Order on disk: the old summary.json goes first, then scenario.toml, then the series and
     the plot, and summary.json last (atomic rename), so a killed run never looks finished.
     ``wall_seconds`` is left out of this summary.json so that the same scenario and seed give
@@ -57,7 +61,11 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
             pass
         text = task["text"]
         atomic_write_text(run_dir / SCENARIO, text)
-        result = api_run(text)
+        if task.get("pcap"):
+            with pcap_files(run_dir) as paths:
+                result = api_run(text, pcap=paths)
+        else:
+            result = api_run(text)
         result.summary.pop("wall_seconds", None)
         write_outputs(result, run_dir, plot=bool(task.get("plot", True)), csv=False)
         return {"ok": True, "run_dir": str(run_dir), "seconds": time.perf_counter() - t0}
@@ -175,6 +183,7 @@ def run_suite(
     overrides: Sequence[tuple[str, Any]] = (),
     jobs: int = 1,
     plots: bool = True,
+    pcap: bool = False,
     executor: str = "local",
     dask_address: str | None = None,
     force: bool = False,
@@ -184,11 +193,11 @@ def run_suite(
 ) -> SuiteOutcome:
     """Runs the suite's missing runs, then writes results.csv and REPORT.md into ``out_dir``."""
     runs = plan_runs(suite, out_dir, filters=filters, seeds=seeds, overrides=overrides)
-    todo = [r for r in runs if force or not is_done(r)]
+    todo = [r for r in runs if force or not is_done(r, pcap)]
     reused = len(runs) - len(todo)
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
-    tasks = [{"text": r.text, "run_dir": str(r.run_dir), "plot": plots} for r in todo]
+    tasks = [{"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "pcap": pcap} for r in todo]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     prog = _Progress(suite.name, len(runs), reused, enabled=progress)

@@ -107,6 +107,13 @@ def test_files_are_nanosecond_ethernet_pcaps_and_counts_match(captured) -> None:
         assert times == sorted(times), "records in time order"
         assert all(len(b) == min(o, 128) for _, b, o in recs)
         assert times[-1] <= 6_000_000_000
+    # Data segments echo the receiver's latest TSval (NOP NOP TS at TCP offset 20), which the
+    # SYN-ACK already carried: never 0, never ahead of the segment's own clock.
+    _, recs = read_pcap(out / CLI_PCAP)
+    data = [b for _, b, _ in recs if b[23] == 6 and struct.unpack_from(">H", b, 16)[0] - 20 - (b[46] >> 4) * 4 > 0]
+    assert data and all(b[54:58] == bytes([1, 1, 8, 10]) for b in data)
+    ts = [struct.unpack_from(">II", b, 58) for b in data]
+    assert all(0 < ecr <= val for val, ecr in ts)
     # Every packet is captured twice (sent and received) except those still in flight or
     # dropped on the way: the drops of the run's links account for the difference.
     sent, delivered = res.summary["packets"]["sent"], res.summary["packets"]["delivered"]
@@ -348,3 +355,35 @@ def test_tshark_decodes_accecn_and_its_ace_counts_the_ce_marks(tmp_path: Path) -
     data = [r for r in rows if r[0] != "5201" and r[7] not in ("", "0")]
     assert data and all(r[6] in ("1", "3") for r in data), "data is ECT(1) or CE"
     assert sum(r[6] == "3" for r in data) >= ce_received
+
+
+def test_suite_runs_write_captures_and_resume_on_them(tmp_path: Path) -> None:
+    from aqmlab import runner
+    from aqmlab import suite as S
+
+    f = tmp_path / "mini.toml"
+    f.write_text(
+        """
+title = "mini"
+[base]
+duration = "1s"
+bottleneck = { rate = "10Mbit", qdisc = "pfifo" }
+flows = [{ cc = "cubic", rtt = "20ms" }]
+[[axes]]
+name = "q"
+values = ["pfifo", "fq_codel"]
+set = { "bottleneck.qdisc" = "{q}" }
+"""
+    )
+    suite = S.load_suite(str(f))
+    out = tmp_path / "out"
+    res = runner.run_suite(suite, out, plots=False, pcap=True, progress=False, report=False)
+    assert res.ran == 2 and not res.failed
+    for r in res.runs:
+        head, recs = read_pcap(r.run_dir / CLI_PCAP)
+        assert head["magic"] == 0xA1B23C4D and len(recs) > 100
+        assert runner.is_done(r, pcap=True)
+    (res.runs[0].run_dir / SRV_PCAP).unlink()
+    again = runner.run_suite(suite, out, plots=False, pcap=True, progress=False, report=False)
+    assert (again.ran, again.reused) == (1, 1), "the run without its capture runs again"
+    assert (res.runs[0].run_dir / SRV_PCAP).is_file()

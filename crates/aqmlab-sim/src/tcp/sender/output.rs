@@ -368,6 +368,7 @@ impl TcpSender {
         pkt.tcp.seq = seq;
         pkt.tcp.payload = payload;
         pkt.tcp.ts_val = Self::ts_of(now);
+        pkt.tcp.ts_ecr = self.peer_ts;
         if kind != TxKind::New {
             let seg = self.seg_mut(seq);
             seg.flags = if kind == TxKind::Retrans {
