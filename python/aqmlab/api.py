@@ -149,7 +149,7 @@ def run(
     applied before validation (like the CLI's ``--set``, e.g. ``"duration=5s"``,
     ``"flows[0].rtt=40ms"``); ``name`` labels the run (default: the scenario's ``name``,
     else the file's stem). ``pcap=(cli_path, srv_path)`` writes packet captures of the client
-    side and the server side (classic pcap, nanosecond timestamps; see docs/outputs.md),
+    side and the server side (classic pcap, nanosecond timestamps; see docs/pcap.md),
     limited to the endpoints named in ``pcap_flows`` if any, each frame cut at
     ``pcap_snaplen`` bytes. Bad input raises :class:`aqmlab.ScenarioError` (a ``ValueError``)
     whose message is one line, prefixed with the file name when read from a file.

@@ -70,7 +70,7 @@ needs_tshark = pytest.mark.skipif(
 
 
 def client_port(endpoint_id: int) -> int:
-    """The client end's port of endpoint ``endpoint_id`` (docs/outputs.md)."""
+    """The client end's port of endpoint ``endpoint_id`` (docs/pcap.md)."""
     return 32768 + endpoint_id % 28232
 
 

@@ -16,7 +16,7 @@
 //! checksums are real (a zero payload adds nothing to a ones'-complement sum), so
 //! Wireshark's checksum validation passes when turned on.
 //!
-//! Wire numbers (deterministic, documented in docs/outputs.md):
+//! Wire numbers (deterministic, documented in docs/pcap.md):
 //! - client host h (≥ 1): IPv4 `10.0.0.0 + h` (10.0.0.1, ...), MAC `02:00:0a:00:00:h`;
 //!   server side: `10.0.1.1`, MAC `02:00:0a:00:01:01`.
 //! - ports: the client end uses `32768 + id mod 28232` (Linux's ephemeral range) for
@@ -27,8 +27,9 @@
 //!   an ACK (or SACK edge) past a transfer's short last segment is its end byte. ISNs are
 //!   derived from the seed and endpoint id (splitmix64), per direction. SYNs carry MSS
 //!   (MSS + 12, the timestamp option's room), SACK-permitted, timestamps and window scale 7,
-//!   in Linux's option order; other segments carry NOP, NOP, timestamps (when the model
-//!   set them) and NOP, NOP, SACK blocks. Windows: 64240 on the SYN, 65160 on the SYN-ACK,
+//!   in Linux's option order; other segments carry NOP, NOP, timestamps (the model's 1 ms
+//!   TSval; data echo the receiver's latest TSval, ACKs its `ts_recent`) and NOP, NOP,
+//!   SACK blocks. Windows: 64240 on the SYN, 65160 on the SYN-ACK,
 //!   then 502 (× 128) from the data sender and from the receiver `rwnd` (× 128, capped at
 //!   65535) or 65535 when the model does not limit it.
 //! - ECN: the IP ECN field and DSCP as the packet carries them; ECE and CWR as modelled
