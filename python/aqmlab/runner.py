@@ -19,7 +19,7 @@ from typing import Any
 from . import report as rep
 from .api import run as api_run
 from .output import CLI_PCAP, REPORT, RESULTS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, pcap_files, write_outputs
-from .suite import RunSpec, Suite, SuiteError, plan_runs
+from .suite import RunSpec, Suite, SuiteError, check_runs, plan_runs
 
 
 def is_done(run: RunSpec, pcap: bool = False) -> bool:
@@ -44,8 +44,9 @@ def is_done(run: RunSpec, pcap: bool = False) -> bool:
 def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
     """Runs one scenario and writes its files; the unit of work sent to every executor.
 
-    ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir``, ``plot``,
-    ``pcap`` (write cli.pcap and srv.pcap).
+    ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir`` (absolute),
+    ``plot``, ``command`` (the suite's command line, for manifest.json), ``pcap`` (write
+    cli.pcap and srv.pcap).
     Order on disk: the old summary.json goes first, then scenario.toml, then the series and
     the plot, and summary.json last (atomic rename), so a killed run never looks finished.
     ``wall_seconds`` is left out of this summary.json so that the same scenario and seed give
@@ -66,8 +67,9 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
                 result = api_run(text, pcap=paths)
         else:
             result = api_run(text)
+        result.labels = {"run": task.get("run", run_dir.name), "cell": task.get("cell", run_dir.parent.name), "seed": result.summary.get("seed")}
         result.summary.pop("wall_seconds", None)
-        write_outputs(result, run_dir, plot=bool(task.get("plot", True)), csv=False)
+        write_outputs(result, run_dir, plot=bool(task.get("plot", True)), csv=False, command=task.get("command"))
         return {"ok": True, "run_dir": str(run_dir), "seconds": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - reported per run, the suite goes on
         msg = str(e).replace("\n", " ").strip() or type(e).__name__
@@ -191,19 +193,33 @@ def run_suite(
     report: bool = True,
     command: str | None = None,
 ) -> SuiteOutcome:
-    """Runs the suite's missing runs, then writes results.csv and REPORT.md into ``out_dir``."""
+    """Runs the suite's missing runs, then writes results.csv and REPORT.md into ``out_dir``.
+
+    Every cell is checked before any run starts. Run directories are absolute paths, so a
+    worker in another directory (Dask) writes where the report reads; a run whose
+    summary.json is then not found there counts as failed (Dask workers need a filesystem
+    shared with this process: docs/suites.md).
+    """
+    out_dir = out_dir.resolve()
     runs = plan_runs(suite, out_dir, filters=filters, seeds=seeds, overrides=overrides)
+    check_runs(runs)
     todo = [r for r in runs if force or not is_done(r, pcap)]
     reused = len(runs) - len(todo)
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
-    tasks = [{"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "pcap": pcap} for r in todo]
+    tasks = [
+        {"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "command": command, "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id, "pcap": pcap}
+        for r in todo
+    ]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     prog = _Progress(suite.name, len(runs), reused, enabled=progress)
     with prog:
 
         def on_done(i: int, res: dict[str, Any]) -> None:
+            if res.get("ok") and not todo[i].summary_path.is_file():
+                res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
+                       "(do the workers share this filesystem?)"}
             if not res.get("ok"):
                 failed.append((todo[i], str(res.get("error"))))
             prog.advance(ok=bool(res.get("ok")))

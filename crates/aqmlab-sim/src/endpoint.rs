@@ -131,11 +131,12 @@ impl Endpoint {
     }
 
     /// The `summary.json` entry at the end of the run (`end`); `window_s` is the
-    /// steady-state window. `None` for a transient group's flow (its group reports it).
-    pub fn summary(&mut self, end: Time, window_s: f64) -> Option<EndpointSummary> {
+    /// steady-state window (`None`: auto), `route` the endpoint's route (none for the
+    /// workloads). `None` for a transient group's flow (its group reports it).
+    pub fn summary(&mut self, end: Time, window_s: Option<f64>, route: Option<&Route>) -> Option<EndpointSummary> {
         Some(match self {
             Endpoint::Tcp(f) if !f.listed => return None,
-            Endpoint::Tcp(f) => EndpointSummary::Flow(f.summary(end, window_s)),
+            Endpoint::Tcp(f) => EndpointSummary::Flow(f.summary(end, window_s, route.is_some_and(Route::data_down))),
             Endpoint::Probe(p) => EndpointSummary::Probe(p.summary()),
             Endpoint::Media(m) => EndpointSummary::Media(m.summary(end)),
             Endpoint::Udp(u) => EndpointSummary::Udp(u.summary(end)),
@@ -159,6 +160,11 @@ impl Endpoints {
         assert!(matches!(list.last(), Some(Endpoint::Workloads(_))), "the endpoint table ends with the workloads");
         assert_eq!(routes.len() + 1, list.len(), "a route per endpoint before the workloads");
         Endpoints { list, routes }
+    }
+    /// Every entry with its own route (`None` for the workloads' slot set).
+    pub fn iter_mut_with_routes(&mut self) -> impl Iterator<Item = (&mut Endpoint, Option<&Route>)> {
+        let routes = self.routes.iter().map(Some).chain(std::iter::once(None));
+        self.list.iter_mut().zip(routes)
     }
     /// The route endpoint `id` travels on: a field of the table, or (ids of the workloads'
     /// arrival clocks and transfers) its workload's.

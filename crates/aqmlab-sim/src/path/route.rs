@@ -32,6 +32,10 @@ impl Route {
     pub fn hops(&self, dir: Direction) -> &[u32] {
         &self.hops[dir as usize]
     }
+    /// Whether the data travels from the server side (host 0) to the client: a download.
+    pub fn data_down(&self) -> bool {
+        self.hosts[Direction::Forward as usize].0 == 0
+    }
     /// Sets a new packet's source and destination hosts.
     #[inline]
     pub fn address(&self, pkt: &mut Packet) {
