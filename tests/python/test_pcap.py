@@ -149,6 +149,11 @@ def test_flow_filter_and_snaplen(tmp_path: Path) -> None:
     proc = run_cli("run", scen, "--out", out, "--no-plot", "--pcap-flows", "ping", "--pcap-snaplen", "60", "--set", "duration=2s")
     assert proc.returncode == 0, proc.stderr
     assert "cli.pcap" in proc.stdout
+    import hashlib
+
+    files = json.loads((out / "manifest.json").read_text())["files"]
+    for name in (CLI_PCAP, SRV_PCAP):
+        assert files[name] == hashlib.sha256((out / name).read_bytes()).hexdigest()
     for name in (CLI_PCAP, SRV_PCAP):
         head, recs = read_pcap(out / name)
         assert head["snaplen"] == 60
