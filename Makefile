@@ -20,7 +20,7 @@ DEMO_OUT := out/demo
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(wildcard crates/*/Cargo.toml) \
 	$(shell find crates -name '*.rs' -not -path '*/target/*' 2>/dev/null)
 
-.PHONY: all setup demo validate test test-rust test-python bench clean distclean help
+.PHONY: all setup demo validate test test-rust test-python tools-tshark bench clean distclean help
 
 all: demo
 
@@ -55,8 +55,24 @@ test: test-rust test-python
 test-rust:
 	cargo test --workspace --profile test-release
 
-test-python: $(EXT_STAMP)
+test-python: $(EXT_STAMP) tools-tshark
 	$(VPY) -m pytest tests/python
+
+# tshark (Debian package) for the pcap tests (tests/python/test_pcap.py): installed with
+# apt-get, non-interactively (as root, or with passwordless sudo), when missing. If it
+# cannot be installed the pcap tests skip with a message saying so.
+tools-tshark:
+	@command -v tshark >/dev/null 2>&1 || { \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+		if [ "$$SUDO" = none ] || ! command -v apt-get >/dev/null 2>&1; then \
+			echo "tools-tshark: cannot install tshark (needs apt-get as root or passwordless sudo); the pcap tests will be skipped"; \
+		else \
+			echo "tools-tshark: installing tshark (apt-get install tshark)"; \
+			echo "wireshark-common wireshark-common/install-setuid boolean false" | $$SUDO debconf-set-selections 2>/dev/null; \
+			( $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+			  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tshark >/dev/null ) \
+			|| echo "tools-tshark: apt-get install tshark failed; the pcap tests will be skipped"; \
+		fi; }
 
 # Runs the suites that have published numbers (reusing finished runs) -> out/validate/VALIDATION.md
 validate: $(EXT_STAMP)

@@ -172,6 +172,9 @@ def run(
     seed: int | None = None,
     overrides: Iterable[str] = (),
     name: str | None = None,
+    pcap: tuple[str | os.PathLike, str | os.PathLike] | None = None,
+    pcap_flows: Iterable[str] = (),
+    pcap_snaplen: int = 128,
 ) -> RunResult:
     """Runs one scenario and returns its :class:`RunResult`.
 
@@ -179,7 +182,10 @@ def run(
     ``seed`` replaces the scenario's seed; ``overrides`` are ``key=value`` assignments
     applied before validation (like the CLI's ``--set``, e.g. ``"duration=5s"``,
     ``"flows[0].rtt=40ms"``); ``name`` labels the run (default: the scenario's ``name``,
-    else the file's stem). Bad input raises :class:`aqmlab.ScenarioError` (a ``ValueError``)
+    else the file's stem). ``pcap=(cli_path, srv_path)`` writes packet captures of the client
+    side and the server side (classic pcap, nanosecond timestamps; see docs/pcap.md),
+    limited to the endpoints named in ``pcap_flows`` if any, each frame cut at
+    ``pcap_snaplen`` bytes. Bad input raises :class:`aqmlab.ScenarioError` (a ``ValueError``)
     whose message is one line, prefixed with the file name when read from a file.
     """
     if isinstance(overrides, str):
@@ -190,13 +196,22 @@ def run(
         if seed < 0 or seed >= 2**64:
             raise ScenarioError(f"seed: {seed} is out of range 0..2^64-1")
     text, prefix, default_name = load_scenario(scenario)
+    if isinstance(pcap_flows, str):
+        pcap_flows = [pcap_flows]
+    pcap_flows = [str(f) for f in pcap_flows]
+    pcap_paths = None if pcap is None else (os.fspath(pcap[0]), os.fspath(pcap[1]))
+    if not 1 <= int(pcap_snaplen) <= 262144:
+        raise ScenarioError(f"pcap snap length {pcap_snaplen}: expected 1..262144")
     try:
-        summary_json, time, columns = _sim.run(text, seed, overrides)
+        summary_json, time, columns = _sim.run(text, seed, overrides, pcap_paths, pcap_flows, int(pcap_snaplen))
     except ScenarioError as e:
         if prefix is not None:
             raise ScenarioError(f"{prefix}: {e}") from None
         raise
     summary = json.loads(summary_json)
+    err = (summary.get("capture") or {}).get("error")
+    if err:
+        raise OSError(f"writing the packet capture failed: {err}")
     if name is not None:
         summary["name"] = name
     elif summary.get("name") is None and default_name is not None:

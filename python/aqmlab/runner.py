@@ -18,15 +18,18 @@ from typing import Any
 
 from . import report as rep
 from .api import run as api_run
-from .output import REPORT, RESULTS, SCENARIO, SUMMARY, atomic_write_text, write_outputs
+from .output import CLI_PCAP, REPORT, RESULTS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, pcap_files, write_outputs
 from .suite import RunSpec, Suite, SuiteError, check_runs, plan_runs
 
 
-def is_done(run: RunSpec) -> bool:
+def is_done(run: RunSpec, pcap: bool = False) -> bool:
     """A run is done when its summary.json exists (written last, atomically) and its
-    scenario.toml is the scenario this plan would run (else the results are stale)."""
+    scenario.toml is the scenario this plan would run (else the results are stale), and,
+    when captures are asked for, its cli.pcap and srv.pcap exist."""
     try:
         if not run.summary_path.is_file():
+            return False
+        if pcap and not all((run.run_dir / f).is_file() for f in (CLI_PCAP, SRV_PCAP)):
             return False
         return (run.run_dir / SCENARIO).read_text(encoding="utf-8") == run.text
     except OSError:
@@ -43,7 +46,8 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
 
     ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir`` (absolute),
     ``plot``, ``flent`` (write the run's ``<name>.flent.gz``; default off in suites),
-    ``command`` (the suite's command line, for manifest.json), ``run`` and ``cell`` (labels).
+    ``command`` (the suite's command line, for manifest.json), ``run`` and ``cell`` (labels),
+    ``pcap`` (write cli.pcap and srv.pcap).
     Order on disk: the old summary.json goes first, then scenario.toml, then the series and
     the plot, and summary.json last (atomic rename), so a killed run never looks finished.
     ``wall_seconds`` is left out of this summary.json so that the same scenario and seed give
@@ -59,7 +63,11 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
             pass
         text = task["text"]
         atomic_write_text(run_dir / SCENARIO, text)
-        result = api_run(text)
+        if task.get("pcap"):
+            with pcap_files(run_dir) as paths:
+                result = api_run(text, pcap=paths)
+        else:
+            result = api_run(text)
         result.labels = {"run": task.get("run", run_dir.name), "cell": task.get("cell", run_dir.parent.name), "seed": result.summary.get("seed")}
         result.summary.pop("wall_seconds", None)
         write_outputs(
@@ -181,6 +189,7 @@ def run_suite(
     jobs: int = 1,
     plots: bool = True,
     flent: bool = False,
+    pcap: bool = False,
     executor: str = "local",
     dask_address: str | None = None,
     force: bool = False,
@@ -198,13 +207,13 @@ def run_suite(
     out_dir = out_dir.resolve()
     runs = plan_runs(suite, out_dir, filters=filters, seeds=seeds, overrides=overrides)
     check_runs(runs)
-    todo = [r for r in runs if force or not is_done(r)]
+    todo = [r for r in runs if force or not is_done(r, pcap)]
     reused = len(runs) - len(todo)
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
     tasks = [
         {"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "flent": flent, "command": command,
-         "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id}
+         "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id, "pcap": pcap}
         for r in todo
     ]
 
