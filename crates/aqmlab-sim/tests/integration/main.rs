@@ -20,7 +20,6 @@ mod qdisc_sparse_probe;
 mod scenarios;
 mod schedule;
 mod scream;
-mod scream_diff;
 mod tcp_reordering;
 mod tcp_system;
 mod topology;
