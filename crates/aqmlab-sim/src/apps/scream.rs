@@ -37,10 +37,17 @@ const FB_INTERVAL_INIT: f64 = 0.020;
 
 // Constants of `code/ScreamV2Tx.cpp`, `code/ScreamTx.h` and `code/ScreamV2TxStream.cpp` at
 // EricssonResearch/scream 76a298a (2024-10-31); NTP-Q16 values converted to seconds.
+/// The C++ keeps time as the middle 32 bits of NTP (Q16 seconds, 1/65536 s ticks) and sRTT in
+/// whole ticks; the model quantizes its clock, arrival times and sRTT the same way, so that
+/// its "at most every ..." tests break ties as the C++ does.
+const NTP_TICK: f64 = 1.0 / 65536.0;
+fn ntp(t: f64) -> f64 {
+    (t * 65536.0 + 1e-6).floor() * NTP_TICK
+}
 /// CE, loss and virtual-CE events at most every min(this, sRTT) (the literal `1966u`).
-const MIN_CONGESTION_INTERVAL: f64 = 0.030;
+const MIN_CONGESTION_INTERVAL: f64 = 1966.0 * NTP_TICK;
 /// L4S alpha updated at most every min(this, sRTT) (`655u`).
-const L4S_ALPHA_UPDATE_INTERVAL: f64 = 0.010;
+const L4S_ALPHA_UPDATE_INTERVAL: f64 = 655.0 * NTP_TICK;
 /// `kSrttVirtual`: the increase is scaled by min(1, sRTT / this).
 const SRTT_VIRTUAL: f64 = 0.025;
 /// `kL4sG`: gain of the L4S alpha EWMA.
@@ -55,9 +62,9 @@ const MAX_BYTES_IN_FLIGHT_LIMIT_COMPENSATION: f64 = 1.5;
 /// `kPacketOverhead` (RTP + UDP), for the rate from cwnd.
 const PACKET_OVERHEAD: f64 = 20.0;
 /// `kRateUpdateInterval_ntp` (3277 = 50 ms).
-const RATE_UPDATE_INTERVAL: f64 = 0.05;
+const RATE_UPDATE_INTERVAL: f64 = 3277.0 * NTP_TICK;
 /// `kSlowUpdateInterval_ntp`.
-const SLOW_UPDATE_INTERVAL: f64 = 0.05;
+const SLOW_UPDATE_INTERVAL: f64 = 3277.0 * NTP_TICK;
 /// `kMssUpdateInterval_ntp`.
 const MSS_UPDATE_INTERVAL: f64 = 1.0;
 const MIN_PACE_INTERVAL: f64 = 10e-6;
@@ -69,12 +76,12 @@ const MAX_BYTES_IN_FLIGHT_HIST: usize = 20;
 /// `kCwndIHistSize`: the inflection point cwndI is the median of the last 9 values.
 const CWND_I_HIST: usize = 9;
 /// L4S counts as active while the last CE event is younger than this (`5 * 65535`).
-const L4S_ACTIVE_SPAN: f64 = 5.0;
+const L4S_ACTIVE_SPAN: f64 = 5.0 * 65535.0 * NTP_TICK;
 /// `kBaseDelayResetInterval_ntp`: the target is halved once per minute (classic operation).
 const BASE_DELAY_RESET_INTERVAL: f64 = 60.0;
 /// `kNumRateLimitRtts` and the 100 ms floor (`6554u`) of that halving.
 const RATE_LIMIT_RTTS: f64 = 5.0;
-const RATE_LIMIT_MIN: f64 = 0.1;
+const RATE_LIMIT_MIN: f64 = 6554.0 * NTP_TICK;
 /// `isOkToTransmit`'s deadlock guard: 0.5 s (32768) without a transmission empties the flight.
 const DEADLOCK_TIMEOUT: f64 = 0.5;
 /// `kMinRtpQueueDiscardInterval_ntp`.
@@ -150,7 +157,7 @@ impl Default for ScreamConfig {
             mul_increase: 0.05,
             post_congestion_delay: 4.0,
             max_rtp_queue_delay: 0.2,
-            reorder_time: 0.03,
+            reorder_time: 1966.0 * NTP_TICK,
             stop: None,
         }
     }
@@ -275,6 +282,7 @@ impl ScreamTx {
     /// `ScreamV2Tx(...)` as the test tool constructs it + `registerNewStream` + `initialize`
     /// at `now` (seconds).
     pub fn new(cfg: ScreamConfig, now: f64) -> Self {
+        let now = ntp(now);
         let mss0 = (cfg.packet_size + RTP_HEADER) as i64;
         // The tool: initial cwnd = initRate[kbit/s] · 100 / 8 (100 ms worth); cwndMinLow =
         // 2 · (mtu + 12).
@@ -299,9 +307,9 @@ impl ScreamTx {
             mss: INIT_MSS,
             bytes_newly_acked: 0,
             bytes_newly_acked_ce: 0,
-            srtt: 0.05,
-            srtt_sh: 0.05,
-            srtt_sh_prev: 0.05,
+            srtt: 3277.0 * NTP_TICK,
+            srtt_sh: 3277.0 * NTP_TICK,
+            srtt_sh_prev: 3277.0 * NTP_TICK,
             last_srtt_update: now,
             base_owd: f64::INFINITY,
             queue_delay: 0.0,
@@ -385,6 +393,7 @@ impl ScreamTx {
     /// active with a small queue-delay floor, the rate is halved for max(100 ms, 5 sRTT) once
     /// a minute (from the start), and then the base-delay history is reset.
     pub fn encoder_rate(&mut self, now: f64) -> Option<f64> {
+        let now = ntp(now);
         let refresh = std::mem::take(&mut self.rtp_queue_discard) || std::mem::take(&mut self.repair_loss);
         let mut rate = if refresh && !self.was_repair_loss {
             self.was_repair_loss = true;
@@ -416,6 +425,7 @@ impl ScreamTx {
     /// Returns true if the RTP queue must be cleared (`Stream::updateTargetBitrate`'s
     /// discard).
     pub fn new_media_packet(&mut self, now: f64, size: i64, marker: bool, rtp_queue_delay: f64, rtp_queue_bytes: i64, next_size: i64) -> bool {
+        let now = ntp(now);
         if marker {
             self.is_new_frame = true;
         }
@@ -487,6 +497,7 @@ impl ScreamTx {
     /// The periodic part of `isOkToTransmit` (the tool calls it every 10 µs while waiting):
     /// rate estimates every 50 ms, the MSS reset every second and the 0.5 s deadlock guard.
     pub fn tick(&mut self, now: f64) {
+        let now = ntp(now);
         if now - self.last_rate_update > RATE_UPDATE_INTERVAL {
             if let Some(last) = self.stream_last_rate_update {
                 let dt = now - last;
@@ -531,6 +542,7 @@ impl ScreamTx {
 
     /// `addTransmitted`; returns the pacing interval to accumulate (s).
     pub fn transmitted(&mut self, now: f64, seq: u32, size: i64, frame_time: f64, marker: bool) -> f64 {
+        let now = ntp(now);
         let t = &mut self.tx[seq as usize % TX_RING];
         *t = TxPacket { seq, tx_time: now, frame_time, size, marker, used: true, acked: false, after_received_edge: false };
         if self.hi_seq_tx.is_none() {
@@ -557,12 +569,13 @@ impl ScreamTx {
     /// highest reported). `rtp_queue_delay` is the RTP queue's age. Returns true if the RTP
     /// queue must be cleared.
     pub fn on_feedback(&mut self, now: f64, received: &[(u32, f64, bool)], rtp_queue_delay: f64) -> bool {
+        let now = ntp(now);
         let n = received.len();
         for (i, &(seq, arrival, ce)) in received.iter().enumerate() {
             let is_last = i + 1 == n;
             self.prev_bytes_in_flight = self.bytes_in_flight;
             self.max_bytes_in_flight = self.max_bytes_in_flight.max(self.bytes_in_flight);
-            let (is_ce, is_mark) = self.mark_acked(now, seq, arrival, ce, is_last);
+            let (is_ce, is_mark) = self.mark_acked(now, seq, ntp(arrival), ce, is_last);
             self.is_ce_this_feedback |= is_ce;
             if is_last || is_mark {
                 self.detect_loss(now, seq);
@@ -595,11 +608,13 @@ impl ScreamTx {
         self.base_owd = self.base_owd.min(owd);
         self.queue_delay = (owd - self.base_owd).max(0.0);
         if is_last {
-            let rtt = now - t.tx_time;
+            // In whole ticks with the C++'s truncating integer division.
+            let tk = |x: f64| (x * 65536.0).round();
+            let rtt = tk(now - t.tx_time);
             self.srtt_sh_prev = self.srtt_sh;
-            self.srtt_sh = (7.0 * self.srtt_sh + rtt) / 8.0;
+            self.srtt_sh = ((7.0 * tk(self.srtt_sh) + rtt) / 8.0).floor() * NTP_TICK;
             if now - self.last_srtt_update > self.srtt_sh {
-                self.srtt = (7.0 * self.srtt + self.srtt_sh) / 8.0;
+                self.srtt = ((7.0 * tk(self.srtt) + tk(self.srtt_sh)) / 8.0).floor() * NTP_TICK;
                 self.last_srtt_update = now;
             }
         }
