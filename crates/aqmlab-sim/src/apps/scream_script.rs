@@ -287,7 +287,7 @@ pub fn run(s: &Script) -> Vec<Row> {
                 after_sleep = false;
                 rtpq.pop_front();
                 rtpq_bytes -= size;
-                let drop = now >= s.loss_from && now < s.loss_to && pkt_index % s.loss_every == 0;
+                let drop = now >= s.loss_from && now < s.loss_to && pkt_index.is_multiple_of(s.loss_every);
                 let mut ce = false;
                 if now >= s.ce_from && now < s.ce_to && s.ect >= 0 {
                     ce_carry += s.ce;
@@ -315,8 +315,6 @@ pub fn run(s: &Script) -> Vec<Row> {
             if rtpq.is_empty() {
                 after_sleep = false;
             }
-        } else {
-            // The tool polls isOkToTransmit while sleeping too (its rate estimates).
         }
         // 5. Trace.
         if t >= next_log {
