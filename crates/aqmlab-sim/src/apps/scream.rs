@@ -1390,6 +1390,45 @@ mod tests {
         assert!(s.encoder_rate(100.0).is_some());
     }
 
+    /// ScreamRx / scream_receiver.cpp at 76a298a: a report on a marker, once the highest
+    /// sequence number is 32 past the last reported one, or 20 ms (5 ms after the first
+    /// 100 ms of reception) after the last report.
+    #[test]
+    fn the_receiver_reports_on_a_marker_after_32_packets_or_after_the_interval() {
+        let mut m = Scream::new(1, cfg(), Stream::new(1, "scream/rx"));
+        let mut q = EventQueue::default();
+        let mut out = vec![];
+        let media = |seq: u32, marker: bool| {
+            let mut p = Packet::new(1, Direction::Forward, Kind::Media, 1254);
+            p.tcp.seq = seq;
+            p.tcp.payload = 1212;
+            p.tcp.cwr = marker;
+            p
+        };
+        let t0 = Time::from_millis(200);
+        let deliver = |m: &mut Scream, seq: u32, marker: bool, at: Time, q: &mut EventQueue, out: &mut Vec<Packet>| {
+            m.on_packet(&media(seq, marker), &mut EndpointCtx { flow: 1, now: at, events: q, out });
+            out.iter().filter(|p| p.kind == Kind::MediaFeedback).count()
+        };
+        // The first packet: 200 ms since the (initial) last report > 20 ms: reported at once.
+        assert_eq!(deliver(&mut m, 0, false, t0, &mut q, &mut out), 1);
+        // 31 more, 10 µs apart: not yet 32 past the reported one.
+        for k in 1..32 {
+            assert_eq!(deliver(&mut m, k, false, t0 + Time::from_micros(10 * k as u64), &mut q, &mut out), 1, "packet {k}");
+        }
+        assert_eq!(deliver(&mut m, 32, false, t0 + Time::from_micros(320), &mut q, &mut out), 2, "32 past the last report");
+        assert_eq!(out.last().unwrap().tcp.sacks[0], SackBlock { start: 0, end: 33 }, "the last 64 up to the highest");
+        assert_eq!(deliver(&mut m, 33, true, t0 + Time::from_micros(330), &mut q, &mut out), 3, "end of frame");
+        assert_eq!(deliver(&mut m, 34, false, t0 + Time::from_micros(340), &mut q, &mut out), 3);
+        // The periodic report: 20 ms after the last one while within 100 ms of the first packet.
+        assert_eq!(m.fb_timer.deadline(), Some(t0 + Time::from_micros(330) + Time::from_millis(20)));
+        // Later, 5 ms.
+        let t1 = t0 + Time::from_millis(150);
+        assert_eq!(deliver(&mut m, 35, true, t1, &mut q, &mut out), 4);
+        assert_eq!(deliver(&mut m, 36, false, t1 + Time::from_millis(4), &mut q, &mut out), 4);
+        assert_eq!(deliver(&mut m, 37, false, t1 + Time::from_micros(5_010), &mut q, &mut out), 5);
+    }
+
     /// A source whose pacing is already set up for its (fixed) target rate, run for a while
     /// without feedback.
     fn run_frames(cfg: ScreamConfig, until_ms: u64) -> (Scream, Vec<Packet>) {
