@@ -575,8 +575,9 @@ pub struct MediaSpec {
 fn default_media_min() -> Rate {
     Rate(1_000_000)
 }
+/// `scream_sender.cpp`'s `maxRate = 200000` kbit/s at EricssonResearch/scream 76a298a.
 fn default_media_max() -> Rate {
-    Rate(500_000_000)
+    Rate(200_000_000)
 }
 fn default_frame_rate() -> f64 {
     50.0
