@@ -152,6 +152,24 @@ def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -
     )
 
 
+class InternalError(RuntimeError):
+    """The engine failed where it should not (a bug): the message names what failed."""
+
+
+def _call_engine(fn: Any, *args: Any) -> Any:
+    """Calls into the engine; a Rust panic (pyo3's PanicException, a BaseException) becomes
+    one :class:`InternalError` with a one-line message instead of escaping every handler."""
+    try:
+        return fn(*args)
+    except (ScenarioError, OSError, ValueError, RuntimeError, KeyboardInterrupt):
+        raise
+    except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
+        if type(e).__name__ != "PanicException":
+            raise
+        msg = " ".join(str(e).split()) or "panic"
+        raise InternalError(f"internal error in the engine: {msg} (please report it with the scenario)") from None
+
+
 def resolve(scenario: ScenarioSource, seed: int | None = None, overrides: Iterable[str] = ()) -> str:
     """The scenario :func:`run` would run, as TOML text: ``overrides`` (``key=value``, as
     ``--set``) and ``seed`` written in, checked as a run checks it (raises
@@ -160,7 +178,7 @@ def resolve(scenario: ScenarioSource, seed: int | None = None, overrides: Iterab
         overrides = [overrides]
     text, prefix, _ = load_scenario(scenario)
     try:
-        return _sim.resolve(text, None if seed is None else int(seed), [str(o) for o in overrides])
+        return _call_engine(_sim.resolve, text, None if seed is None else int(seed), [str(o) for o in overrides])
     except ScenarioError as e:
         if prefix is not None:
             raise ScenarioError(f"{prefix}: {e}") from None
@@ -203,7 +221,7 @@ def run(
     if not 1 <= int(pcap_snaplen) <= 262144:
         raise ScenarioError(f"pcap snap length {pcap_snaplen}: expected 1..262144")
     try:
-        summary_json, time, columns = _sim.run(text, seed, overrides, pcap_paths, pcap_flows, int(pcap_snaplen))
+        summary_json, time, columns = _call_engine(_sim.run, text, seed, overrides, pcap_paths, pcap_flows, int(pcap_snaplen))
     except ScenarioError as e:
         if prefix is not None:
             raise ScenarioError(f"{prefix}: {e}") from None

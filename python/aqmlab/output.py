@@ -356,6 +356,24 @@ def manifest(summary: Mapping[str, Any], files: Mapping[str, str], command: str 
     }
 
 
+def manifest_matches(run_dir: Path) -> bool:
+    """Whether run_dir's manifest.json exists and every file it lists has its recorded hash."""
+    try:
+        files = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))["files"]
+        return isinstance(files, dict) and bool(files) and all(
+            isinstance(h, str) and _sha256_file(run_dir / name) == h for name, h in files.items()
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def remove_temporaries(run_dir: Path) -> None:
+    """Removes the temporary files (``.<name>.*.tmp``) an interrupted write left in run_dir."""
+    for p in run_dir.glob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            p.unlink()
+
+
 def manifest_text(summary: Mapping[str, Any], files: Mapping[str, str], command: str | None) -> str:
     return json.dumps(manifest(summary, files, command), indent=2, allow_nan=False) + "\n"
 
