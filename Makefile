@@ -2,7 +2,7 @@
 #
 #   make demo   set up .venv, build the engine into it, run the two-CUBIC demo and the
 #               l4s-tests S6 suite plus a slice of S1 -> out/demo/ (REPORT.md per suite)
-#   make test   cargo tests (profile test-release) + pytest
+#   make test   cargo tests (profile test-release) + pytest (installs ns-2.35 first: make ns2)
 #   make bench  engine benchmark
 #
 # Setup is cached with stamp files in .venv/, so a second run only rebuilds what changed.
@@ -20,7 +20,7 @@ DEMO_OUT := out/demo
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(wildcard crates/*/Cargo.toml) \
 	$(shell find crates -name '*.rs' -not -path '*/target/*' 2>/dev/null)
 
-.PHONY: all setup demo validate test test-rust test-python bench clean distclean help
+.PHONY: all setup demo validate test test-rust test-python bench clean distclean help ns2
 
 all: demo
 
@@ -55,8 +55,25 @@ test: test-rust test-python
 test-rust:
 	cargo test --workspace --profile test-release
 
-test-python: $(EXT_STAMP)
+test-python: $(EXT_STAMP) ns2
 	$(VPY) -m pytest tests/python
+
+# ns-2.35 (Debian's ns2 package) for the tests that check tools/ns2's fixtures against ns-2
+# itself (tests/python/test_ns2_reference.py). Installed with apt-get only if `ns` is missing;
+# when it cannot be installed (no apt-get, no root, no network) those tests skip, saying so.
+ns2:
+	@if command -v ns >/dev/null 2>&1; then :; \
+	elif ! command -v apt-get >/dev/null 2>&1; then \
+		echo "ns2: ns-2 not installed and no apt-get here: the ns-2 reference tests will be skipped"; \
+	else \
+		SUDO=; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+		echo "ns2: installing Debian's ns2 package (ns-2.35) ..."; \
+		( $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q ns2 >/dev/null 2>&1 \
+		  || { $$SUDO apt-get update -q >/dev/null 2>&1 && \
+		       $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q ns2 >/dev/null 2>&1; } ) \
+		  && echo "ns2: installed $$(command -v ns)" \
+		  || echo "ns2: could not install the ns2 package (apt-get failed): the ns-2 reference tests will be skipped"; \
+	fi
 
 # Runs the suites that have published numbers (reusing finished runs) -> out/validate/VALIDATION.md
 validate: $(EXT_STAMP)
