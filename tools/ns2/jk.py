@@ -181,9 +181,10 @@ def run_case(aqm: str, n: int, seed: int, duration: float = 30.0, rest_ms: int =
         proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
         if proc.returncode != 0:
             raise RuntimeError(f"{' '.join(args)} failed ({proc.returncode}): {proc.stderr.strip()[-2000:]}")
+        stock = shutil.which("ns")
         row = {"aqm": aqm, "load": f"{n}+{n}", "n": n, "path": PATHS.get(rest_ms, f"{rest_ms}ms"),
                "seed": seed, "duration_s": duration,
-               "ns": "debian-2.35" if aqm in STOCK_AQMS and ns is None else "patched-2.35"}
+               "ns": "debian-2.35" if stock and os.path.realpath(binary) == os.path.realpath(stock) else "patched-2.35"}
         row.update(flow_metrics(d / "flows.txt"))
         row.update(queue_metrics(d / "queue.tr", duration))
     return row
@@ -213,9 +214,6 @@ def record(out: Path, aqms, loads, seeds, duration: float, rests, jobs: int, ns_
     out.parent.mkdir(parents=True, exist_ok=True)
     with ProcessPoolExecutor(max_workers=jobs) as ex:
         rows = list(ex.map(_run_tuple, cases, chunksize=4))
-    for r, c in zip(rows, cases):
-        if c[5] is not None:
-            r["ns"] = "patched-2.35"
     with open(out, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(COLUMNS)
@@ -264,6 +262,116 @@ def trace(out: Path, aqm: str, n: int, seed: int, duration: float, rest: int, ns
     print(f"{out}/{stem}_*.csv", file=sys.stderr)
 
 
+#: Metrics summarised per cell (median and quartiles over the seeds).
+SUMMARY_METRICS = COLUMNS[COLUMNS.index("packets"):]
+
+
+def read_csv(path: Path) -> list[dict]:
+    """A fixture CSV as dicts with numbers parsed (empty cells -> None)."""
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            row: dict = {}
+            for k, v in r.items():
+                if k in ("aqm", "load", "path", "ns"):
+                    row[k] = v
+                elif v == "":
+                    row[k] = None
+                elif k in ("n", "seed", "packets", "drops"):
+                    row[k] = int(v)
+                else:
+                    row[k] = float(v)
+            out.append(row)
+    return out
+
+
+def quartiles(vals: list[float]) -> tuple[float, float, float]:
+    """(Q1, median, Q3) by linear interpolation between order statistics (numpy's default,
+    statistics.quantiles(method="inclusive"))."""
+    v = sorted(vals)
+    if len(v) == 1:
+        return v[0], v[0], v[0]
+    import statistics
+    q = statistics.quantiles(v, n=4, method="inclusive")
+    return q[0], q[1], q[2]
+
+
+def summarize(rows: list[dict]) -> list[dict]:
+    """Per (path, aqm, load): seeds, unfinished groups, and Q1/median/Q3 of every metric."""
+    cells: dict[tuple, list[dict]] = {}
+    for r in rows:
+        cells.setdefault((r["path"], r["aqm"], r["n"]), []).append(r)
+    out = []
+    for (path, aqm, n), rs in cells.items():
+        s = {"aqm": aqm, "load": f"{n}+{n}", "n": n, "path": path, "seeds": len(rs), "ns": rs[0]["ns"],
+             "unfinished": sum(1 for r in rs if r["response1_s"] is None or r["response2_s"] is None)}
+        for m in SUMMARY_METRICS:
+            vals = [r[m] for r in rs if r.get(m) is not None]
+            q = quartiles(vals) if vals else (None, None, None)
+            s[f"{m}_q1"], s[f"{m}_median"], s[f"{m}_q3"] = q
+        out.append(s)
+    return out
+
+
+def write_csv(path: Path, rows: list[dict], columns) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(columns)
+        for r in rows:
+            w.writerow([_fmt(r.get(c)) for c in columns])
+
+
+def read_csv_summary(path: Path) -> list[dict]:
+    out = []
+    with open(path, newline="") as f:
+        for r in csv.DictReader(f):
+            row: dict = {}
+            for k, v in r.items():
+                if k in ("aqm", "load", "path", "ns"):
+                    row[k] = v
+                elif v == "":
+                    row[k] = None
+                elif k in ("n", "seeds", "unfinished"):
+                    row[k] = int(v)
+                else:
+                    row[k] = float(v)
+            out.append(row)
+    return out
+
+
+def summary_columns() -> list[str]:
+    cols = ["aqm", "load", "n", "path", "seeds", "ns", "unfinished"]
+    for m in SUMMARY_METRICS:
+        cols += [f"{m}_q1", f"{m}_median", f"{m}_q3"]
+    return cols
+
+
+def table(summary: list[dict], metric: str = "sojourn_p95", path: str = "11ms", scale: float = 0.001) -> str:
+    """A Table II-like text table: median (over seeds) of `metric` per AQM and load, then the
+    AQMs ranked per load (lowest first)."""
+    cells = {(s["aqm"], s["n"]): s for s in summary if s["path"] == path}
+    aqms = [a for a in AQMS if any(k[0] == a for k in cells)]
+    loads = sorted({k[1] for k in cells})
+    lines = [f"median {metric} x {scale:g} ({path}); [Q1 Q3]",
+             "aqm".ljust(16) + "".join(f"{n}+{n}".rjust(22) for n in loads)]
+    for a in aqms:
+        row = a.ljust(16)
+        for n in loads:
+            c = cells.get((a, n))
+            if c is None or c.get(f"{metric}_median") is None:
+                row += "-".rjust(22)
+            else:
+                row += (f"{c[f'{metric}_median'] * scale:.3f} [{c[f'{metric}_q1'] * scale:.3f} "
+                        f"{c[f'{metric}_q3'] * scale:.3f}]").rjust(22)
+        lines.append(row)
+    for n in loads:
+        ranked = sorted((cells[(a, n)][f"{metric}_median"], a) for a in aqms
+                        if (a, n) in cells and cells[(a, n)].get(f"{metric}_median") is not None)
+        lines.append(f"rank {n}+{n}: " + " < ".join(a for _, a in ranked))
+    return "\n".join(lines)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -289,7 +397,28 @@ def main(argv=None) -> int:
     t.add_argument("--n", type=int, required=True)
     t.add_argument("--seed", type=int, default=1)
     t.add_argument("--rest", type=int, default=11)
+    sm = sub.add_parser("summarize", help="sweep CSVs -> per-seed fixture (seeds <= --max-seed) + summary")
+    sm.add_argument("inputs", nargs="+", type=Path)
+    sm.add_argument("--runs-out", type=Path, required=True)
+    sm.add_argument("--summary-out", type=Path, required=True)
+    sm.add_argument("--max-seed", type=int, default=30)
+    tb = sub.add_parser("table", help="Table II-like text from a summary CSV")
+    tb.add_argument("summary", type=Path)
+    tb.add_argument("--metric", default="sojourn_p95")
+    tb.add_argument("--path", default="11ms")
+    tb.add_argument("--scale", type=float, default=0.001)
     a = ap.parse_args(argv)
+    if a.cmd == "summarize":
+        rows = [r for p in a.inputs for r in read_csv(p)]
+        order = {x: i for i, x in enumerate(AQMS)}
+        rows.sort(key=lambda r: (r["path"], order[r["aqm"]], r["n"], r["seed"]))
+        write_csv(a.runs_out, [r for r in rows if r["seed"] <= a.max_seed], COLUMNS)
+        write_csv(a.summary_out, summarize(rows), summary_columns())
+        print(f"{a.runs_out}, {a.summary_out}: {len(rows)} runs", file=sys.stderr)
+        return 0
+    if a.cmd == "table":
+        print(table(read_csv_summary(a.summary), a.metric, a.path, a.scale))
+        return 0
     if a.cmd == "run":
         row = run_case(a.aqm, a.n, a.seed, a.duration, a.rest, ns=a.ns, g2start=a.g2start)
         json.dump(row, sys.stdout, indent=1)
