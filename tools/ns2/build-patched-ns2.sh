@@ -7,7 +7,8 @@
 #
 #   tools/ns2/build-patched-ns2.sh BUILD_DIR PIE_DIR
 #
-# BUILD_DIR  scratch directory (e.g. /tmp/ns2build); the binary ends up as BUILD_DIR/ns-2.35/ns
+# BUILD_DIR  scratch directory (e.g. /tmp/ns2build); the binaries end up as BUILD_DIR/ns-2.35/ns
+#            and BUILD_DIR/ns-2.35/ns-pie2013r (step 6)
 # PIE_DIR    a directory holding pie.cc and pie.h of the Cisco/CableLabs ns-2 PIE code
 #            ("Copyright (c) 2013-2014, Cisco Systems, Inc. / Cable Television Laboratories").
 #            No public git repository of it was found; the copy used for the fixtures is the
@@ -59,7 +60,10 @@ grep -q "queue/sfqcodel.o queue/pie.o" Makefile.in ||
 # 3. Defaults of the new classes (ours; jk.tcl sets every parameter it relies on anyway).
 grep -q "Queue/PIE set a_" tcl/lib/ns-default.tcl ||
 	sed -i "/^Queue\/CoDel set target_/r $HERE/patch/ns-default-additions.tcl" tcl/lib/ns-default.tcl
-# 4. Configure-less build: autoconf.h by hand, Makefile by substitution.
+# 4. Debian's libtclcl has no TclObject::bind(int64_t*) (built without HAVE_INT64), which only
+#    PackMime's open-loop source (unused here) calls.
+sed -i 's|^\tbind("maxpkts_", &maxpkts_);|\t/* aqmlab build: Debian libtclcl has no bind(int64_t*); PackMime is unused */|' packmime/packmime_OL.cc
+# 5. Configure-less build: autoconf.h by hand, Makefile by substitution.
 cp "$HERE/patch/autoconf.h" autoconf.h
 sed -e 's|@V_TCLSH@|/usr/bin/tclsh8.6|g; s|@PERL@|/usr/bin/perl|g' tcl/lib/ns-autoconf.tcl.in > tcl/lib/ns-autoconf.tcl
 sed \
@@ -74,3 +78,18 @@ sed \
 mkdir -p gen
 make -k -j"$(nproc)" ns
 echo "built $BUILD/ns-2.35/ns"
+
+# 6. The "pie2013r" variant (README.md, "PIE"): the same PIE code with the two changes that
+#    make it behave as the paper reports the 2013 code did, linked as a second binary:
+#    calculate_p() discards the departure-rate measurement in progress whenever the queueing
+#    delay estimate is below half the target and drop_prob is 0, also while no rate estimate
+#    exists yet (the 2014 code's `!missing_init_flag` guard removed), and ends the cycle.
+mkdir -p pie2013r
+sed -e 's|(edv_.drop_prob == 0) \&\& !missing_init_flag ) {|(edv_.drop_prob == 0) ) { in_measurement = 0;|' \
+	queue/pie.cc > pie2013r/pie.cc
+grep -q "in_measurement = 0;$" pie2013r/pie.cc
+CMD=$(make -n -W queue/pie.cc queue/pie.o | grep "^g++")
+eval "$(echo "$CMD" | sed 's| -o queue/pie.o queue/pie.cc| -o pie2013r/pie.o pie2013r/pie.cc|')"
+LINK=$(make -n -W common/main-monolithic.cc ns | grep "^g++ .*-o ns ")
+eval "$(echo "$LINK" | sed 's|-o ns |-o ns-pie2013r |; s| queue/pie.o | pie2013r/pie.o |')"
+echo "built $BUILD/ns-2.35/ns-pie2013r"

@@ -41,7 +41,8 @@ SCRIPT = HERE / "jk.tcl"
 RATE_BPS = 2_000_000
 SPIKE_MS = (60, 100)
 #: The AQMs jk.tcl knows, and the ones Debian's stock ns-2.35 can run.
-AQMS = ("droptail", "hred_wq0.02", "hred_wq0.04", "codel", "sfq_codel", "pie", "pie_update60ms", "pie_thresh5pkts")
+AQMS = ("droptail", "hred_wq0.02", "hred_wq0.04", "codel", "sfq_codel", "pie", "pie_update60ms", "pie_thresh5pkts",
+        "pie2013r", "pie2013r_update60ms", "pie2013r_thresh5pkts")
 STOCK_AQMS = ("droptail", "hred_wq0.02", "hred_wq0.04")
 LOADS = (1, 2, 4, 6)
 #: Rest-of-path one-way delay (ms) -> the suite's `path` label.
@@ -150,11 +151,14 @@ def flow_metrics(flows: Path) -> dict:
 
 
 def ns_binary(aqm: str, ns: str | None = None) -> str:
-    """The ns binary for an AQM: `ns` if given; else $AQMLAB_NS2_PATCHED for the AQMs only a
-    patched ns-2 has, else `ns` from PATH."""
+    """The ns binary for an AQM: `ns` if given; else $AQMLAB_NS2_PIE2013R for the pie2013r
+    variants, $AQMLAB_NS2_PATCHED for the other AQMs only a patched ns-2 has, else `ns` from
+    PATH."""
     if ns:
         return ns
-    if aqm not in STOCK_AQMS and os.environ.get("AQMLAB_NS2_PATCHED"):
+    if aqm.startswith("pie2013r") and os.environ.get("AQMLAB_NS2_PIE2013R"):
+        return os.environ["AQMLAB_NS2_PIE2013R"]
+    if aqm not in STOCK_AQMS and not aqm.startswith("pie2013r") and os.environ.get("AQMLAB_NS2_PATCHED"):
         return os.environ["AQMLAB_NS2_PATCHED"]
     found = shutil.which("ns")
     if not found:
@@ -184,7 +188,8 @@ def run_case(aqm: str, n: int, seed: int, duration: float = 30.0, rest_ms: int =
         stock = shutil.which("ns")
         row = {"aqm": aqm, "load": f"{n}+{n}", "n": n, "path": PATHS.get(rest_ms, f"{rest_ms}ms"),
                "seed": seed, "duration_s": duration,
-               "ns": "debian-2.35" if stock and os.path.realpath(binary) == os.path.realpath(stock) else "patched-2.35"}
+               "ns": "debian-2.35" if stock and os.path.realpath(binary) == os.path.realpath(stock)
+               else "patched-2.35-pie2013r" if aqm.startswith("pie2013r") else "patched-2.35"}
         row.update(flow_metrics(d / "flows.txt"))
         row.update(queue_metrics(d / "queue.tr", duration))
     return row

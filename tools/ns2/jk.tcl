@@ -35,6 +35,9 @@
 #   pie, pie_update60ms,     Queue/PIE (Cisco/CableLabs ns-2 code): qdelay_ref_ 20 ms, a_ 0.125,
 #   pie_thresh5pkts          b_ 1.25, burst_allowance_ 100 ms, tUpdate_ 30 ms (60 ms), packet mode,
 #                            mean_pktsize_ 1040, dq_threshold_ 10 (5) packets = 10400 (5200) bytes
+#   pie2013r, pie2013r_*     the same, to be run on the "pie2013r" build: the PIE code with its
+#                            2014 guard against resetting a rate measurement removed (our
+#                            reconstruction of the 2013 behaviour, tools/ns2/README.md "PIE")
 # CoDel, sfqCoDel and PIE exist only in a patched ns-2 (tools/ns2/build-patched-ns2.sh); Debian's
 # ns2 package has DropTail and RED.
 #
@@ -112,14 +115,15 @@ proc setup_aqm {aqm} {
             Queue/sfqCoDel set maxbins_ 1024
             return sfqCoDel
         }
-        pie - pie_update60ms - pie_thresh5pkts {
+        pie - pie_update60ms - pie_thresh5pkts -
+        pie2013r - pie2013r_update60ms - pie2013r_thresh5pkts {
             Queue/PIE set qdelay_ref_ 0.02
             Queue/PIE set a_ 0.125
             Queue/PIE set b_ 1.25
             Queue/PIE set burst_allowance_ 0.1
-            Queue/PIE set tUpdate_ [expr {$aqm eq "pie_update60ms" ? 0.06 : 0.03}]
+            Queue/PIE set tUpdate_ [expr {[string match *update60ms $aqm] ? 0.06 : 0.03}]
             Queue/PIE set mean_pktsize_ $wire
-            Queue/PIE set dq_threshold_ [expr {($aqm eq "pie_thresh5pkts" ? 5 : 10) * $wire}]
+            Queue/PIE set dq_threshold_ [expr {([string match *thresh5pkts $aqm] ? 5 : 10) * $wire}]
             Queue/PIE set bytes_ false
             Queue/PIE set setbit_ false
             return PIE
