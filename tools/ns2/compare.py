@@ -73,7 +73,11 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--profile", default="ns2-2013", help="aqmlab stack profile (--set stack=...)")
     ap.add_argument("--path", default="11ms", choices=["11ms", "101ms"])
-    ap.add_argument("--aqm", nargs="+", default=[a for a in jk.AQMS if a != "droptail"])
+    ap.add_argument("--aqm", nargs="+", default=["codel", "sfq_codel", "pie", "pie_update60ms", "pie_thresh5pkts",
+                                                 "hred_wq0.02", "hred_wq0.04"], help="the suite's aqm labels")
+    ap.add_argument("--pie-ref", default="pie2013r", choices=["pie2013r", "pie"],
+                    help="ns-2 rows the suite's PIE cells are compared with: pie2013r* (the paper's "
+                         "behaviour, README.md 'PIE') or pie* (the 2014 code as found)")
     ap.add_argument("--metric", nargs="+", default=["sojourn_p95", "sojourn_max", "spike100ms_longest_s", "response1_s"],
                     choices=list(METRICS))
     ap.add_argument("--seeds", type=int, default=10)
@@ -81,12 +85,19 @@ def main(argv=None) -> int:
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
     out = a.out or REPO / "out" / "jk-compare" / a.profile
-    ref = {(r["aqm"], r["n"]): r for r in jk.read_csv_summary(REPO / "tests" / "golden" / "ns2" / f"jk_summary_{a.path}.csv")}
+    def ref_label(aqm: str) -> str:
+        return aqm.replace("pie", a.pie_ref, 1) if aqm.startswith("pie") else aqm
+
+    rows = jk.read_csv_summary(REPO / "tests" / "golden" / "ns2" / f"jk_summary_{a.path}.csv")
+    by_label = {(r["aqm"], r["n"]): r for r in rows}
+    # Keyed by the suite's labels.
+    ref = {(aqm, n): by_label[(ref_label(aqm), n)] for aqm in a.aqm for (_, n) in by_label if (ref_label(aqm), n) in by_label}
     sim = run_aqmlab(a.profile, a.path, a.aqm, a.seeds, a.jobs, out)
     loads = sorted({n for (_, n) in ref})
     for m in a.metric:
         title, scale, f = METRICS[m]
-        print(f"\n## {title}, {a.path}: aqmlab ({a.profile}, {a.seeds} seeds) | ns-2.35 (median [Q1 Q3])\n")
+        print(f"\n## {title}, {a.path}: aqmlab ({a.profile}, {a.seeds} seeds) | ns-2.35 (median [Q1 Q3]; "
+              f"PIE rows: {a.pie_ref}*)\n")
         print("| AQM | " + " | ".join(f"{n}+{n} aqmlab | {n}+{n} ns-2" for n in loads) + " |")
         print("|---" * (1 + 2 * len(loads)) + "|")
         for aqm in a.aqm:

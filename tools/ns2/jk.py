@@ -359,9 +359,9 @@ def table(summary: list[dict], metric: str = "sojourn_p95", path: str = "11ms", 
     aqms = [a for a in AQMS if any(k[0] == a for k in cells)]
     loads = sorted({k[1] for k in cells})
     lines = [f"median {metric} x {scale:g} ({path}); [Q1 Q3]",
-             "aqm".ljust(16) + "".join(f"{n}+{n}".rjust(22) for n in loads)]
+             "aqm".ljust(22) + "".join(f"{n}+{n}".rjust(22) for n in loads)]
     for a in aqms:
-        row = a.ljust(16)
+        row = a.ljust(22)
         for n in loads:
             c = cells.get((a, n))
             if c is None or c.get(f"{metric}_median") is None:
