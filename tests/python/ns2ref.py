@@ -6,6 +6,7 @@ recorded by tools/ns2/jk.py; format in tools/ns2/README.md), for the `ns2-2013` 
     hred = cell("hred_wq0.02", 4, "11ms")        # the per-seed rows of one cell (seed order)
     s = summary("11ms")[("hred_wq0.02", 4)]      # Q1/median/Q3 over all recorded seeds
     s["sojourn_p95_median"], s["seeds"]
+    rank_order("sojourn_p95", 4)                 # suite AQM labels by ns-2's median, PIE -> pie2013r*
 
 Metric names are those of aqmlab.report.run_metrics (sojourn_* in ms, spike*_s, response*_s,
 response_jain); AQM labels are the `jarvinen-kojo` suite's `aqm` axis labels plus `droptail`.
@@ -54,3 +55,19 @@ def cell(aqm: str, n: int, path: str = "11ms") -> list[dict]:
 def quartiles(vals) -> tuple[float, float, float]:
     """(Q1, median, Q3) the way the summary computes them."""
     return jk().quartiles(list(vals))
+
+
+#: The suite's AQM labels, in the suite's order.
+SUITE_AQMS = ("codel", "pie", "pie_update60ms", "pie_thresh5pkts", "hred_wq0.02", "hred_wq0.04", "sfq_codel")
+
+
+def reference_label(aqm: str, pie_ref: str = "pie2013r") -> str:
+    """The fixture row a suite AQM label is compared with: the suite's PIE cells against
+    `pie2013r*` (the paper's behaviour, tools/ns2/README.md "PIE") unless pie_ref="pie"."""
+    return aqm.replace("pie", pie_ref, 1) if aqm.startswith("pie") else aqm
+
+
+def rank_order(metric: str, n: int, path: str = "11ms", aqms=SUITE_AQMS, pie_ref: str = "pie2013r") -> list[str]:
+    """The suite AQM labels sorted by the ns-2 median of `metric` at n+n flows (lowest first)."""
+    s = summary(path)
+    return sorted(aqms, key=lambda a: (s[(reference_label(a, pie_ref), n)][f"{metric}_median"], a))
