@@ -5,7 +5,7 @@
 # given their sources and builds in a scratch directory. Only the fixture recording needs the
 # result (tools/ns2/README.md); CI uses the committed fixtures and Debian's stock ns.
 #
-#   tools/ns2/build-patched-ns2.sh BUILD_DIR PIE_DIR
+#   [HBATMIT_GIT=dir] tools/ns2/build-patched-ns2.sh BUILD_DIR PIE_DIR
 #
 # BUILD_DIR  scratch directory (e.g. /tmp/ns2build); the binaries end up as BUILD_DIR/ns-2.35/ns
 #            and BUILD_DIR/ns-2.35/ns-pie2013r (step 6)
@@ -39,10 +39,11 @@ if [ ! -d ns-2.35 ]; then
 	fi
 	tar xf ns2_2.35+dfsg.orig.tar.xz
 fi
-if [ ! -d hbatmit-ns2.35 ]; then
-	git clone -q https://github.com/hbatmit/ns2.35 hbatmit-ns2.35
+# HBATMIT_GIT: an existing clone (or bare mirror) of hbatmit/ns2.35, else it is cloned.
+R=${HBATMIT_GIT:-$BUILD/hbatmit-ns2.35}
+if [ ! -d "$R" ]; then
+	git clone -q https://github.com/hbatmit/ns2.35 "$R"
 fi
-R=$BUILD/hbatmit-ns2.35
 cd ns-2.35
 
 # 1. CoDel: the Pollere patch as applied in hbatmit/ns2.35 482701a (Makefile.in, codel.{cc,h},
