@@ -103,3 +103,23 @@ def test_fixture_rows_are_what_ns2_produces(aqm, n, seed):
     assert want["ns"] == got["ns"] == "debian-2.35"
     diff = {k: (want[k], got.get(k)) for k in want if not _close(want[k], got.get(k))}
     assert not diff, f"fixture row differs from ns-2's output: {diff}"
+
+
+# The rows recorded on the patched build (tools/ns2/build-patched-ns2.sh), checked only where
+# that build exists: AQMLAB_NS2_PATCHED / AQMLAB_NS2_PIE2013R name its two binaries.
+PATCHED = [("codel", 4, 3, 11), ("sfq_codel", 6, 5, 11), ("pie", 2, 7, 11), ("pie2013r_update60ms", 6, 30, 101)]
+
+
+@pytest.mark.parametrize("aqm,n,seed,rest", PATCHED)
+def test_patched_rows_are_what_patched_ns2_produces(aqm, n, seed, rest):
+    import os
+
+    var = "AQMLAB_NS2_PIE2013R" if aqm.startswith("pie2013r") else "AQMLAB_NS2_PATCHED"
+    ns = os.environ.get(var)
+    if not ns:
+        pytest.skip(f"{var} not set (the patched ns-2 of tools/ns2/build-patched-ns2.sh; CI does not build it)")
+    path = "11ms" if rest == 11 else "101ms"
+    want = next(r for r in ns2ref.cell(aqm, n, path) if r["seed"] == seed)
+    got = ns2ref.jk().run_case(aqm, n, seed, want["duration_s"], rest, ns=ns)
+    diff = {k: (want[k], got.get(k)) for k in want if not _close(want[k], got.get(k))}
+    assert not diff, f"fixture row differs from the patched ns-2's output: {diff}"
