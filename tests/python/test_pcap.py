@@ -2,7 +2,7 @@
 (tshark) reads as the run's summary and series describe them.
 
 The tshark tests need the Debian package ``tshark`` (``make test`` installs it,
-``make tools-tshark``); without it they are skipped with a message saying so. The rest of
+``make test-tools``); without it they are skipped with a message saying so. The rest of
 the file checks the format with a small reader of its own.
 """
 
@@ -65,7 +65,7 @@ size_p95 = 200000
 
 TSHARK = shutil.which("tshark")
 needs_tshark = pytest.mark.skipif(
-    TSHARK is None, reason="tshark is not installed (run `make tools-tshark`; Debian package tshark): pcap analysis tests skipped"
+    TSHARK is None, reason="tshark is not installed (run `make test-tools`; Debian package tshark): pcap analysis tests skipped"
 )
 
 
@@ -193,7 +193,7 @@ def tshark_frames(path: Path) -> pd.DataFrame:
 @pytest.fixture(scope="module")
 def tshark_out(captured):
     if TSHARK is None:
-        pytest.skip("tshark is not installed (run `make tools-tshark`; Debian package tshark): pcap analysis tests skipped")
+        pytest.skip("tshark is not installed (run `make test-tools`; Debian package tshark): pcap analysis tests skipped")
     _, out = captured
     return tshark_frames(out / CLI_PCAP), tshark_frames(out / SRV_PCAP)
 
