@@ -217,10 +217,10 @@ def run_cmd(
                 return
         if result.summary.get("name") is None and isinstance(source, Path):
             result.summary["name"] = result.name = source.stem
-        written = write_outputs(result, out, plot=not no_plot, flent=flent, command=shlex.join(["aqmlab", *sys.argv[1:]]))
+        write_outputs(result, out, plot=not no_plot, flent=flent, command=shlex.join(["aqmlab", *sys.argv[1:]]))
         _warn(result.summary)
         if not quiet:
-            print_summary(result.summary, out, files=[p.name for p in written])
+            print_summary(result.summary, out)  # lists the directory: the writers' files and the captures
     except typer.Exit:
         raise
     except KeyboardInterrupt:
