@@ -527,7 +527,26 @@ def version_cmd() -> None:
 
 
 def main(prog_name: str = "aqmlab") -> None:
-    app(prog_name=prog_name)
+    """The console entry point: command-line errors (an unknown option, a bad ``--seed``)
+    are one line on stderr with exit 2, not the parser's boxed help."""
+    try:
+        rv = app(prog_name=prog_name, standalone_mode=False)
+    except Exception as e:  # noqa: BLE001 - the parser's errors are matched by shape below
+        kind = type(e).__name__
+        if kind == "NoArgsIsHelpError":  # `aqmlab` or `aqmlab suite` alone: the help, shown already
+            sys.exit(EXIT_OK)
+        if not (hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int)):
+            raise
+        ctx = getattr(e, "ctx", None)
+        path = ctx.command_path if ctx is not None else prog_name
+        sub = path.split(" ", 1)[1] if " " in path else ""
+        where = f"{sub}: " if sub else ""
+        sys.stderr.write(f"aqmlab: {where}{' '.join(e.format_message().split())} (see '{path} --help')\n")
+        sys.exit(e.exit_code if kind != "Abort" else 130)
+    except KeyboardInterrupt:
+        sys.stderr.write("aqmlab: interrupted\n")
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
 if __name__ == "__main__":
