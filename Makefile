@@ -20,7 +20,7 @@ DEMO_OUT := out/demo
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(wildcard crates/*/Cargo.toml) \
 	$(shell find crates -name '*.rs' -not -path '*/target/*' 2>/dev/null)
 
-.PHONY: all setup demo validate test test-rust test-python bench clean distclean help
+.PHONY: all setup demo validate test test-rust test-python test-tools bench clean distclean help
 
 all: demo
 
@@ -55,8 +55,19 @@ test: test-rust test-python
 test-rust:
 	cargo test --workspace --profile test-release
 
-test-python: $(EXT_STAMP)
+test-python: $(EXT_STAMP) test-tools
 	$(VPY) -m pytest tests/python
+
+# External programs the Python tests drive: Debian's chromium (tests/python/test_html.py loads
+# the HTML reports headless). Installed with apt-get when missing; when that is impossible
+# (no root, no apt) the message says so and those tests skip with the same reason.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo -n)
+test-tools:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+		echo "installing chromium (Debian package) for the HTML report tests"; \
+		{ $(SUDO) apt-get install -y -q chromium >/dev/null 2>&1 || \
+		  { $(SUDO) apt-get update -q >/dev/null 2>&1 && $(SUDO) apt-get install -y -q chromium >/dev/null; }; } || \
+		echo "WARNING: could not install chromium with apt-get: tests/python/test_html.py's browser tests will skip"; }
 
 # Runs the suites that have published numbers (reusing finished runs) -> out/validate/VALIDATION.md
 validate: $(EXT_STAMP)
