@@ -48,7 +48,7 @@ h1{font-size:1.4em}h2{font-size:1.15em;margin-top:1.6em;border-bottom:1px solid 
 table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em}
 th,td{border:1px solid #ccc;padding:.2em .5em;text-align:left;vertical-align:top}
 th{background:#f3f3f3}td.num{text-align:right;font-variant-numeric:tabular-nums}
-code{background:#f5f5f5;padding:0 .2em}.plot{width:100%;height:380px}
+code{background:#f5f5f5;padding:0 .2em}.plot{width:100%;height:420px}
 .files a{margin-right:1em}.note{color:#555;font-size:.9em}
 """
 
@@ -136,7 +136,7 @@ def _round(values: Any, digits: int = 5) -> list[float | None]:
 
 def plot_specs(result: RunResult) -> list[dict[str, Any]]:
     """The run's plots as ``{"id", "title", "ylabel", "traces": [{"name", "x", "y", ...}]}``."""
-    from .plot import _probe_names, _queue_metrics, _udp_names, series_map, total_throughput
+    from .plot import MARKS_DROPS, _probe_names, _queue_metrics, _udp_names, series_map, total_throughput
 
     sm = series_map(result)
     summary = result.summary
@@ -161,8 +161,9 @@ def plot_specs(result: RunResult) -> list[dict[str, Any]]:
         tp.append(trace(("bottleneck", "rate"), "link rate", color="grey", dash="dashdot", shape="hv"))
     specs.append({"id": "throughput", "title": "Throughput", "ylabel": "Mbit/s", "traces": tp})
     rtt = [trace((f, "srtt"), f"{f} srtt") for f in flows if (f, "srtt") in sm]
-    rtt += [trace((p, "rtt"), f"{p} RTT", color="grey") for p in _probe_names(summary) if (p, "rtt") in sm]
-    specs.append({"id": "rtt", "title": "TCP RTT (srtt) and ping RTT", "ylabel": "ms", "traces": rtt})
+    pings = [trace((p, "rtt"), f"{p} RTT", color="grey") for p in _probe_names(summary) if (p, "rtt") in sm]
+    title = " and ".join(t for t, have in (("TCP RTT (srtt)", rtt), ("ping RTT", pings)) if have)
+    specs.append({"id": "rtt", "title": title, "ylabel": "ms", "traces": rtt + pings})
     cwnd = [trace((f, "cwnd"), f"{f} cwnd") for f in flows if (f, "cwnd") in sm]
     unit = next((result.units.get((f, "cwnd")) for f in flows if (f, "cwnd") in sm), None)
     specs.append({"id": "cwnd", "title": "TCP congestion window", "ylabel": unit or "", "traces": cwnd})
@@ -172,21 +173,30 @@ def plot_specs(result: RunResult) -> list[dict[str, Any]]:
     if ("bottleneck", "qdelay_max") in sm:
         q.append(trace(("bottleneck", "qdelay_max"), "max queue delay per interval", visible="legendonly"))
     q += [trace((u, "owd"), f"{u} one-way delay", opacity=0.5, width=1) for u in udp if (u, "owd") in sm]
-    specs.append({"id": "qdelay", "title": "Queue delay per queue (and UDP one-way delay)", "ylabel": "ms", "traces": q})
-    md = [trace(("bottleneck", m), m.replace("_", " ")) for (e, m) in sm if e == "bottleneck" and ("mark" in m or "drop" in m)]
-    specs.append({"id": "marks_drops", "title": "Bottleneck ECN marks and drops", "ylabel": "per interval", "traces": md})
+    udp_owd = any((u, "owd") in sm for u in udp)
+    specs.append({"id": "qdelay", "title": "Queue delay per queue" + (" and UDP one-way delay" if udp_owd else ""), "ylabel": "ms",
+                  "traces": q})
+    md = [trace(("bottleneck", m), m.replace("_", " ")) for m in MARKS_DROPS if ("bottleneck", m) in sm]
+    specs.append({"id": "marks_drops", "title": "Bottleneck drops and ECN marks", "ylabel": "packets per interval", "traces": md})
     # every other series, so that nothing recorded is missing from the page
     shown = {"rate", "delivery_rate", "goodput", "srtt", "cwnd", "owd", "qdelay", "qdelay_max"}
     other = [
         trace((e, m), f"{e} {m}" + (f" ({result.units.get((e, m))})" if result.units.get((e, m)) else ""), visible="legendonly")
         for (e, m) in sm
-        if m not in shown and not m.startswith("qdelay_") and not (e == "bottleneck" and ("mark" in m or "drop" in m))
+        if m not in shown and not m.startswith("qdelay_") and not (e == "bottleneck" and m in MARKS_DROPS)
         and not (e in _probe_names(summary) and m == "rtt")
     ]
     if other:
         specs.append({"id": "other", "title": "Other series (click a legend entry to show it)", "ylabel": "", "traces": other})
     return [s for s in specs if s["traces"]]
 
+
+#: Counts the page's script errors on <html data-js-errors> (a test reads it from the DOM).
+_ERRORS_JS = (
+    "window.addEventListener('error',function(e){var d=document.documentElement;"
+    "d.setAttribute('data-js-errors',String(+(d.getAttribute('data-js-errors')||0)+1));"
+    "d.setAttribute('data-js-error',String(e.message));});"
+)
 
 _PLOT_JS = """
 (function(){
@@ -201,10 +211,10 @@ _PLOT_JS = """
               opacity: t.opacity || 1, visible: t.visible || true};
     });
     Plotly.newPlot(s.id, traces, {
-      title: {text: s.title, font: {size: 14}}, margin: {l: 60, r: 20, t: 40, b: 40},
+      title: {text: s.title, font: {size: 14}}, margin: {l: 60, r: 20, t: 40, b: 80},
       xaxis: {title: {text: 'Time (s)'}, rangemode: 'tozero'},
       yaxis: {title: {text: s.ylabel}, rangemode: 'tozero'},
-      legend: {orientation: 'h', y: -0.18}, hovermode: 'x unified'
+      legend: {orientation: 'h', y: -0.25}, showlegend: true, hovermode: 'x unified'
     }, {responsive: true, displaylogo: false});
   });
   document.body.setAttribute('data-plots-done', String(specs.length));
@@ -234,6 +244,7 @@ def run_report(result: RunResult, files: Sequence[str], js_src: str | None = Non
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{_CSS}</style>
+<script>{_ERRORS_JS}</script>
 {js}
 </head><body>
 <h1>{esc(title)}</h1>

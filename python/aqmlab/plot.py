@@ -24,6 +24,10 @@ GOODPUT_SMOOTHING_S = 1.0
 
 Series = tuple[Any, Any]  # (time s, values) numpy arrays
 
+#: The bottleneck's per-interval drop and mark counts (packets); the qdisc's own counters
+#: (e.g. DualPI2's cumulative ``step_marks``) are other series.
+MARKS_DROPS = ("drops", "ce_marks", "sce_marks")
+
 
 def series_map(result: RunResult) -> dict[tuple[str, str], Series]:
     """Every series of a run as ``{(entity, metric): (time, value)}``, sorted by time."""
@@ -342,11 +346,11 @@ def _k_ping_cdf(axes, runs):
 def _k_marks_drops(axes, runs):
     drawn = []
     for run in runs:
-        for m in sorted(m for (e, m) in run.sm if e == "bottleneck" and ("mark" in m or "drop" in m)):
+        for m in [m for m in MARKS_DROPS if ("bottleneck", m) in run.sm]:
             t, v = run.sm[("bottleneck", m)]
             axes[0].plot(t, v, lw=1.0, ls=run.style, label=_lbl(run, m))
             drawn.append(m.replace("_", " "))
-    axes[0].set_ylabel("count per interval")
+    axes[0].set_ylabel("packets per interval")
     return ["Bottleneck " + _join(drawn) if drawn else "No marks or drops recorded"]
 
 
@@ -362,9 +366,10 @@ def run_label(result: RunResult, i: int) -> str:
     return f"{run}" + (f" (seed {seed})" if seed is not None and f"seed={seed}" not in str(run) else "")
 
 
-def plot(results: Sequence[RunResult], path: str | os.PathLike, kind_name: str = "tcp_delivery_with_rtt",
-         labels: Sequence[str] | None = None) -> None:
-    """Draws ``kind_name`` for ``results`` (several: overlaid, each run a line style) into ``path``."""
+def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name: str = "tcp_delivery_with_rtt",
+         labels: Sequence[str] | None = None):
+    """Draws ``kind_name`` for ``results`` (several: overlaid, each run a line style) into ``path``
+    (a PNG). ``path`` None returns the figure instead (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -400,9 +405,14 @@ def plot(results: Sequence[RunResult], path: str | os.PathLike, kind_name: str =
         # of the plotting time when suites plot every run); the right margin holds the legend.
         fig.subplots_adjust(left=0.06, right=0.72, bottom=0.08 if k.panels > 1 else 0.13, top=0.9 if k.panels > 1 else 0.84,
                             hspace=0.22)
+        if path is None:
+            return fig
         fig.savefig(path, format="png")
-    finally:
+    except BaseException:
         plt.close(fig)
+        raise
+    plt.close(fig)
+    return None
 
 
 def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
