@@ -136,11 +136,11 @@ def _round(values: Any, digits: int = 5) -> list[float | None]:
 
 def plot_specs(result: RunResult) -> list[dict[str, Any]]:
     """The run's plots as ``{"id", "title", "ylabel", "traces": [{"name", "x", "y", ...}]}``."""
-    from .plot import MARKS_DROPS, _probe_names, _queue_metrics, _udp_names, series_map, total_throughput
+    from .plot import MARKS_DROPS, _probe_names, _queue_metrics, _udp_names, series_map, tcp_flows, total_throughput
 
     sm = series_map(result)
     summary = result.summary
-    flows = result.flows
+    flows = tcp_flows(result, sm)
 
     def trace(key: tuple[str, str], name: str, **kw: Any) -> dict[str, Any]:
         t, v = sm[key]

@@ -16,7 +16,7 @@ from typing import Any
 from .api import RunResult
 
 #: Above this many flows the per-flow lines are drawn thin and without a legend entry each.
-MAX_LEGEND_FLOWS = 12
+MAX_LEGEND_FLOWS = 8
 
 #: Goodput per sampling step is bursty (a whole window of in-order data can arrive at once
 #: after a loss is repaired), so it is drawn as a moving average over about this long.
@@ -91,6 +91,17 @@ def _probe_names(summary: dict[str, Any]) -> list[str]:
     return [p["name"] for p in summary.get("probes", [])]
 
 
+def tcp_flows(result: RunResult, sm: dict[tuple[str, str], Series] | None = None) -> list[str]:
+    """The TCP flows: the summary's ``flows``, then every other entity with TCP series (the
+    flows of ``[[transients]]`` and workloads, which the summary lists elsewhere)."""
+    names = list(result.flows)
+    keys = sm.keys() if sm is not None else result.units.keys()
+    for e, m in keys:
+        if m in ("srtt", "cwnd", "delivery_rate") and e not in names:
+            names.append(e)
+    return names
+
+
 def total_throughput(result: RunResult, sm: dict[tuple[str, str], Series] | None = None) -> Series | None:
     """The sum over every TCP flow (delivery rate, else goodput) and UDP flow (received rate),
     on the sampling grid of the first series; None when the run has no rate series."""
@@ -98,7 +109,7 @@ def total_throughput(result: RunResult, sm: dict[tuple[str, str], Series] | None
 
     sm = series_map(result) if sm is None else sm
     parts = []
-    for f in result.flows:
+    for f in tcp_flows(result, sm):
         s = sm.get((f, "delivery_rate")) or sm.get((f, "goodput"))
         if s is not None:
             parts.append(s)
@@ -163,7 +174,8 @@ def _draw_throughput(ax, runs: list[_Run], colors: list[str], *, per_flow: bool 
     drawn: list[str] = []
     for r_i, run in enumerate(runs):
         res, sm = run.result, run.sm
-        many = len(res.flows) > MAX_LEGEND_FLOWS
+        flows = tcp_flows(res, sm)
+        many = len(flows) > MAX_LEGEND_FLOWS
         lw = 0.6 if many else 1.2
         ls = run.style
         # UDP/media first, thin and translucent, so that they do not hide the TCP lines.
@@ -172,23 +184,31 @@ def _draw_throughput(ax, runs: list[_Run], colors: list[str], *, per_flow: bool 
                 t, v = sm[(u, "rate")]
                 ax.plot(t, v, color="tab:brown", lw=0.7, alpha=0.5, ls=ls, zorder=1, label=_lbl(run, f"{u} received"))
                 drawn.append("UDP received rate")
-        for i, f in enumerate(res.flows if per_flow else []):
+        has_goodput = False
+        for i, f in enumerate(flows if per_flow else []):
             c = _color(colors, i)
             show = not many
+            # One legend entry per flow (its colour); the line styles are keyed once below.
             if (f, "delivery_rate") in sm:
                 t, v = sm[(f, "delivery_rate")]
-                ax.plot(t, v, color=c, lw=lw, ls=ls, zorder=3, label=_lbl(run, f"{f} delivery rate", show))
+                ax.plot(t, v, color=c, lw=lw, ls=ls, zorder=3, label=_lbl(run, f, show))
                 drawn.append("TCP delivery rate")
+                show = False
             if (f, "goodput") in sm:
                 t, v = sm[(f, "goodput")]
                 sv, win = _smooth(t, v, GOODPUT_SMOOTHING_S)
                 avg = f" ({win * float(t[1] - t[0]):g} s avg)" if win > 1 else ""
-                ax.plot(t, sv, color=c, lw=lw * 0.8, ls="--" if ls == "-" else ls, alpha=0.8, zorder=2,
-                        label=_lbl(run, f"{f} goodput{avg}", show))
+                ax.plot(t, sv, color=c, lw=lw * 0.8, ls="--" if ls == "-" else ls, alpha=0.8, zorder=2, label=_lbl(run, f, show))
                 drawn.append(f"goodput{avg}")
+                has_goodput = True
+        if has_goodput and "TCP delivery rate" in drawn and r_i == len(runs) - 1 and len(runs) == 1:
+            ax.plot([], [], color="grey", lw=1.2, label="delivery rate (solid)")
+            ax.plot([], [], color="grey", lw=1.0, ls="--", label=f"goodput{avg} (dashed)")
+        if many and per_flow and flows:
+            ax.plot([], [], color="grey", lw=lw, label=_lbl(run, f"{len(flows)} TCP flows"))
         if totals:
             tot = total_throughput(res, sm)
-            if tot is not None and (len(res.flows) + len(_udp_names(res.summary)) > 1 or not per_flow):
+            if tot is not None and (len(flows) + len(_udp_names(res.summary)) > 1 or not per_flow):
                 ax.plot(tot[0], tot[1], color="black" if len(runs) == 1 else _color(colors, r_i), lw=1.6, ls=ls,
                         alpha=0.9, zorder=4, label=_lbl(run, "total"))
                 drawn.append("total")
@@ -212,11 +232,14 @@ def _queue_metrics(sm: dict[tuple[str, str], Series]) -> list[str]:
 
 
 def _draw_delay(ax, runs: list[_Run], colors: list[str], *, tcp: bool = True, probes: bool = True, udp: bool = True,
-                queues: bool = True) -> list[str]:
+                queues: bool = True, flow_labels: bool = True) -> list[str]:
+    """``flow_labels`` False: the TCP lines get one legend entry (the flows' colours are keyed
+    in the panel above)."""
     drawn: list[str] = []
     for run in runs:
         res, sm = run.result, run.sm
-        many = len(res.flows) > MAX_LEGEND_FLOWS
+        flows = tcp_flows(res, sm)
+        many = len(flows) > MAX_LEGEND_FLOWS
         lw = 0.6 if many else 1.2
         ls = run.style
         if udp:
@@ -226,11 +249,16 @@ def _draw_delay(ax, runs: list[_Run], colors: list[str], *, tcp: bool = True, pr
                     ax.plot(t, v, color="tab:brown", lw=0.7, alpha=0.5, ls=ls, zorder=1, label=_lbl(run, f"{u} one-way delay"))
                     drawn.append("UDP one-way delay")
         if tcp:
-            for i, f in enumerate(res.flows):
+            keyed = False
+            for i, f in enumerate(flows):
                 if (f, "srtt") in sm:
                     t, v = sm[(f, "srtt")]
-                    ax.plot(t, v, color=_color(colors, i), lw=lw, ls=ls, zorder=3, label=_lbl(run, f"{f} srtt", not many))
+                    ax.plot(t, v, color=_color(colors, i), lw=lw, ls=ls, zorder=3,
+                            label=_lbl(run, f"{f} srtt", not many and flow_labels))
                     drawn.append("TCP RTT (srtt)")
+                    if not keyed and (many or not flow_labels):
+                        ax.plot([], [], color="grey", lw=lw, ls=ls, label=_lbl(run, "TCP srtt (flow colours)"))
+                        keyed = True
         if probes:
             for p in _probe_names(res.summary):
                 if (p, "rtt") in sm:
@@ -254,7 +282,7 @@ def _k_delivery_with_rtt(axes, runs):
 
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     a = _draw_throughput(axes[0], runs, colors)
-    b = _draw_delay(axes[1], runs, colors)
+    b = _draw_delay(axes[1], runs, colors, flow_labels=False)
     return ["Throughput: " + _join(a) if a else "Throughput", _cap(_join(b)) if b else "Delay"]
 
 
@@ -273,7 +301,7 @@ def _k_totals(axes, runs):
                 axes[1].plot(t, v, color=_color(colors, r_i), lw=1.0, ls=run.style, label=_lbl(run, "ping RTT"))
             drawn.append("ping RTT")
             continue
-        rtts = [run.sm[(f, "srtt")] for f in run.result.flows if (f, "srtt") in run.sm]
+        rtts = [run.sm[(f, "srtt")] for f in tcp_flows(run.result, run.sm) if (f, "srtt") in run.sm]
         if rtts:
             t = rtts[0][0]
             m = np.nanmean(np.vstack([np.interp(t, a_, b_) for a_, b_ in rtts]), axis=0)
@@ -299,7 +327,7 @@ def _k_tcp_cwnd(axes, runs):
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     unit = None
     for run in runs:
-        for i, f in enumerate(run.result.flows):
+        for i, f in enumerate(tcp_flows(run.result, run.sm)):
             if (f, "cwnd") in run.sm:
                 t, v = run.sm[(f, "cwnd")]
                 unit = unit or run.result.units.get((f, "cwnd"))
@@ -326,7 +354,7 @@ def _k_ping_cdf(axes, runs):
         vals = [run.sm[(p, "rtt")][1] for p in _probe_names(run.result.summary) if (p, "rtt") in run.sm]
         name = "ping RTT"
         if not vals:
-            vals = [run.sm[(f, "srtt")][1] for f in run.result.flows if (f, "srtt") in run.sm]
+            vals = [run.sm[(f, "srtt")][1] for f in tcp_flows(run.result, run.sm) if (f, "srtt") in run.sm]
             name = "TCP srtt"
         if not vals:
             continue
@@ -407,7 +435,8 @@ def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name
                             hspace=0.22)
         if path is None:
             return fig
-        fig.savefig(path, format="png")
+        # zlib level 1: a third of the PNG-writing time for a file about 1.3x larger
+        fig.savefig(path, format="png", pil_kwargs={"compress_level": 1})
     except BaseException:
         plt.close(fig)
         raise
