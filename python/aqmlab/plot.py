@@ -304,7 +304,9 @@ def _k_totals(axes, runs):
         rtts = [run.sm[(f, "srtt")] for f in tcp_flows(run.result, run.sm) if (f, "srtt") in run.sm]
         if rtts:
             t = rtts[0][0]
-            m = np.nanmean(np.vstack([np.interp(t, a_, b_) for a_, b_ in rtts]), axis=0)
+            stack = np.vstack([np.interp(t, a_, b_) for a_, b_ in rtts])
+            n = np.sum(~np.isnan(stack), axis=0)
+            m = np.where(n > 0, np.nansum(stack, axis=0) / np.maximum(n, 1), np.nan)
             axes[1].plot(t, m, color=_color(colors, r_i), lw=1.0, ls=run.style, label=_lbl(run, "mean TCP srtt"))
             drawn.append("mean TCP RTT")
     axes[1].set_ylabel("Delay (ms)")
@@ -431,12 +433,13 @@ def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name
         fig.suptitle(_title(results[0].summary) if not overlay else f"{k.name}: {len(results)} runs", fontsize=12)
         # Fixed margins instead of tight_layout(), which measures every tick label (a third
         # of the plotting time when suites plot every run); the right margin holds the legend.
-        fig.subplots_adjust(left=0.06, right=0.72, bottom=0.08 if k.panels > 1 else 0.13, top=0.9 if k.panels > 1 else 0.84,
+        fig.subplots_adjust(left=0.06, right=0.8, bottom=0.08 if k.panels > 1 else 0.13, top=0.9 if k.panels > 1 else 0.84,
                             hspace=0.22)
         if path is None:
             return fig
         # zlib level 1: a third of the PNG-writing time for a file about 1.3x larger
-        fig.savefig(path, format="png", pil_kwargs={"compress_level": 1})
+        # (overlays carry long labels: let the figure grow to hold the legend)
+        fig.savefig(path, format="png", pil_kwargs={"compress_level": 1}, bbox_inches="tight" if overlay else None)
     except BaseException:
         plt.close(fig)
         raise
