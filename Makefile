@@ -48,7 +48,7 @@ demo: $(EXT_STAMP)
 	$(VENV)/bin/aqmlab run $(DEMO_SCENARIO) --out $(DEMO_OUT)
 	$(VENV)/bin/aqmlab suite run l4s-tests/s6 --out $(DEMO_OUT)/s6
 	$(VENV)/bin/aqmlab suite run l4s-tests/s1 --filter rate=50Mbit --filter rtt=20/20 --out $(DEMO_OUT)/s1
-	@echo "plot: $(DEMO_OUT)/throughput_rtt.png; reports: $(DEMO_OUT)/s6/REPORT.md, $(DEMO_OUT)/s1/REPORT.md"
+	@echo "plot: $(DEMO_OUT)/throughput_rtt.png, HTML report: $(DEMO_OUT)/report.html; suite reports: $(DEMO_OUT)/s6/REPORT.md and index.html, $(DEMO_OUT)/s1/REPORT.md and index.html"
 
 test: test-rust test-python
 
