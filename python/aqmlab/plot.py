@@ -418,7 +418,9 @@ def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name
     try:
         titles = k.draw(axes, runs)
         for ax, title in zip(axes, titles):
-            ax.set_title(title, fontsize=10)
+            # an explicit y skips matplotlib's title placement, which measures the tick labels
+            # of every axis (a fifth of the plotting time)
+            ax.set_title(title, fontsize=10, y=1.0, pad=6)
             ax.grid(True, alpha=0.3)
             if kind_name != "ping_cdf":
                 ax.set_ylim(bottom=0)
