@@ -454,7 +454,9 @@ def validate_cmd(
         True, "--linux/--no-linux", help="Also rerun each suite with stack=linux (today's stack) into DIR/<suite>@linux and show it beside the study's profile."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the passes and runs that would be run (and how many are finished); run nothing."),
-    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
+    plots: Optional[bool] = typer.Option(
+        None, "--plots/--no-plots", help="Write each run's throughput_rtt.png (default: in suites of up to 200 runs)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
