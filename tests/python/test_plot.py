@@ -115,3 +115,20 @@ def test_plot_cli_lists_kinds_writes_pngs_and_overlays(demo_run, video, tmp_path
     assert proc.returncode == 2 and "unknown" in proc.stderr
     proc = run_cli("plot", tmp_path)
     assert proc.returncode == 2 and "no finished run" in proc.stderr
+
+
+def test_suites_above_the_limit_are_not_plotted_unless_asked(tmp_path, monkeypatch):
+    from aqmlab import runner
+    from aqmlab import suite as S
+
+    s6 = S.load_suite("l4s-tests/s6")
+    kw = dict(filters={"classic": ["cubic"], "qdisc": ["pie"], "ecn": ["ecn"]}, seeds=2, overrides=[("duration", "1s")], jobs=1,
+              progress=False)
+    monkeypatch.setattr(runner, "AUTO_PLOTS_MAX_RUNS", 1)
+    out = runner.run_suite(s6, tmp_path / "auto", plots=None, **kw)
+    assert len(out.runs) == 2 and not out.failed
+    assert not list((tmp_path / "auto").rglob("throughput_rtt.png"))
+    assert (tmp_path / "auto" / "index.html").is_file()
+    monkeypatch.setattr(runner, "AUTO_PLOTS_MAX_RUNS", 2)
+    runner.run_suite(s6, tmp_path / "small", plots=None, **kw)
+    assert len(list((tmp_path / "small").rglob("throughput_rtt.png"))) == 2
