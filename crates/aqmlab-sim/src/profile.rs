@@ -28,14 +28,15 @@ pub enum Stack {
     Sce2020,
     /// The L4STeam kernel of autumn 2024 (5.15 based): the SCReAM over DualPi2 test record.
     L4steam2024,
-    /// ns-2.35 (released 4 Nov 2011), as Järvinen & Kojo ran it in 2013-14: TCP is ns-2's
-    /// `Agent/TCP/Sack1` with `Agent/TCPSink/Sack1/DelAck` (`crate::tcp::ns2`).
+    /// ns-2.35 with the 2012-2013 AQM code (Pollere's CoDel and sfqCoDel, Cisco's PIE, ns-2
+    /// RED as HRED): the Järvinen & Kojo load-transient study.
     Ns2_2013,
 }
 
 impl Stack {
     /// Every profile, in the order `aqmlab` lists them.
-    pub const ALL: [Stack; 6] = [Stack::Linux, Stack::L4steam2020, Stack::L4steam2020Apr, Stack::Sce2020, Stack::L4steam2024, Stack::Ns2_2013];
+    pub const ALL: [Stack; 6] =
+        [Stack::Linux, Stack::L4steam2020, Stack::L4steam2020Apr, Stack::Sce2020, Stack::L4steam2024, Stack::Ns2_2013];
 
     /// The name used in scenarios and reports.
     pub fn name(self) -> &'static str {
@@ -57,7 +58,7 @@ impl Stack {
             Stack::L4steam2020Apr => "L4STeam/linux@e741f5ac, 8 Apr 2020 (heistp/sce-l4s-ect1, L4S side; re-run 1014c0e4)",
             Stack::Sce2020 => "chromi/sce@0eddf2ad, 9 Mar 2020 (heistp/sce-l4s-ect1, SCE side)",
             Stack::L4steam2024 => "L4STeam kernel of autumn 2024 (SCReAM over DualPi2 test record)",
-            Stack::Ns2_2013 => "ns-2.35 (Nov 2011 release), Agent/TCP/Sack1 + TCPSink/Sack1/DelAck (Jarvinen & Kojo study)",
+            Stack::Ns2_2013 => "ns-2.35 with the 2012-2013 CoDel, sfqCoDel and PIE code (Järvinen & Kojo load transients)",
         }
     }
 
@@ -83,7 +84,7 @@ impl Stack {
     /// suite's bandwidth-delay product.
     pub fn default_rwnd_bytes(self) -> Option<u64> {
         match self {
-            // ns-2's `window_` is the connection's `rwnd`; see `crate::tcp::ns2`.
+            // ns-2's receiver window belongs to the ns-2 TCP model (ns2-tcp branch).
             Stack::Linux | Stack::Ns2_2013 => None,
             Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 | Stack::L4steam2024 => {
                 const TCP_RMEM2: u64 = 6 * 1024 * 1024;
