@@ -232,3 +232,31 @@ fn delack_sink_acks_every_second_packet_or_after_100ms_and_gaps_at_once() {
     assert_eq!((n.out.len(), n.out[0].tcp.seq, n.out[0].tcp.sack_len), (1, 5, 0));
     assert_eq!(s.delivered_bytes, 5000);
 }
+
+#[test]
+fn a_timeout_goes_back_to_the_first_unacked_packet_with_cwnd_one_and_doubles_the_rto() {
+    let mut a = agent();
+    let (mut tp, mut st) = (test_state(1, 1), SenderStats::default());
+    let mut n = Net { q: EventQueue::default(), out: vec![] };
+    a.start(&mut n.ctx(0), &mut tp, &mut st);
+    a.on_ack(&ack(0, &[]), &mut n.ctx(162), &mut tp, &mut st);
+    assert_eq!(n.out.len(), 3);
+    // No ACK comes back: the timer set with the first data packet (162 ms + RTO 480 ms)
+    // fires at 642 ms (earlier entries of the SYN's timer are stale).
+    let mut fired = vec![];
+    while let Some((t, ev)) = n.q.pop() {
+        let Event::Flow(_, timer) = ev else { panic!() };
+        let mut out = vec![];
+        a.on_timer(&mut EndpointCtx { flow: 0, now: t, events: &mut n.q, out: &mut out }, &mut tp, &mut st);
+        if !out.is_empty() {
+            fired.push((t, out.iter().map(|p| p.tcp.seq).collect::<Vec<_>>()));
+            break;
+        }
+        let _ = timer;
+    }
+    assert_eq!(fired, vec![(Time::from_millis(642), vec![0])], "packet 1 again, alone (cwnd 1)");
+    // ssthresh = max(int(3 / 2), 2); backoff 2: the next timeout 960 ms later.
+    assert_eq!((a.cwnd, a.ssthresh, a.t_backoff), (1.0, 2, 2));
+    assert_eq!(a.rtt_timeout(), Time::from_millis(960));
+    assert_eq!((st.rto_events, st.retransmits), (1, 1));
+}
