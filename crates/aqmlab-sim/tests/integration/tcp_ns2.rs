@@ -56,3 +56,54 @@ fn the_ns2_profile_takes_only_reno() {
     let e = run_toml(&text, None, &[]).err().expect("cubic is refused on ns2-2013").to_string();
     assert!(e.contains("flows[0].cc") && e.contains("Sack1"), "{e}");
 }
+
+/// Every kind of TCP connection runs ns-2's agents on the profile: the study's 6+6 groups
+/// through CoDel all finish, and a short-flow workload completes its transfers.
+#[test]
+fn transients_and_workloads_run_on_ns2_agents() {
+    let text = r#"
+stack = "ns2-2013"
+duration = "30s"
+seed = 7
+[host]
+jitter = "0s"
+start_spread = "0s"
+[bottleneck]
+rate = "2Mbit"
+qdisc = "codel limit 100 target 5ms interval 100ms"
+[[transients]]
+name = "g1"
+flows = 6
+total = 360000
+cc = "reno"
+rtt = "162ms"
+initial_cwnd = 3
+initial_rto = "3s"
+mss = 1000
+[[transients]]
+name = "g2"
+flows = 6
+total = 360000
+cc = "reno"
+rtt = "162ms"
+start_jitter = "650ms"
+initial_cwnd = 3
+initial_rto = "3s"
+mss = 1000
+[[workloads]]
+cc = "reno"
+rtt = "162ms"
+mean_interarrival = "2s"
+size_p5 = "2KB"
+size_p95 = "20KB"
+start = "10s"
+"#;
+    let out = run_toml(text, None, &[]).unwrap();
+    for g in &out.summary.transients {
+        let r = g.response_s.expect("every flow of the group finishes");
+        // 360 kB at 2 Mbit/s take 1.44 s of link time; two groups share the link.
+        assert!(r > 1.44 && r < 15.0, "{}: {r}", g.name);
+    }
+    let w = &out.summary.workloads[0];
+    assert!(w.completed >= 3 && w.completed + w.incomplete == w.started, "{} of {}", w.completed, w.started);
+}
