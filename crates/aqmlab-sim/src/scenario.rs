@@ -933,6 +933,15 @@ impl Scenario {
                     return err(&key, format!("'{name}' does not exist on the ns2-2013 profile: its TCP is ns-2's Agent/TCP/Sack1, whose window arithmetic is Reno's (cc = \"reno\")"));
                 }
             }
+            // The model leaves out ns-2's ECN (`ecn_`, off in the study).
+            let ecns = (self.flows.iter().enumerate().map(|(i, f)| (format!("flows[{i}].ecn"), f.ecn)))
+                .chain(self.workloads.iter().enumerate().map(|(i, w)| (format!("workloads[{i}].ecn"), w.ecn)))
+                .chain(self.transients.iter().enumerate().map(|(i, t)| (format!("transients[{i}].ecn"), t.ecn)));
+            for (key, ecn) in ecns {
+                if ecn != EcnMode::Off {
+                    return err(&key, "the ns2-2013 profile's TCP (ns-2's Agent/TCP/Sack1) is modelled without ECN".into());
+                }
+            }
         }
         Ok(())
     }

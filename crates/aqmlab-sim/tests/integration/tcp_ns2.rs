@@ -71,10 +71,13 @@ fn sack1_flows_finish_when_ns2s_do() {
 }
 
 #[test]
-fn the_ns2_profile_takes_only_reno() {
+fn the_ns2_profile_takes_only_reno_without_ecn() {
     let text = ns2_path(1, 10, 100).replace("cc = \"reno\"", "cc = \"cubic\"");
     let e = run_toml(&text, None, &[]).err().expect("cubic is refused on ns2-2013").to_string();
     assert!(e.contains("flows[0].cc") && e.contains("Sack1"), "{e}");
+    let text = ns2_path(1, 10, 100).replace("mss = 1000", "mss = 1000\necn = \"rfc3168\"");
+    let e = run_toml(&text, None, &[]).err().expect("ECN is refused on ns2-2013").to_string();
+    assert!(e.contains("flows[0].ecn") && e.contains("without ECN"), "{e}");
 }
 
 /// Every kind of TCP connection runs ns-2's agents on the profile: the study's 6+6 groups
