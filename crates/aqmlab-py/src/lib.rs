@@ -17,22 +17,29 @@ create_exception!(
 /// One series: (entity, metric, unit, values).
 type ColumnTuple = (String, String, String, Vec<f64>);
 
-/// run(toml_text, seed=None, overrides=[]) -> (summary_json, time, columns)
+/// run(toml_text, seed=None, overrides=[], pcap=None, pcap_flows=[], pcap_snaplen=128)
+///     -> (summary_json, time, columns)
 ///
 /// Parses the scenario TOML (after applying `key=value` overrides), runs it with the GIL
 /// released and returns the summary as a JSON string (keys in engine order), the shared
 /// time grid in seconds and the columns as `(entity, metric, unit, values)` tuples.
+/// `pcap=(cli_path, srv_path)` writes the client-side and server-side packet captures
+/// (only the endpoints named in `pcap_flows`, if any; frames cut at `pcap_snaplen` bytes).
 /// Raises `ScenarioError` (a `ValueError`) for bad input.
 #[pyfunction]
-#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new()))]
+#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new(), pcap=None, pcap_flows=Vec::new(), pcap_snaplen=aqmlab_sim::capture::DEFAULT_SNAPLEN))]
 fn run(
     py: Python<'_>,
     toml_text: String,
     seed: Option<u64>,
     overrides: Vec<String>,
+    pcap: Option<(String, String)>,
+    pcap_flows: Vec<String>,
+    pcap_snaplen: u32,
 ) -> PyResult<(String, Vec<f64>, Vec<ColumnTuple>)> {
+    let capture = pcap.map(|(cli, srv)| aqmlab_sim::capture::CaptureSpec { cli: cli.into(), srv: srv.into(), flows: pcap_flows, snaplen: pcap_snaplen });
     let result = py.allow_threads(move || {
-        aqmlab_sim::run_toml(&toml_text, seed, &overrides).map(|out| {
+        aqmlab_sim::run_toml_capture(&toml_text, seed, &overrides, capture.as_ref()).map(|out| {
             let summary = serde_json::to_string(&out.summary);
             let columns: Vec<ColumnTuple> = out
                 .series
@@ -48,6 +55,16 @@ fn run(
         Ok((Err(e), _, _)) => Err(PyRuntimeError::new_err(format!("cannot serialise summary: {e}"))),
         Err(e) => Err(ScenarioError::new_err(e.to_string())),
     }
+}
+
+/// resolve(toml_text, seed=None, overrides=[]) -> str
+///
+/// The scenario that would run, as TOML: the text with the `key=value` overrides and the seed
+/// written in, after validation (raises `ScenarioError` as `run` does). Runs nothing.
+#[pyfunction]
+#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new()))]
+fn resolve(toml_text: String, seed: Option<u64>, overrides: Vec<String>) -> PyResult<String> {
+    aqmlab_sim::resolve_toml(&toml_text, seed, &overrides).map_err(|e| ScenarioError::new_err(e.to_string()))
 }
 
 /// qdisc_table() -> str
@@ -71,6 +88,7 @@ fn cc_table() -> String {
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(qdisc_table, m)?)?;
     m.add_function(wrap_pyfunction!(cc_table, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;

@@ -9,7 +9,7 @@ use crate::path::tunnel::{self, TunnelSpec};
 use crate::profile::Stack;
 use crate::qdisc::QdiscSpec;
 use crate::time::{Rate, Time};
-use crate::units::{parse_bytes, parse_rate, parse_time};
+use crate::units::{parse_bytes, parse_rate_with_unit, parse_time};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::fmt;
@@ -25,7 +25,7 @@ pub struct Scenario {
     #[serde(deserialize_with = "de_time")]
     pub duration: Time,
     /// Seed of every random stream of the run.
-    #[serde(default = "default_seed")]
+    #[serde(default = "default_seed", deserialize_with = "de_seed")]
     pub seed: u64,
     /// The era profile: which version of each algorithm runs (`profile.rs`; default `linux`).
     #[serde(default)]
@@ -208,9 +208,11 @@ pub struct Metrics {
     /// Sampling grid of every series (flent's step_size).
     #[serde(default = "default_step", deserialize_with = "de_time")]
     pub step: Time,
-    /// Window of the steady-state delivery rate (algorithms.md 5.2).
-    #[serde(default = "default_steady_window", deserialize_with = "de_time")]
-    pub steady_window: Time,
+    /// Window of the steady-state delivery rate (algorithms.md 5.2): a time (l4s-tests'
+    /// `60s`, the window before the last second of the flow), or `"auto"` (the default): the
+    /// second half of each flow's life, at most 60 s (`metrics::steady_window`). `None` is auto.
+    #[serde(default, deserialize_with = "de_steady_window")]
+    pub steady_window: Option<Time>,
     /// Delay-spike thresholds (algorithms.md 5.5 / 4.3): for each, the longest contiguous
     /// time the bottleneck backlog exceeds this much time's worth of bytes at the link rate.
     #[serde(default, deserialize_with = "de_times")]
@@ -224,7 +226,7 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics {
             step: default_step(),
-            steady_window: default_steady_window(),
+            steady_window: None,
             spike_thresholds: Vec::new(),
             spike_after: Time::ZERO,
         }
@@ -234,8 +236,23 @@ impl Default for Metrics {
 fn default_step() -> Time {
     Time::from_millis(50)
 }
-fn default_steady_window() -> Time {
-    Time::from_secs(60)
+/// A seed: a TOML integer, or (above TOML's i64 range, as a resolved scenario writes it)
+/// decimal text.
+fn de_seed<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let s = expect_str(d, "an integer 0..2^64-1")?;
+    s.trim().parse::<u64>().map_err(|_| de::Error::custom(format!("'{s}' is not an integer 0..2^64-1")))
+}
+
+fn de_steady_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
+    let s = expect_str(d, "a time such as \"60s\", or \"auto\"")?;
+    if s.trim() == "auto" {
+        return Ok(None);
+    }
+    let t = parse_time(&s, None).map_err(|e| de::Error::custom(format!("{e}, or \"auto\"")))?;
+    if t == Time::ZERO {
+        return Err(de::Error::custom("must be greater than zero (or \"auto\")"));
+    }
+    Ok(Some(t))
 }
 
 /// One flow (or `count` identical flows).
@@ -558,8 +575,9 @@ pub struct MediaSpec {
 fn default_media_min() -> Rate {
     Rate(1_000_000)
 }
+/// `scream_sender.cpp`'s `maxRate = 200000` kbit/s at EricssonResearch/scream 76a298a.
 fn default_media_max() -> Rate {
-    Rate(500_000_000)
+    Rate(200_000_000)
 }
 fn default_frame_rate() -> f64 {
     50.0
@@ -704,7 +722,7 @@ fn de_times<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Time>, D::Error> {
 }
 fn de_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
     let s = expect_str(d, "a rate such as \"50Mbit\"")?;
-    parse_rate(&s).map_err(de::Error::custom)
+    parse_rate_with_unit(&s).map_err(de::Error::custom)
 }
 fn de_opt_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
     de_rate(d).map(Some)
@@ -740,6 +758,39 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
+/// At most 60 characters of a value quoted in a message (`"…"` marks the cut), so that a
+/// 1 MB qdisc string is not echoed back whole.
+pub(crate) fn excerpt(v: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 60;
+    match v.char_indices().nth(MAX) {
+        None => v.into(),
+        Some((cut, _)) => format!("{}…", &v[..cut]).into(),
+    }
+}
+
+/// Shortens every quoted value ('…') in a message with [`excerpt`].
+fn shorten_quoted(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len().min(1024));
+    let mut rest = msg;
+    while let Some(open) = rest.find('\'') {
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        match rest.find('\'') {
+            Some(close) => {
+                out.push_str(&excerpt(&rest[..close]));
+                out.push('\'');
+                rest = &rest[close + 1..];
+            }
+            None => {
+                out.push_str(&excerpt(rest));
+                return out;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Collapses a possibly multi-line parser message into one line.
 fn one_line(msg: &str) -> String {
     msg.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -749,46 +800,120 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
 
-/// Finds the line of a dotted key path in the source, for errors raised after parsing.
+/// Finds the line of a dotted key path in the source, for errors raised after parsing: the
+/// leaf key inside the table the path names (`flows[1].rtt`: the `rtt =` line after the second
+/// `[[flows]]` header; `bottleneck.changes[0].qdisc`: after the first `[[bottleneck.changes]]`),
+/// else the first line that sets the leaf anywhere.
 fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    let leaf = key.rsplit('.').next()?.split('[').next()?;
+    let (table, leaf) = key.rsplit_once('.').unwrap_or(("", key));
+    let leaf = leaf.split('[').next()?;
     if leaf.is_empty() {
         return None;
     }
-    text.lines().position(|l| {
+    let sets_leaf = |l: &str| {
         let t = l.trim_start();
         t.starts_with(leaf) && t[leaf.len()..].trim_start().starts_with('=')
-    })
-    .map(|i| i + 1)
+    };
+    let header = |l: &str| -> Option<String> {
+        let t = l.split('#').next().unwrap_or("").trim();
+        let inner = t.strip_prefix("[[").and_then(|x| x.strip_suffix("]]")).or_else(|| t.strip_prefix('[').and_then(|x| x.strip_suffix(']')))?;
+        Some(inner.trim().to_string())
+    };
+    let (name, index) = match table.rsplit_once('[') {
+        Some((h, rest)) if rest.ends_with(']') => (h, rest[..rest.len() - 1].parse::<usize>().ok()),
+        _ => (table, None),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut start = if table.is_empty() { Some(0) } else { None };
+    let mut seen = 0usize;
+    for (i, l) in lines.iter().enumerate() {
+        if start.is_some() {
+            break;
+        }
+        if header(l).as_deref() == Some(name) {
+            if index.map_or(true, |n| n == seen) {
+                start = Some(i + 1);
+            }
+            seen += 1;
+        }
+    }
+    if let Some(start) = start {
+        for (i, l) in lines.iter().enumerate().skip(start) {
+            if header(l).is_some() {
+                break;
+            }
+            if sets_leaf(l) {
+                return Some(i + 1);
+            }
+        }
+    }
+    lines.iter().position(|l| sets_leaf(l)).map(|i| i + 1)
+}
+
+/// Parses TOML text into a table and applies `--set key=value` overrides to it.
+fn parse_with_overrides(text: &str, overrides: &[String]) -> Result<toml::Table, ScenarioError> {
+    let mut doc: toml::Table = toml::from_str(text).map_err(|e| ScenarioError {
+        key: String::new(),
+        line: e.span().map(|s| line_of(text, s.start)),
+        message: one_line(e.message()),
+    })?;
+    for o in overrides {
+        apply_override(&mut doc, o)?;
+    }
+    Ok(doc)
+}
+
+/// The scenario that runs for `text` with `--set` overrides and `--seed`: the same TOML
+/// document with the overrides (and the seed) written in, after checking that it is valid.
+/// Keys left out keep their defaults, which depend on the aqmlab version (a run's
+/// manifest.json names it).
+pub fn resolve_toml(text: &str, seed: Option<u64>, overrides: &[String]) -> Result<String, ScenarioError> {
+    Scenario::from_toml(text, overrides)?;
+    let mut doc = parse_with_overrides(text, overrides)?;
+    if let Some(seed) = seed {
+        // TOML integers are i64; larger seeds are written as text, which `seed` accepts too.
+        let v = i64::try_from(seed).map_or_else(|_| toml::Value::String(seed.to_string()), toml::Value::Integer);
+        doc.insert("seed".into(), v);
+    }
+    toml::to_string(&doc).map_err(|e| ScenarioError { key: String::new(), line: None, message: one_line(&e.to_string()) })
 }
 
 impl Scenario {
     /// Parses TOML text, applying `--set key=value` overrides first.
     pub fn from_toml(text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
-        let mut doc: toml::Table = toml::from_str(text).map_err(|e| ScenarioError {
-            key: String::new(),
-            line: e.span().map(|s| line_of(text, s.start)),
-            message: one_line(e.message()),
-        })?;
-        for o in overrides {
-            apply_override(&mut doc, o)?;
-        }
-        move_media_flows(&mut doc);
+        let mut doc = parse_with_overrides(text, overrides)?;
+        move_media_flows(&mut doc)?;
         let overridden = !overrides.is_empty();
         let value = toml::Value::Table(doc);
         let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let key = e.path().to_string();
             let key = if key == "." { String::new() } else { key };
-            let msg = one_line(e.inner().message());
+            let msg = shorten_quoted(&one_line(e.inner().message()));
             let line = if overridden { None } else { line_of_key(text, &key) };
             ScenarioError { key, line, message: msg }
         })?;
         sc.validate().map_err(|(key, message)| ScenarioError {
             line: line_of_key(text, &key),
             key,
-            message,
+            message: shorten_quoted(&message),
         })?;
         Ok(sc)
+    }
+
+    /// What runs differently than the scenario may seem to say: summary.json's `warnings`,
+    /// printed on stderr by the CLI. Not errors: each is what Linux would do too.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.cc.kind_name() == "prague" && f.ecn != EcnMode::L4s {
+                let what = match f.ecn {
+                    EcnMode::Off => "runs as Linux's prague-reno fallback (Reno, unpaced)",
+                    _ => "gets classic ECN feedback (ECE until CWR), not the per-packet CE counts Prague is built for",
+                };
+                out.push(format!("flows[{i}]: cc = \"prague\" without ecn = \"l4s\" {what}; set ecn = \"l4s\" for TCP Prague"));
+            }
+        }
+        out
     }
 
     /// Range checks that serde cannot express.
@@ -824,6 +949,7 @@ impl Scenario {
                 if !(f > 0.0 && f <= 1000.0) {
                     return err(&k("frame_rate"), format!("{f} is out of range (0, 1000]"));
                 }
+                check_frame(&k("frame_rate"), u.rate, f)?;
             }
             if let Some(v) = u.frame_size_variation {
                 if !(0.0..=200.0).contains(&v) {
@@ -852,6 +978,7 @@ impl Scenario {
             if !(m.frame_rate > 0.0 && m.frame_rate <= 1000.0) {
                 return err(&k("frame_rate"), format!("{} is out of range (0, 1000]", m.frame_rate));
             }
+            check_frame(&k("frame_rate"), m.max_bitrate, m.frame_rate)?;
             if !(0.0..=200.0).contains(&m.frame_size_variation) {
                 return err(&k("frame_size_variation"), format!("{} is out of range 0..200 %", m.frame_size_variation));
             }
@@ -908,6 +1035,10 @@ impl Scenario {
             if f.size == Some(0) {
                 return err(&k("size"), "must be at least 1 byte".into());
             }
+            // Client hosts are numbered host + 1 (the server side is 0): 65535 would wrap.
+            if f.host >= u16::MAX {
+                return err(&k("host"), format!("{} is out of range 0..{}", f.host, u16::MAX - 1));
+            }
             if let Some(r) = f.rwnd {
                 if r < f.mss as u64 {
                     return err(&k("rwnd"), format!("{r} bytes is smaller than one segment ({} bytes)", f.mss));
@@ -943,11 +1074,83 @@ impl Scenario {
                 }
             }
         }
+        self.check_names()?;
         Ok(())
     }
 }
 
+/// The name of flow `k` of a `[[flows]]` entry: its `name` (with `-k` when `count` > 1), else
+/// `<cc>-<index>` with `index` the flow's position among all TCP flows. One rule for the
+/// engine (build.rs) and for validation, which refuses two series under one name.
+pub fn flow_label(name: Option<&str>, count: u32, k: u32, cc: &str, index: usize) -> String {
+    match (name, count) {
+        (Some(n), 1) => n.to_string(),
+        (Some(n), _) => format!("{n}-{k}"),
+        (None, _) => format!("{cc}-{index}"),
+    }
+}
+
+/// Largest video frame a source may build (rate / frame_rate): beyond this a frame is no
+/// frame but a backlog that grows without bound.
+const MAX_FRAME_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+
+fn check_frame(key: &str, rate: Rate, frame_rate: f64) -> Result<(), (String, String)> {
+    let bytes = rate.0 as f64 / 8.0 / frame_rate;
+    if bytes > MAX_FRAME_BYTES {
+        return Err((key.to_string(), format!("{frame_rate} frames/s at {rate} makes frames of {bytes:.3e} bytes; at most 64 MiB")));
+    }
+    Ok(())
+}
+
+/// Entity names the engine's own series use (the shared links); no endpoint may take them.
+const RESERVED_NAMES: [&str; 2] = ["bottleneck", "return_link"];
+
 impl Scenario {
+    /// Every endpoint's series name with the key that names it, in the engine's order; the
+    /// names must be unique (two flows under one name would merge their series) and not be
+    /// a link's (`bottleneck`, `return_link`, `upstream-<i>`).
+    fn check_names(&self) -> Result<(), (String, String)> {
+        let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        let mut index = 0usize;
+        let mut check = |key: String, name: String| -> Result<(), (String, String)> {
+            let reserved = RESERVED_NAMES.contains(&name.as_str())
+                || name.strip_prefix("upstream-").is_some_and(|i| i.parse::<usize>().is_ok_and(|i| i < self.bottleneck.upstream.len()));
+            if name.is_empty() {
+                return Err((key, "must not be empty".into()));
+            }
+            if reserved {
+                return Err((key, format!("'{}' is the name of a link's series; choose another", excerpt(&name))));
+            }
+            if let Some(first) = seen.get(&name) {
+                return Err((key, format!("'{}' is already the name of {first}; names must be unique", excerpt(&name))));
+            }
+            seen.insert(name, key);
+            Ok(())
+        };
+        for (i, f) in self.flows.iter().enumerate() {
+            for k in 0..f.count {
+                check(format!("flows[{i}].name"), flow_label(f.name.as_deref(), f.count, k, f.cc.config().name(), index))?;
+                index += 1;
+            }
+        }
+        for (i, t) in self.transients.iter().enumerate() {
+            let name = t.name.clone().unwrap_or_else(|| format!("transient-{i}"));
+            for k in 0..t.flows {
+                check(format!("transients[{i}].name"), format!("{name}-{k}"))?;
+            }
+        }
+        for (i, p) in self.probes.iter().enumerate() {
+            check(format!("probes[{i}].name"), p.name.clone().unwrap_or_else(|| format!("probe-{i}")))?;
+        }
+        for (i, m) in self.media.iter().enumerate() {
+            check(format!("media[{i}].name"), m.name.clone().unwrap_or_else(|| format!("scream-{i}")))?;
+        }
+        for (i, u) in self.udp.iter().enumerate() {
+            check(format!("udp[{i}].name"), u.name.clone().unwrap_or_else(|| format!("{}-{i}", u.kind.name())))?;
+        }
+        Ok(())
+    }
+
     /// The keys every non-TCP endpoint (`[[probes]]`, `[[media]]`, `[[udp]]`) shares.
     fn check_endpoint(&self, k: &dyn Fn(&str) -> String, rtt: Time, dscp: u8, start: Time, stop: Option<Time>) -> Result<(), (String, String)> {
         if rtt < Time::from_micros(2) {
@@ -1046,16 +1249,19 @@ impl Scenario {
 /// the controllers: a `[[flows]]` entry with `cc = "scream"` becomes a `[[media]]` entry of
 /// kind `scream` (its `ecn` mode mapped to the codepoint SCReAM sends: `l4s` → ECT(1),
 /// `rfc3168`/`sce` → ECT(0), `off` → Not-ECT; `count` copies it), keeping its other keys.
-fn move_media_flows(doc: &mut toml::Table) {
-    let Some(toml::Value::Array(flows)) = doc.get_mut("flows") else { return };
+/// At most this many media flows from one `[[flows]] cc = "scream"` entry.
+const MAX_MEDIA_FLOWS: i64 = 1000;
+
+fn move_media_flows(doc: &mut toml::Table) -> Result<(), ScenarioError> {
+    let Some(toml::Value::Array(flows)) = doc.get_mut("flows") else { return Ok(()) };
     let is_media = |f: &toml::Value| f.get("cc").and_then(toml::Value::as_str) == Some("scream");
-    let moved: Vec<toml::Value> = flows.iter().filter(|f| is_media(f)).cloned().collect();
+    let moved: Vec<(usize, toml::Value)> = flows.iter().enumerate().filter(|(_, f)| is_media(f)).map(|(i, f)| (i, f.clone())).collect();
     if moved.is_empty() {
-        return;
+        return Ok(());
     }
     flows.retain(|f| !is_media(f));
     let mut media = Vec::new();
-    for f in moved {
+    for (i, f) in moved {
         let toml::Value::Table(mut t) = f else { continue };
         t.remove("cc");
         t.insert("kind".into(), toml::Value::String("scream".into()));
@@ -1068,7 +1274,14 @@ fn move_media_flows(doc: &mut toml::Table) {
             };
             t.insert("ecn".into(), toml::Value::String(cp.into()));
         }
-        let count = t.remove("count").and_then(|c| c.as_integer()).unwrap_or(1).max(1);
+        let count = match t.remove("count") {
+            None => 1,
+            Some(toml::Value::Integer(n)) if (1..=MAX_MEDIA_FLOWS).contains(&n) => n,
+            Some(v) => {
+                let message = format!("{v} is not a whole number in 1..{MAX_MEDIA_FLOWS} (each scream flow is a media source)");
+                return Err(ScenarioError { key: format!("flows[{i}].count"), line: None, message });
+            }
+        };
         let name = t.get("name").and_then(toml::Value::as_str).map(str::to_string);
         for k in 0..count {
             let mut copy = t.clone();
@@ -1082,6 +1295,7 @@ fn move_media_flows(doc: &mut toml::Table) {
         toml::Value::Array(a) => a.extend(media),
         _ => {}
     }
+    Ok(())
 }
 
 /// Applies `a.b[2].c=value` to the document. The value is parsed as TOML (so `60`,
@@ -1095,40 +1309,69 @@ fn apply_override(doc: &mut toml::Table, assignment: &str) -> Result<(), Scenari
         .ok()
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(raw.trim().to_string()));
-    let parts: Vec<&str> = path.trim().split('.').collect();
-    let mut table = doc;
-    for (n, part) in parts.iter().enumerate() {
-        let (name, index) = match part.split_once('[') {
-            Some((name, rest)) => {
-                let idx = rest
-                    .strip_suffix(']')
-                    .and_then(|i| i.parse::<usize>().ok())
-                    .ok_or_else(|| fail(format!("bad index in '{part}'")))?;
-                (name, Some(idx))
-            }
-            None => (*part, None),
-        };
-        let last = n + 1 == parts.len();
-        if last && index.is_none() {
-            table.insert(name.to_string(), value);
-            return Ok(());
+    let mut steps = Vec::new();
+    for part in path.trim().split('.') {
+        let (name, mut rest) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
+        let name_ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !name_ok {
+            return Err(fail(format!("bad key '{}': cannot parse '{part}'", path.trim())));
         }
-        let entry = table.entry(name.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
-        let next = match (entry, index) {
-            (toml::Value::Array(a), Some(i)) => a.get_mut(i).ok_or_else(|| fail(format!("'{name}' has no element {i}")))?,
-            (e, None) => e,
-            (_, Some(_)) => return Err(fail(format!("'{name}' is not a list"))),
-        };
-        if last {
-            *next = value;
-            return Ok(());
+        steps.push(Step::Key(name));
+        while !rest.is_empty() {
+            let (idx, after) = rest.split_once(']').ok_or_else(|| fail(format!("bad index in '{part}'")))?;
+            steps.push(match idx {
+                "*" => Step::Every,
+                i => Step::Index(i.parse().map_err(|_| fail(format!("bad index in '{part}'")))?),
+            });
+            rest = match after {
+                "" => "",
+                a => a.strip_prefix('[').ok_or_else(|| fail(format!("bad index in '{part}'")))?,
+            };
         }
-        table = match next {
-            toml::Value::Table(t) => t,
-            _ => return Err(fail(format!("'{part}' is not a table"))),
-        };
     }
-    Ok(())
+    let mut node = toml::Value::Table(std::mem::take(doc));
+    let r = assign(&mut node, &steps, &value).map_err(fail);
+    if let toml::Value::Table(t) = node {
+        *doc = t;
+    }
+    r
+}
+
+/// One step of an override's key path: `name`, `[i]` or `[*]` (every element).
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+    Every,
+}
+
+/// Assigns `value` at `steps` below `node`. Missing tables are created; list indices must
+/// exist. A table assigned onto a table is merged into it (`flows[0]={cc="reno"}` keeps the
+/// flow's other keys), as the suites' `set` tables do.
+fn assign(node: &mut toml::Value, steps: &[Step], value: &toml::Value) -> Result<(), String> {
+    let Some((step, rest)) = steps.split_first() else {
+        match (node, value) {
+            (toml::Value::Table(t), toml::Value::Table(v)) => t.extend(v.iter().map(|(k, x)| (k.clone(), x.clone()))),
+            (n, v) => *n = v.clone(),
+        }
+        return Ok(());
+    };
+    match (step, node) {
+        (Step::Key(k), toml::Value::Table(t)) => {
+            let child = t.entry(k.to_string()).or_insert_with(|| match rest.first() {
+                Some(Step::Index(_) | Step::Every) => toml::Value::Array(Vec::new()),
+                _ => toml::Value::Table(Default::default()),
+            });
+            assign(child, rest, value)
+        }
+        (Step::Key(k), _) => Err(format!("'{k}' is inside a value that is not a table")),
+        (Step::Index(i), toml::Value::Array(a)) => {
+            let n = a.len();
+            let el = a.get_mut(*i).ok_or_else(|| format!("no element {i} (the list has {n})"))?;
+            assign(el, rest, value)
+        }
+        (Step::Every, toml::Value::Array(a)) => a.iter_mut().try_for_each(|el| assign(el, rest, value)),
+        (_, _) => Err("an index applied to a value that is not a list".into()),
+    }
 }
 
 #[cfg(test)]
@@ -1192,6 +1435,23 @@ count = 2        # optional: this many identical flows
     }
 
     #[test]
+    fn overrides_reach_every_element_and_merge_tables() {
+        let two = format!("{MINIMAL}[[flows]]\ncc = \"reno\"\nrtt = \"10ms\"\n");
+        let s = Scenario::from_toml(&two, &["flows[*].rtt=40ms".to_string()]).unwrap();
+        assert_eq!((s.flows[0].rtt, s.flows[1].rtt), (Time::from_millis(40), Time::from_millis(40)));
+        // A table merges into the flow: rtt and count stay.
+        let s = Scenario::from_toml(MINIMAL, &["flows[0]={ cc = \"reno\", ecn = \"off\" }".to_string()]).unwrap();
+        assert_eq!((s.flows[0].cc.kind_name(), s.flows[0].rtt, s.flows[0].count), ("reno", Time::from_millis(20), 2));
+        // Nested indices and new tables.
+        let s = Scenario::from_toml(MINIMAL, &["metrics.step=10ms".to_string()]).unwrap();
+        assert_eq!(s.metrics.step, Time::from_millis(10));
+        for (bad, want) in [("flows[x].rtt=1ms", "bad index"), ("flows[0.rtt=1ms", "bad index"), ("a..b=1", "bad key"), ("duration.x=1", "not a table")] {
+            let e = Scenario::from_toml(MINIMAL, &[bad.to_string()]).unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn media_table_parses_with_tool_defaults_and_checks_ranges() {
         let text = format!("{MINIMAL}[[media]]\nkind = \"scream\"\nrtt = \"25ms\"\necn = \"ect1\"\nmax_bitrate = \"100Mbit\"\n");
         let s = Scenario::from_toml(&text, &[]).unwrap();
@@ -1202,5 +1462,106 @@ count = 2        # optional: this many identical flows
         assert!(e.contains("media[0].start_bitrate"), "{e}");
         let e = err(&text.replace("kind = \"scream\"", "kind = \"gcc\""));
         assert!(e.contains("media[0].kind"), "{e}");
+    }
+
+    #[test]
+    fn resolved_text_carries_overrides_and_seed_and_runs_the_same_scenario() {
+        let o = vec!["bottleneck.rate=10Mbit".to_string(), "flows[0].rtt=40ms".to_string()];
+        let text = resolve_toml(MINIMAL, Some(7), &o).unwrap();
+        let r = Scenario::from_toml(&text, &[]).unwrap();
+        assert_eq!((r.bottleneck.rate, r.flows[0].rtt, r.seed), (Rate(10_000_000), Time::from_millis(40), 7));
+        // A seed beyond TOML's i64 is written as text and read back.
+        let text = resolve_toml(MINIMAL, Some(u64::MAX), &[]).unwrap();
+        assert!(text.contains("seed = \"18446744073709551615\""), "{text}");
+        assert_eq!(Scenario::from_toml(&text, &[]).unwrap().seed, u64::MAX);
+        // Invalid overrides are refused as from_toml refuses them.
+        assert!(resolve_toml(MINIMAL, None, &["flows[0].rtt=40".to_string()]).unwrap_err().to_string().contains("flows[0].rtt"));
+    }
+
+    #[test]
+    fn rates_without_a_unit_are_refused_with_the_key() {
+        let e = err(&MINIMAL.replace("rate = \"50Mbit\"", "rate = \"50\""));
+        assert!(e.contains("bottleneck.rate") && e.contains("a unit is needed"), "{e}");
+        let e = err(&MINIMAL.replace("rate = \"50Mbit\"", "rate = 50"));
+        assert!(e.contains("bottleneck.rate") && e.contains("a unit is needed"), "{e}");
+        // tc-syntax qdisc arguments keep tc's rule (a bare number is bit/s).
+        assert!(Scenario::from_toml(&MINIMAL.replace("pfifo limit 1000", "cake bandwidth 50000000"), &[]).is_ok());
+    }
+
+    #[test]
+    fn steady_window_is_auto_unless_given() {
+        assert_eq!(Scenario::from_toml(MINIMAL, &[]).unwrap().metrics.steady_window, None);
+        let with = |v: &str| Scenario::from_toml(&format!("{MINIMAL}[metrics]\nsteady_window = {v}\n"), &[]);
+        assert_eq!(with("\"auto\"").unwrap().metrics.steady_window, None);
+        assert_eq!(with("\"60s\"").unwrap().metrics.steady_window, Some(Time::from_secs(60)));
+        assert!(with("\"0s\"").unwrap_err().to_string().contains("metrics.steady_window"));
+        assert!(with("\"often\"").unwrap_err().to_string().contains("auto"));
+    }
+
+    #[test]
+    fn prague_without_l4s_ecn_is_warned_about() {
+        let s = |ecn: &str| Scenario::from_toml(&MINIMAL.replace("cc = \"cubic\"", &format!("cc = \"prague\"\necn = \"{ecn}\"")), &[]).unwrap();
+        assert_eq!(s("l4s").warnings(), Vec::<String>::new());
+        let w = s("off").warnings();
+        assert!(w.len() == 1 && w[0].starts_with("flows[0]: ") && w[0].contains("prague-reno"), "{w:?}");
+        assert!(s("rfc3168").warnings()[0].contains("classic ECN feedback"));
+        assert!(Scenario::from_toml(MINIMAL, &[]).unwrap().warnings().is_empty());
+    }
+
+    #[test]
+    fn names_are_unique_and_not_a_links() {
+        let two = |a: &str, b: &str| format!("{MINIMAL}[[flows]]\ncc = \"reno\"\nrtt = \"10ms\"\n{a}\n[[probes]]\nkind = \"ping\"\nrtt = \"10ms\"\n{b}\n");
+        assert!(Scenario::from_toml(&two("", ""), &[]).is_ok());
+        let e = err(&two("name = \"x\"", "name = \"x\""));
+        assert!(e.contains("probes[0].name") && e.contains("'x' is already the name of flows[1].name"), "{e}");
+        // Default names count: cubic-0, cubic-1, then reno-2; a probe named cubic-1 clashes.
+        let e = err(&two("", "name = \"cubic-1\""));
+        assert!(e.contains("probes[0].name") && e.contains("flows[0].name"), "{e}");
+        let e = err(&two("name = \"bottleneck\"", ""));
+        assert!(e.contains("flows[1].name") && e.contains("name of a link"), "{e}");
+        let e = err(&two("name = \"\"", ""));
+        assert!(e.contains("flows[1].name: must not be empty"), "{e}");
+        // count > 1 adds -k: "x" and "x-0" side by side clash only if spelled so.
+        assert!(Scenario::from_toml(&two("name = \"x\"\ncount = 2", "name = \"x\""), &[]).is_ok());
+    }
+
+    #[test]
+    fn silent_nonsense_is_refused_with_the_key() {
+        let e = err(&MINIMAL.replace("count = 2", "count = 2\nhost = 65535"));
+        assert!(e.contains("flows[0].host") && e.contains("out of range 0..65534"), "{e}");
+        let e = err(&MINIMAL.replace("seed = 1", "seed = 3.7"));
+        assert!(e.contains("seed") && e.contains("not an integer"), "{e}");
+        let e = err(&MINIMAL.replace("cc = \"cubic\"", "cc = \"dctcp alpha_on_init 4294967295\""));
+        assert!(e.contains("alpha_on_init"), "{e}");
+        let e = err(&MINIMAL.replace("cc = \"cubic\"", "cc = \"bbr min_rtt_win 0\""));
+        assert!(e.contains("min_rtt_win") && e.contains("below 1ms"), "{e}");
+        let media = |count: &str| format!("{MINIMAL}[[flows]]\ncc = \"scream\"\nrtt = \"20ms\"\ncount = {count}\n");
+        for bad in ["1000000000", "0", "\"x\""] {
+            let e = err(&media(bad));
+            assert!(e.contains("flows[1].count") && e.contains("1..1000"), "{bad}: {e}");
+        }
+        assert_eq!(Scenario::from_toml(&media("3"), &[]).unwrap().media.len(), 3);
+        let udp = format!("{MINIMAL}[[udp]]\nkind = \"video\"\nrtt = \"20ms\"\nrate = \"10Mbit\"\nframe_rate = 1e-9\n");
+        let e = err(&udp);
+        assert!(e.contains("udp[0].frame_rate") && e.contains("at most 64 MiB"), "{e}");
+    }
+
+    #[test]
+    fn long_values_are_quoted_as_an_excerpt() {
+        let long = "x".repeat(100_000);
+        let e = err(&MINIMAL.replace("pfifo limit 1000", &long));
+        assert!(e.len() < 400 && e.contains("…"), "{} chars: {}", e.len(), &e[..200.min(e.len())]);
+    }
+
+    #[test]
+    fn error_lines_point_into_the_table_that_holds_the_key() {
+        let text = format!("{MINIMAL}[[flows]]\ncc = \"reno\"\nrtt = \"1ns\"\n[[bottleneck.changes]]\nat = \"1s\"\nqdisc = \"codel\"\n");
+        let lines: Vec<&str> = text.lines().collect();
+        let line_of = |needle: &str, nth: usize| lines.iter().enumerate().filter(|(_, l)| l.starts_with(needle)).nth(nth).unwrap().0 + 1;
+        let e = Scenario::from_toml(&text, &[]).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("flows[1].rtt", Some(line_of("rtt", 1))), "{e}");
+        assert_eq!(line_of_key(&text, "bottleneck.changes[0].qdisc"), Some(line_of("qdisc", 1)));
+        assert_eq!(line_of_key(&text, "bottleneck.qdisc"), Some(line_of("qdisc", 0)));
+        assert_eq!(line_of_key(&text, "duration"), Some(1));
     }
 }

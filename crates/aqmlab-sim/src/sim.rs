@@ -15,6 +15,7 @@ pub use crate::apps::udp::UdpSummary;
 pub use crate::metrics::SojournSummary;
 pub use crate::path::shared::{BottleneckSummary, QueueSummary};
 
+use crate::capture::{Capture, CaptureSpec, CaptureSummary};
 use crate::apps::transient::{TransientGroup, TransientSummary};
 use crate::apps::workload::{WorkloadSummary, Workloads};
 use crate::endpoint::{Endpoint, EndpointSummary, Endpoints};
@@ -25,6 +26,7 @@ use crate::build::Built;
 use crate::path::shared::{ScheduledChange, SharedLink, BOTTLENECK, RETURN};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::path::{Element, ElementCtx, Link};
+use crate::profile::Stack;
 use crate::qdisc;
 use crate::scenario::Scenario;
 use crate::tcp::{EndpointCtx, TcpReceiver, TcpSender};
@@ -47,8 +49,11 @@ pub struct Simulation {
     now: Time,
     end: Time,
     step: Time,
-    steady_window: Time,
+    /// `[metrics] steady_window`; `None`: "auto" (metrics::steady_window).
+    steady_window: Option<Time>,
     seed: u64,
+    stack: Stack,
+    warnings: Vec<String>,
     name: Option<String>,
     events: EventQueue,
     elements: Vec<Element>,
@@ -67,6 +72,8 @@ pub struct Simulation {
     xstats_buf: Vec<(&'static str, f64)>,
     packets_sent: u64,
     packets_delivered: u64,
+    /// The pcap taps at the hosts (`--pcap`); `None` costs one branch per packet hop end.
+    capture: Option<Box<Capture>>,
 }
 
 /// Packet accounting at the end of the run.
@@ -86,6 +93,12 @@ pub struct Summary {
     pub wall_seconds: f64,
     pub events: u64,
     pub seed: u64,
+    /// The era profile the run modelled (`stack`, docs/profiles.md).
+    pub stack: &'static str,
+    /// Things the scenario asked for that run differently than it may seem (also printed
+    /// on stderr by the CLI), e.g. `prague` without L4S ECN running as Reno.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub flows: Vec<FlowSummary>,
     pub bottleneck: BottleneckSummary,
     /// The reverse link (the default one when `[return]` is absent).
@@ -93,7 +106,11 @@ pub struct Summary {
     /// The `[[bottleneck.upstream]]` links, in path order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub upstream: Vec<BottleneckSummary>,
+    /// Jain's index of the flows' D_SS; null when flows go both ways (uploads and
+    /// downloads do not share a bottleneck queue), which `jain_steady_by_direction` reports.
     pub jain_steady: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jain_steady_by_direction: Option<JainByDirection>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -106,6 +123,31 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub transients: Vec<TransientSummary>,
     pub packets: Conservation,
+    /// The packet capture, when one was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureSummary>,
+}
+
+/// Jain's index per direction of a run with uploads and downloads.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct JainByDirection {
+    pub up: Option<f64>,
+    pub down: Option<f64>,
+}
+
+/// Jain's index of the flows' D_SS (`None` if a flow has none); per direction when the flows
+/// go both ways.
+fn jain_of(flows: &[FlowSummary]) -> (Option<f64>, Option<JainByDirection>) {
+    let of = |dir: Option<&str>| -> Option<f64> {
+        let steady: Option<Vec<f64>> = flows.iter().filter(|f| dir.map_or(true, |d| f.direction == d)).map(|f| f.steady_mbps).collect();
+        steady.and_then(|s| jain_index(&s))
+    };
+    let mixed = flows.iter().any(|f| f.direction != flows[0].direction);
+    if mixed {
+        (None, Some(JainByDirection { up: of(Some("up")), down: of(Some("down")) }))
+    } else {
+        (of(None), None)
+    }
 }
 
 /// Everything a run produces.
@@ -125,6 +167,8 @@ impl Simulation {
             step: sc.metrics.step,
             steady_window: sc.metrics.steady_window,
             seed: sc.seed,
+            stack: sc.stack,
+            warnings: sc.warnings(),
             name: sc.name.clone(),
             events,
             elements,
@@ -138,7 +182,15 @@ impl Simulation {
             xstats_buf: Vec::new(),
             packets_sent: 0,
             packets_delivered: 0,
+            capture: None,
         }
+    }
+
+    /// Captures the run's packets at the hosts into two pcap files (`capture`); call
+    /// before running. `Err` names an unknown flow or a file that cannot be created.
+    pub fn capture(&mut self, spec: &CaptureSpec) -> Result<(), String> {
+        self.capture = Some(Box::new(Capture::open(spec, &self.endpoints, self.seed)?));
+        Ok(())
     }
 
     /// Runs to the end and returns the summary and series.
@@ -193,6 +245,11 @@ impl Simulation {
     pub fn sender(&self, flow: usize) -> &TcpSender {
         &self.endpoints.tcp(flow).sender
     }
+    /// [`Simulation::sender`], mutable (to switch on its per-ACK trace,
+    /// [`TcpSender::trace_acks`]).
+    pub fn sender_mut(&mut self, flow: usize) -> &mut TcpSender {
+        &mut self.endpoints.tcp_mut(flow).sender
+    }
     pub fn receiver(&self, flow: usize) -> &TcpReceiver {
         &self.endpoints.tcp(flow).receiver
     }
@@ -242,6 +299,9 @@ impl Simulation {
             if pkt.hop == 0 {
                 self.packets_sent += 1;
                 route.address(&mut pkt);
+                if let Some(c) = &mut self.capture {
+                    c.tap(&pkt, self.now, &self.endpoints, true);
+                }
             }
             if let Some(el) = route.hop(pkt.dir, pkt.hop) {
                 pkt.hop += 1;
@@ -249,6 +309,9 @@ impl Simulation {
                 self.elements[el as usize].receive(pkt, &mut ctx);
             } else {
                 self.packets_delivered += 1;
+                if let Some(c) = &mut self.capture {
+                    c.tap(&pkt, self.now, &self.endpoints, false);
+                }
                 let mut ctx = EndpointCtx { flow: pkt.flow, now: self.now, events: &mut self.events, out: &mut self.out };
                 self.endpoints.get_mut(pkt.flow).on_packet(&pkt, &mut ctx);
             }
@@ -270,7 +333,7 @@ impl Simulation {
 
     fn finish(mut self, wall_seconds: f64) -> RunOutput {
         let end = self.end;
-        let window_s = self.steady_window.as_secs_f64();
+        let window_s = self.steady_window.map(Time::as_secs_f64);
         let (mut flows, mut probes, mut media, mut udp, mut workloads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for e in self.endpoints.iter_mut() {
             match e.summary(end, window_s) {
@@ -282,8 +345,7 @@ impl Simulation {
                 None => {}
             }
         }
-        let steady: Option<Vec<f64>> = flows.iter().map(|f: &FlowSummary| f.steady_mbps).collect();
-        let jain_steady = steady.and_then(|s| jain_index(&s));
+        let (jain_steady, jain_steady_by_direction) = jain_of(&flows);
         let first_start = self.endpoints.iter().filter_map(Endpoint::first_start).min().unwrap_or(Time::ZERO);
         let mut links: Vec<BottleneckSummary> = (self.links.iter())
             .map(|l| BottleneckSummary::of(self.elements[l.element].as_link(), &l.qdisc_text, l.start_rate, first_start, end))
@@ -304,11 +366,14 @@ impl Simulation {
             wall_seconds,
             events: self.events.processed(),
             seed: self.seed,
+            stack: self.stack.name(),
+            warnings: std::mem::take(&mut self.warnings),
             flows,
             bottleneck,
             return_link,
             upstream,
             jain_steady,
+            jain_steady_by_direction,
             probes,
             media,
             tunnels: self.tunnels.summary(|i| match &self.elements[i as usize] {
@@ -321,6 +386,7 @@ impl Simulation {
                 .map(|g| TransientSummary::of(&g.name, g.start, g.flows.clone().map(|i| endpoints.tcp(i).sender.stats.completed_at)))
                 .collect(),
             packets,
+            capture: self.capture.take().map(|c| c.finish()),
         };
         RunOutput { summary, series: self.recorder.finish() }
     }

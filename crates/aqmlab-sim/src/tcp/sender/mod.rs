@@ -174,6 +174,9 @@ pub struct TcpSender {
     backoff: u32,
     rto_timer: Timer,
     syn_sent_at: Time,
+    /// The receiver's latest TSval (Linux `rx_opt.ts_recent`, stored from every in-sequence
+    /// ACK by `tcp_store_ts_recent`), echoed as TSecr on data. Only captures read it.
+    peer_ts: u32,
     syn_retransmitted: bool,
     /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
     no_sample_rto: Time,
@@ -193,6 +196,43 @@ pub struct TcpSender {
     /// The `ns2-2013` profile's ns-2 agent, which then handles every event (`tp` and
     /// `stats` mirror its state for the metrics).
     ns2: Option<Box<super::ns2::Sack1Agent>>,
+    /// The per-ACK trace, when switched on ([`TcpSender::trace_acks`]); `None` in a run.
+    trace: Option<Vec<AckTrace>>,
+}
+
+/// One ACK as the sender processed it (a debugging and test trace, what `ss -ti` would show
+/// after each ACK): taken after `tcp_cong_control` and the pacing update, before the sends
+/// the ACK releases.
+#[derive(Clone, Debug)]
+pub struct AckTrace {
+    pub now: Time,
+    pub snd_una: u32,
+    /// Segments this ACK newly delivered (ACKed or SACKed), and of them reported CE.
+    pub delivered: u32,
+    pub ce: u32,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub packets_out: u32,
+    pub in_flight: u32,
+    pub srtt: Time,
+    /// Bytes per second.
+    pub pacing_rate: f64,
+    /// The ACK's delivery-rate sample (`tcp_rate_gen`), bytes per second, if valid.
+    pub delivery_rate: Option<f64>,
+    pub is_cwnd_limited: bool,
+    pub write_queue_empty: bool,
+    /// Receive-window room left (`rwnd − packets_out`; `u32::MAX` when no window is set).
+    pub rwnd_room: u32,
+    pub ca_state: CaState,
+    /// The congestion control's own state ([`CongestionControl::trace_vars`]).
+    pub cc: Vec<(&'static str, f64)>,
+}
+
+impl AckTrace {
+    /// A congestion-control variable by name.
+    pub fn cc_var(&self, name: &str) -> Option<f64> {
+        self.cc.iter().find(|v| v.0 == name).map(|v| v.1)
+    }
 }
 
 impl TcpSender {
@@ -205,37 +245,7 @@ impl TcpSender {
             None => (None, cfg.mss),
         };
         let paced = cfg.pacing || cc.needs_pacing();
-        let tp = TcpCcState {
-            now: Time::ZERO,
-            cwnd: cfg.initial_cwnd,
-            ssthresh: u32::MAX,
-            cwnd_cnt: 0,
-            cwnd_clamp: u32::MAX,
-            mss: cfg.mss,
-            srtt: Time::ZERO,
-            min_rtt: Time::MAX,
-            packets_out: 0,
-            sacked_out: 0,
-            lost_out: 0,
-            retrans_out: 0,
-            delivered: 0,
-            delivered_ce: 0,
-            delivered_sce: 0,
-            snd_una: 0,
-            snd_nxt: 0,
-            is_cwnd_limited: false,
-            cwnd_limited_flag: false,
-            lsndtime: Time::ZERO,
-            ca_state: CaState::Open,
-            paced,
-            pacing_rate: 0.0,
-            lost: 0,
-            delivered_mstamp: Time::ZERO,
-            app_limited: 0,
-            edt: Time::ZERO,
-            ecn: cfg.ecn,
-            write_queue_empty: true,
-        };
+        let tp = TcpCcState::new(cfg.initial_cwnd, cfg.mss, cfg.ecn, paced);
         let ns2 = cfg.ns2.map(|n| Box::new(super::ns2::Sack1Agent::new(flow, cfg.mss, cfg.initial_cwnd, cfg.rto_initial, cfg.size, n)));
         TcpSender {
             ns2,
@@ -288,6 +298,7 @@ impl TcpSender {
             backoff: 0,
             rto_timer: Timer::default(),
             syn_sent_at: Time::ZERO,
+            peer_ts: 0,
             syn_retransmitted: false,
             pacing_timer: Timer::default(),
             reorder_timer: Timer::default(),
@@ -298,7 +309,44 @@ impl TcpSender {
             rate_delivered: 0,
             rate_interval: Time::ZERO,
             stats: SenderStats::default(),
+            trace: None,
         }
+    }
+
+    /// Starts recording one [`AckTrace`] per ACK (off by default: a run pays one branch per ACK).
+    pub fn trace_acks(&mut self) {
+        self.trace.get_or_insert_with(Vec::new);
+    }
+
+    /// The ACKs recorded since the last call (empty when tracing is off).
+    pub fn take_ack_trace(&mut self) -> Vec<AckTrace> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn record_ack(&mut self, st: &ack::AckState) {
+        let Some(mut trace) = self.trace.take() else { return };
+        let mut cc = Vec::new();
+        self.cc.trace_vars(&mut cc);
+        let tp = &self.tp;
+        trace.push(AckTrace {
+            now: tp.now,
+            snd_una: tp.snd_una,
+            delivered: st.delivered,
+            ce: st.ce_delta,
+            cwnd: tp.cwnd,
+            ssthresh: tp.ssthresh,
+            packets_out: tp.packets_out,
+            in_flight: tp.packets_in_flight(),
+            srtt: tp.srtt,
+            pacing_rate: tp.pacing_rate,
+            delivery_rate: st.rs.rate_bytes_per_sec(tp.mss),
+            is_cwnd_limited: tp.is_cwnd_limited,
+            write_queue_empty: tp.write_queue_empty,
+            rwnd_room: self.cfg.rwnd_packets.map_or(u32::MAX, |w| w.saturating_sub(tp.packets_out)),
+            ca_state: tp.ca_state,
+            cc,
+        });
+        self.trace = Some(trace);
     }
 
     pub fn cc_name(&self) -> &'static str {
@@ -405,6 +453,9 @@ impl TcpSender {
                 a.on_ack(pkt, ctx, &mut self.tp, &mut self.stats);
             }
             return;
+        }
+        if pkt.tcp.ts_val.wrapping_sub(self.peer_ts) as i32 > 0 {
+            self.peer_ts = pkt.tcp.ts_val;
         }
         match pkt.kind {
             Kind::SynAck if self.phase == Phase::SynSent => {

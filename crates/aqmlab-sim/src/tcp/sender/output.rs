@@ -45,6 +45,7 @@ use crate::cc::{CaEvent, CaState, TsoSegs};
 use crate::event::FlowTimer;
 use crate::packet::{Direction, Ecn, Kind, Packet};
 use crate::packet::EcnMode;
+use crate::tcp::CwndValidate;
 use crate::time::Time;
 
 /// `sysctl_tcp_min_tso_segs` default.
@@ -107,6 +108,9 @@ impl TcpSender {
             syn.tcp.ece = true;
             syn.tcp.cwr = true;
         }
+        // Linux puts its timestamp option on the SYN too (tcp_syn_options); nothing in the
+        // model reads it, captures show it.
+        syn.tcp.ts_val = Self::ts_of(ctx.now);
         self.syn_sent_at = ctx.now;
         ctx.out.push(syn);
         self.rto_timer.arm(ctx.now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
@@ -289,12 +293,35 @@ impl TcpSender {
             self.schedule_loss_probe(false, ctx);
         }
         cwnd_limited |= self.in_flight() >= self.tp.cwnd;
-        // Linux tcp_cwnd_validate, called when something was sent or cwnd is the limit.
-        if sent > 0 || cwnd_limited {
-            if self.tp.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.tp.cwnd_limited_flag && self.packets_out() > self.max_packets_out) {
-                self.tp.cwnd_limited_flag = cwnd_limited;
-                self.max_packets_out = self.packets_out();
-                self.cwnd_usage_seq = self.tp.snd_nxt;
+        self.cwnd_validate(sent, sent_new, cwnd_limited);
+    }
+
+    /// Linux `tcp_cwnd_validate`'s tracking of `is_cwnd_limited`, per kernel generation
+    /// (`TcpConfig::cwnd_validate`). `cwnd_usage_seq` is the older kernels' `max_packets_seq`.
+    /// `sent` counts everything this call sent, `sent_new` the new data only (Linux's
+    /// `sent_pkts` of `tcp_write_xmit`; retransmissions go out of `tcp_xmit_retransmit_queue`,
+    /// which does not validate).
+    fn cwnd_validate(&mut self, sent: u32, sent_new: u32, cwnd_limited: bool) {
+        match self.cfg.cwnd_validate {
+            // Today's: called when something was sent or cwnd is the limit; a cwnd-limited
+            // window stays so.
+            CwndValidate::Sticky => {
+                if (sent > 0 || cwnd_limited)
+                    && (self.tp.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.tp.cwnd_limited_flag && self.packets_out() > self.max_packets_out))
+                {
+                    self.tp.cwnd_limited_flag = cwnd_limited;
+                    self.max_packets_out = self.packets_out();
+                    self.cwnd_usage_seq = self.tp.snd_nxt;
+                }
+            }
+            // Before Dec 2020: only after new data was sent; rewritten at each new window or a
+            // new maximum of packets_out, whatever the send found.
+            CwndValidate::SentOnly2015 => {
+                if sent_new > 0 && (self.tp.snd_una >= self.cwnd_usage_seq || self.packets_out() > self.max_packets_out) {
+                    self.tp.cwnd_limited_flag = cwnd_limited;
+                    self.max_packets_out = self.packets_out();
+                    self.cwnd_usage_seq = self.tp.snd_nxt;
+                }
             }
         }
     }
@@ -365,6 +392,7 @@ impl TcpSender {
         pkt.tcp.seq = seq;
         pkt.tcp.payload = payload;
         pkt.tcp.ts_val = Self::ts_of(now);
+        pkt.tcp.ts_ecr = self.peer_ts;
         if kind != TxKind::New {
             let seg = self.seg_mut(seq);
             seg.flags = if kind == TxKind::Retrans {
@@ -419,7 +447,7 @@ impl TcpSender {
     }
 
     /// TCP timestamps in 1 ms ticks, offset by one so that zero means "no timestamp".
-    pub(super) fn ts_of(t: Time) -> u32 {
+    pub(crate) fn ts_of(t: Time) -> u32 {
         (t.0 / 1_000_000) as u32 + 1
     }
 
