@@ -352,9 +352,10 @@ def test_validate_plans_five_seeds_on_the_study_profile_and_on_linux(tmp_path):
         assert {_stack_of(r) for r in p.runs} == {stack}
         assert all(r.run_dir.is_relative_to(p.out_dir) for r in p.runs)
     assert "--set stack=linux" in s6[1].command and "stack" not in s6[0].command
-    # Järvinen & Kojo (ns-2, no era profile): its own 100 replications, one pass on linux
+    # Järvinen & Kojo (ns-2.35: the ns2-2013 profile): its own 100 replications on the
+    # study's profile and again on linux
     jk = plan["jarvinen-kojo-q95"]
-    assert [(p.kind, p.label, p.seeds) for p in jk] == [("profile", "linux", 100)]
+    assert [(p.kind, p.label, p.seeds) for p in jk] == [("profile", "ns2-2013", 100), ("linux", "linux", 100)]
     # --seeds overrides both passes
     s1 = {c.key: ps for c, _, ps in plan_validation(tmp_path, seeds=2, only=["l4s-tests-s1"])}["l4s-tests-s1"]
     assert [p.seeds for p in s1] == [2, 2] and {r.seed for r in s1[1].runs} == {1, 2}

@@ -235,7 +235,8 @@ impl Built {
                     rwnd_packets: spec.rwnd.or(sc.stack.default_rwnd_bytes()).map(|b| (b / spec.mss as u64).max(1) as u32),
                     ..TcpConfig::connection(spec.mss, spec.initial_cwnd, spec.initial_rto, spec.ecn, spec.size)
                 }
-                .on_host(spec.gso.unwrap_or(sc.host.gso), sc.stack);
+                .on_host(spec.gso.unwrap_or(sc.host.gso), sc.stack)
+                .for_stack(sc.stack, spec.rwnd, sc.seed);
                 let start = host::spread_start(sc.seed, sc.host.start_spread, &format!("flow/{}", plans.len()), spec.start);
                 let (rtt, stop, direction, ecn_rewrite, host) = (spec.rtt, spec.stop, spec.direction, spec.ecn_rewrite, spec.host);
                 plans.push(FlowPlan { name, cc: &spec.cc, rtt, start, stop, cfg, direction, netem: spec.netem.as_ref(), ecn_rewrite, host, tunnel: spec.tunnel.as_deref(), listed: true });
@@ -247,7 +248,7 @@ impl Built {
             let start = transient::group_start(sc.seed, &name, t.start, t.start_jitter);
             let first = plans.len();
             for (k, size) in transient::split(t.total, t.flows).enumerate() {
-                let cfg = TcpConfig::connection(t.mss, t.initial_cwnd, t.initial_rto, t.ecn, Some(size)).on_host(sc.host.gso, sc.stack);
+                let cfg = TcpConfig::connection(t.mss, t.initial_cwnd, t.initial_rto, t.ecn, Some(size)).on_host(sc.host.gso, sc.stack).for_stack(sc.stack, None, sc.seed);
                 let (rtt, direction) = (t.rtt, t.direction);
                 plans.push(FlowPlan { name: format!("{name}-{k}"), cc: &t.cc, rtt, start, stop: None, cfg, direction, netem: None, ecn_rewrite: None, host: 0, tunnel: None, listed: false });
             }
@@ -366,7 +367,7 @@ impl Built {
             .map(|((name, route), s)| WorkloadConfig {
                 name,
                 cc: s.cc.clone(),
-                tcp: TcpConfig::connection(s.mss, s.initial_cwnd, s.initial_rto, s.ecn, None).on_host(sc.host.gso, sc.stack),
+                tcp: TcpConfig::connection(s.mss, s.initial_cwnd, s.initial_rto, s.ecn, None).on_host(sc.host.gso, sc.stack).for_stack(sc.stack, None, sc.seed),
                 data_down: s.direction == Way::Down,
                 mean_interarrival: s.mean_interarrival,
                 size_p5: s.size_p5,

@@ -1053,6 +1053,27 @@ impl Scenario {
             .chain(named("media", self.media.iter().map(|m| m.tunnel.as_deref()).collect()))
             .chain(named("udp", self.udp.iter().map(|u| u.tunnel.as_deref()).collect()));
         tunnel::validate(&self.tunnels, refs)?;
+        if self.stack == Stack::Ns2_2013 {
+            // ns-2's Agent/TCP/Sack1 has its own (Reno) window arithmetic; no other
+            // congestion control ran in that simulator's study.
+            let ccs = (self.flows.iter().enumerate().map(|(i, f)| (format!("flows[{i}].cc"), f.cc.config().name())))
+                .chain(self.workloads.iter().enumerate().map(|(i, w)| (format!("workloads[{i}].cc"), w.cc.config().name())))
+                .chain(self.transients.iter().enumerate().map(|(i, t)| (format!("transients[{i}].cc"), t.cc.config().name())));
+            for (key, name) in ccs {
+                if name != "reno" {
+                    return err(&key, format!("'{name}' does not exist on the ns2-2013 profile: its TCP is ns-2's Agent/TCP/Sack1, whose window arithmetic is Reno's (cc = \"reno\")"));
+                }
+            }
+            // The model leaves out ns-2's ECN (`ecn_`, off in the study).
+            let ecns = (self.flows.iter().enumerate().map(|(i, f)| (format!("flows[{i}].ecn"), f.ecn)))
+                .chain(self.workloads.iter().enumerate().map(|(i, w)| (format!("workloads[{i}].ecn"), w.ecn)))
+                .chain(self.transients.iter().enumerate().map(|(i, t)| (format!("transients[{i}].ecn"), t.ecn)));
+            for (key, ecn) in ecns {
+                if ecn != EcnMode::Off {
+                    return err(&key, "the ns2-2013 profile's TCP (ns-2's Agent/TCP/Sack1) is modelled without ECN".into());
+                }
+            }
+        }
         self.check_names()?;
         Ok(())
     }

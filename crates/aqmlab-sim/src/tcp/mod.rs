@@ -11,6 +11,7 @@
 //! every TCP socket) and the device segmented them in software, so their segments leave the
 //! host back to back. See [`sender`]'s `tcp_tso_segs` and `docs/algorithms/tcp.md`.
 
+pub mod ns2;
 pub mod receiver;
 pub mod sender;
 
@@ -59,6 +60,9 @@ pub struct TcpConfig {
     /// Linux 5.18+, "tcp: adjust TSO packet sizes based on min_rtt"); off in the 2020-era
     /// (5.x) kernels of the era profiles.
     pub tso_rtt_allowance: bool,
+    /// The `ns2-2013` profile: ns-2.35's `Agent/TCP/Sack1` and `Agent/TCPSink/Sack1/DelAck`
+    /// ([`ns2`]) replace the Linux sender and receiver; `None` everywhere else.
+    pub ns2: Option<ns2::Ns2Config>,
     /// Which Linux `tcp_cwnd_reduction` (PRR) the kernel runs ([`PrrVersion`]).
     pub prr: PrrVersion,
     /// Which Linux `tcp_cwnd_validate` bookkeeping the kernel runs ([`CwndValidate`]).
@@ -127,6 +131,7 @@ impl Default for TcpConfig {
             quickacks: 16,
             gso: true,
             tso_rtt_allowance: true,
+            ns2: None,
             prr: PrrVersion::Crb,
             cwnd_validate: CwndValidate::Sticky,
         }
@@ -151,6 +156,27 @@ impl TcpConfig {
             tso_rtt_allowance: stack == crate::profile::Stack::Linux,
             prr: stack.prr_version(),
             cwnd_validate: stack.cwnd_validate(),
+            ..self
+        }
+    }
+
+    /// The `ns2-2013` profile's agents for this connection (a no-op on every other
+    /// profile): ns-2's whole-packet sizes (`packetSize_` = `mss`, 40 header bytes), no GSO,
+    /// no pacing, `window_` from `rwnd` (bytes; [`ns2::WINDOW_NOT_LIMITING`] when unset),
+    /// and the run's seed for the agents' `boot_time_`.
+    pub fn for_stack(self, stack: crate::profile::Stack, rwnd_bytes: Option<u64>, seed: u64) -> TcpConfig {
+        if stack != crate::profile::Stack::Ns2_2013 {
+            return self;
+        }
+        let window = rwnd_bytes.map_or(ns2::WINDOW_NOT_LIMITING, |b| (b / self.mss as u64).max(1) as u32);
+        TcpConfig {
+            header_bytes: ns2::TCPIP_BASE_HDR_SIZE,
+            gso: false,
+            pacing: false,
+            delayed_ack: ns2::DELACK_INTERVAL,
+            quickacks: 0,
+            rwnd_packets: None,
+            ns2: Some(ns2::Ns2Config { window, seed }),
             ..self
         }
     }

@@ -61,11 +61,15 @@ pub struct TcpReceiver {
     dsack: Option<SackBlock>,
     /// Duplicate segments received (each reported by a D-SACK).
     pub duplicates: u64,
+    /// The `ns2-2013` profile's ns-2 sink, which then handles every packet and timer (the
+    /// public counters above mirror its own).
+    ns2: Option<Box<super::ns2::DelAckSink>>,
 }
 
 impl TcpReceiver {
     pub fn new(flow: u32, cfg: &TcpConfig) -> Self {
         TcpReceiver {
+            ns2: cfg.ns2.map(|_| Box::new(super::ns2::DelAckSink::new(flow, cfg.mss, cfg.size))),
             flow,
             header_bytes: cfg.header_bytes,
             ecn: cfg.ecn,
@@ -93,6 +97,11 @@ impl TcpReceiver {
 
     /// Handles a packet arriving from the sender.
     pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
+        if let Some(s) = self.ns2.as_deref_mut() {
+            s.on_packet(pkt, ctx);
+            self.mirror_ns2();
+            return;
+        }
         match pkt.kind {
             Kind::Syn => {
                 let mut reply = Packet::new(self.flow, Direction::Reverse, Kind::SynAck, self.header_bytes);
@@ -194,6 +203,16 @@ impl TcpReceiver {
         }
     }
 
+    fn mirror_ns2(&mut self) {
+        if let Some(s) = self.ns2.as_deref() {
+            self.delivered_bytes = s.delivered_bytes;
+            self.acks_sent = s.acks_sent;
+            self.duplicates = s.duplicates;
+            self.ce_received = s.ce_received;
+            self.rcv_nxt = s.next.max(1) as u32 - 1;
+        }
+    }
+
     fn insert_ooo(&mut self, seq: u32, payload: u32) {
         let p = payload as u64;
         // Extend an adjacent block (and merge if it now touches another), else add a new one.
@@ -258,6 +277,11 @@ impl TcpReceiver {
     }
 
     pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
+        if let Some(s) = self.ns2.as_deref_mut() {
+            s.on_timer(t, ctx);
+            self.mirror_ns2();
+            return;
+        }
         if t == FlowTimer::DelayedAck && self.delack.fire(ctx.now, ctx.event(t), ctx.events) && self.unacked > 0 {
             self.send_ack(ctx);
         }

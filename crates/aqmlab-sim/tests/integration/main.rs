@@ -27,6 +27,7 @@ mod traffic;
 mod tunnel;
 mod udp;
 mod tcp_gso;
+mod tcp_ns2;
 mod host_noise;
 mod golden;
 mod pathologies;

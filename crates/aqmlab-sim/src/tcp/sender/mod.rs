@@ -193,6 +193,9 @@ pub struct TcpSender {
     rate_delivered: u64,
     rate_interval: Time,
     pub stats: SenderStats,
+    /// The `ns2-2013` profile's ns-2 agent, which then handles every event (`tp` and
+    /// `stats` mirror its state for the metrics).
+    ns2: Option<Box<super::ns2::Sack1Agent>>,
     /// The per-ACK trace, when switched on ([`TcpSender::trace_acks`]); `None` in a run.
     trace: Option<Vec<AckTrace>>,
 }
@@ -243,7 +246,9 @@ impl TcpSender {
         };
         let paced = cfg.pacing || cc.needs_pacing();
         let tp = TcpCcState::new(cfg.initial_cwnd, cfg.mss, cfg.ecn, paced);
+        let ns2 = cfg.ns2.map(|n| Box::new(super::ns2::Sack1Agent::new(flow, cfg.mss, cfg.initial_cwnd, cfg.rto_initial, cfg.size, n)));
         TcpSender {
+            ns2,
             flow,
             rto: cfg.rto_initial,
             no_sample_rto: cfg.rto_initial,
@@ -357,7 +362,15 @@ impl TcpSender {
     }
 
     pub fn rto(&self) -> Time {
-        self.rto
+        match self.ns2.as_deref() {
+            Some(a) => a.rtt_timeout(),
+            None => self.rto,
+        }
+    }
+
+    /// The ns-2 agent of the `ns2-2013` profile, if this connection runs one.
+    pub fn ns2_agent(&self) -> Option<&super::ns2::Sack1Agent> {
+        self.ns2.as_deref()
     }
 
     /// Packets sent and not yet cumulatively acknowledged (`packets_out`).
@@ -414,6 +427,11 @@ impl TcpSender {
         if self.phase != Phase::Idle {
             return;
         }
+        if let Some(a) = self.ns2.as_deref_mut() {
+            self.phase = Phase::Established;
+            a.start(ctx, &mut self.tp, &mut self.stats);
+            return;
+        }
         self.phase = Phase::SynSent;
         self.app_open = true;
         self.send_syn(ctx);
@@ -421,12 +439,21 @@ impl TcpSender {
 
     /// The application stops offering new data (what is in flight is still delivered).
     pub fn stop(&mut self) {
+        if let Some(a) = self.ns2.as_deref_mut() {
+            a.stop();
+        }
         self.app_open = false;
     }
 
     /// Handles a packet from the receiver.
     pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
         self.tp.now = ctx.now;
+        if let Some(a) = self.ns2.as_deref_mut() {
+            if pkt.kind == Kind::Ack {
+                a.on_ack(pkt, ctx, &mut self.tp, &mut self.stats);
+            }
+            return;
+        }
         if pkt.tcp.ts_val.wrapping_sub(self.peer_ts) as i32 > 0 {
             self.peer_ts = pkt.tcp.ts_val;
         }
@@ -463,6 +490,12 @@ impl TcpSender {
 
     pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
         self.tp.now = ctx.now;
+        if let Some(a) = self.ns2.as_deref_mut() {
+            if t == FlowTimer::Retransmit {
+                a.on_timer(ctx, &mut self.tp, &mut self.stats);
+            }
+            return;
+        }
         match t {
             FlowTimer::Retransmit => {
                 if self.rto_timer.fire(ctx.now, ctx.event(t), ctx.events) {
