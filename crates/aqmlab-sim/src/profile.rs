@@ -28,11 +28,15 @@ pub enum Stack {
     Sce2020,
     /// The L4STeam kernel of autumn 2024 (5.15 based): the SCReAM over DualPi2 test record.
     L4steam2024,
+    /// ns-2.35 with the 2012-2013 AQM code (Pollere's CoDel and sfqCoDel, Cisco's PIE, ns-2
+    /// RED as HRED): the Järvinen & Kojo load-transient study.
+    Ns2_2013,
 }
 
 impl Stack {
     /// Every profile, in the order `aqmlab` lists them.
-    pub const ALL: [Stack; 5] = [Stack::Linux, Stack::L4steam2020, Stack::L4steam2020Apr, Stack::Sce2020, Stack::L4steam2024];
+    pub const ALL: [Stack; 6] =
+        [Stack::Linux, Stack::L4steam2020, Stack::L4steam2020Apr, Stack::Sce2020, Stack::L4steam2024, Stack::Ns2_2013];
 
     /// The name used in scenarios and reports.
     pub fn name(self) -> &'static str {
@@ -42,6 +46,7 @@ impl Stack {
             Stack::L4steam2020Apr => "l4steam-2020-04",
             Stack::Sce2020 => "sce-2020",
             Stack::L4steam2024 => "l4steam-2024",
+            Stack::Ns2_2013 => "ns2-2013",
         }
     }
 
@@ -53,6 +58,7 @@ impl Stack {
             Stack::L4steam2020Apr => "L4STeam/linux@e741f5ac, 8 Apr 2020 (heistp/sce-l4s-ect1, L4S side; re-run 1014c0e4)",
             Stack::Sce2020 => "chromi/sce@0eddf2ad, 9 Mar 2020 (heistp/sce-l4s-ect1, SCE side)",
             Stack::L4steam2024 => "L4STeam kernel of autumn 2024 (SCReAM over DualPi2 test record)",
+            Stack::Ns2_2013 => "ns-2.35 with the 2012-2013 CoDel, sfqCoDel and PIE code (Järvinen & Kojo load transients)",
         }
     }
 
@@ -78,7 +84,8 @@ impl Stack {
     /// suite's bandwidth-delay product.
     pub fn default_rwnd_bytes(self) -> Option<u64> {
         match self {
-            Stack::Linux => None,
+            // ns-2's receiver window belongs to the ns-2 TCP model (ns2-tcp branch).
+            Stack::Linux | Stack::Ns2_2013 => None,
             Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 | Stack::L4steam2024 => {
                 const TCP_RMEM2: u64 = 6 * 1024 * 1024;
                 const TCP_ADV_WIN_SCALE: u32 = 1;

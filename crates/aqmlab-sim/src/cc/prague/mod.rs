@@ -114,7 +114,7 @@ impl PragueEra {
         match stack {
             Stack::L4steam2020 => PragueEra::V05Aug2020,
             Stack::L4steam2020Apr => PragueEra::V05Apr2020,
-            Stack::Linux | Stack::Sce2020 | Stack::L4steam2024 => PragueEra::V06,
+            Stack::Linux | Stack::Sce2020 | Stack::L4steam2024 | Stack::Ns2_2013 => PragueEra::V06,
         }
     }
     fn is_v05(self) -> bool {
