@@ -187,7 +187,9 @@ impl Qdisc for SfqCodel {
 
 impl QdiscConfig for SfqCodelConfig {
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(SfqCodel::new(self, ctx.mtu, ctx.rng.next_u32()))
+        // The ns2-2013 profile runs sfqcodel.cc's own CoDel law per bin.
+        let c = SfqCodelConfig { codel: CodelParams { law: codel::Law::sfq(ctx.stack), ..self.codel }, ..*self };
+        Box::new(SfqCodel::new(&c, ctx.mtu, ctx.rng.next_u32()))
     }
 }
 
