@@ -336,12 +336,8 @@ impl CodelFlow {
             stats.drops += 1;
             pkt = self.ns2_pop_checked(p, totals, guard, now).0;
             self.vars.dropping = true;
-            if pkt.is_none() && p.law == Law::Ns2Sfq2013 {
-                // sfqcodel saves the bin's count and drop_next before the re-entry rule and
-                // removes the emptied bin, out of the dropping state.
-                self.vars.dropping = false;
-                return None;
-            }
+            // (sfqcodel's branch for a bin emptied by this drop cannot run: a packet that
+            // empties its bin is never ok to drop, so one more is always queued.)
             let v = &mut self.vars;
             let recent = now.0 as i128 - (v.drop_next.0 as i128) < 8 * p.interval.0 as i128;
             if v.count > 2 && recent {
