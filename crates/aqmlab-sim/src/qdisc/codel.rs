@@ -13,6 +13,7 @@
 
 use super::{Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Type, Value};
 use crate::packet::Packet;
+use crate::profile::Stack;
 use crate::time::Time;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -633,7 +634,10 @@ pub const CODEL: QdiscKind = QdiscKind {
     name: "codel",
     doc: "Controlled Delay AQM, one FIFO (sch_codel.c)",
     params: &[
-        Param::uint("limit", 1, u32::MAX as u64, 1000).unit("packets").doc("queue limit"),
+        Param::uint("limit", 1, u32::MAX as u64, 1000)
+            .unit("packets")
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Uint(50))])
+            .doc("queue limit (ns2-2013: ns-default.tcl Queue limit_ 50)"),
         TARGET,
         INTERVAL,
         ecn(false),
@@ -995,6 +999,20 @@ mod tests {
     }
 
     // ---- the ns-2 laws of the ns2-2013 profile ----
+
+    #[test]
+    fn ns2_profile_defaults_and_laws() {
+        use crate::profile::Stack;
+        for kind in ["codel", "sfq_codel", "pie"] {
+            assert_eq!(QdiscSpec::parse_for(kind, Stack::Ns2_2013).unwrap().args().uint("limit"), 50, "{kind}");
+            assert_eq!(QdiscSpec::parse(kind).unwrap().args().uint("limit"), 1000, "{kind}");
+        }
+        assert_eq!(Law::codel(Stack::Ns2_2013), Law::Ns2Codel2013);
+        assert_eq!(Law::sfq(Stack::Ns2_2013), Law::Ns2Sfq2013);
+        for s in Stack::ALL.into_iter().filter(|&s| s != Stack::Ns2_2013) {
+            assert_eq!((Law::codel(s), Law::sfq(s)), (Law::Linux, Law::Linux), "{s}");
+        }
+    }
 
     fn ns2(law: Law) -> Codel {
         Codel::new(1000, CodelParams { law, ..CodelParams::new(1514) })

@@ -480,7 +480,10 @@ pub const PIE: QdiscKind = QdiscKind {
     name: "pie",
     doc: "Proportional Integral controller Enhanced (sch_pie.c, RFC 8033)",
     params: &[
-        Param::uint("limit", 1, u32::MAX as u64, 1000).unit("packets").doc("queue limit"),
+        Param::uint("limit", 1, u32::MAX as u64, 1000)
+            .unit("packets")
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Uint(50))])
+            .doc("queue limit (ns2-2013: ns-default.tcl Queue limit_ 50)"),
         Param::time("target", Time::from_millis(15))
             .stack_defaults(&[(Stack::Ns2_2013, Value::Time(Time::from_millis(20)))])
             .doc("target queue delay (QDELAY_REF; ns2-2013: qdelay_ref_ 20ms)")

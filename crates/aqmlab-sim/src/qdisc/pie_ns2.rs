@@ -303,6 +303,7 @@ mod tests {
         assert_eq!((c.target, c.tupdate, c.max_burst), (Time::from_millis(20), Time::from_millis(30), Time::from_millis(100)));
         assert_eq!(c.dq_threshold, Limit::Packets(10));
         assert!(c.dq_rate_estimator);
+        assert_eq!(c.limit, 50, "ns-default.tcl Queue limit_");
         // Linux keeps its own.
         let l = *(QdiscSpec::parse("pie").unwrap().config() as &dyn std::any::Any).downcast_ref::<PieConfig>().unwrap();
         assert_eq!((l.target, l.tupdate, l.dq_threshold), (Time::from_millis(15), Time::from_millis(15), Limit::Bytes(16384)));

@@ -16,7 +16,7 @@
 
 use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard};
 use super::flow_table::{codel_totals, FlowEntry, FlowTable};
-use super::{codel, Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats};
+use super::{codel, Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Value};
 use crate::profile::Stack;
 use crate::packet::Packet;
 use crate::time::Time;
@@ -200,7 +200,10 @@ pub const SFQ_CODEL: QdiscKind = QdiscKind {
     name: "sfq_codel",
     doc: "ns-2's SFQ-CoDel: stochastic fair queueing over bins, CoDel per bin",
     params: &[
-        Param::uint("limit", 1, u32::MAX as u64, 1000).unit("packets").doc("buffer limit, all bins"),
+        Param::uint("limit", 1, u32::MAX as u64, 1000)
+            .unit("packets")
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Uint(50))])
+            .doc("buffer limit, all bins (ns2-2013: ns-default.tcl Queue limit_ 50)"),
         Param::uint("flows", 1, 65536, 1024).doc("number of hash bins (ns-2 maxbins_)"),
         Param::uint("quantum", 0, 1 << 20, 0).unit("bytes").doc("DRR credit per turn; 0: one packet per turn"),
         codel::TARGET,
