@@ -472,7 +472,7 @@ mod tests {
             let c = HredConfig { limit: 1000, min: 3.0, max: 35.0, max_p: 0.5, wq: 2f64.powi(-30), wait, ..HredConfig::default() };
             let mut q = Red::new("hred", c.average_on(Rate(2_000_000), Stack::Ns2_2013), c.flags, Limit::Packets(1000), Stream::new(9, "hred-ns2"));
             fill(&mut q, 11, 11.0);
-            let mut gaps = vec![0u64; 20];
+            let mut gaps = [0u64; 20];
             let (mut since, mut first) = (0usize, true);
             for _ in 0..160_000 {
                 since += 1;
