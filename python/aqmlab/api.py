@@ -9,11 +9,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
 
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from . import _sim
 from ._sim import ScenarioError
+
+if TYPE_CHECKING:  # pandas is imported where a DataFrame is made, so `aqmlab check` starts fast
+    import pandas as pd
 
 ScenarioSource = Union[str, os.PathLike, Mapping[str, Any]]
 
@@ -35,6 +37,14 @@ class RunResult:
     timeseries: pd.DataFrame
     units: dict[tuple[str, str], str] = field(default_factory=dict)
     name: str | None = None
+    #: Which run of what this is: ``run`` (a suite run's directory below ``runs/``, else the
+    #: run's name), ``cell`` (the suite cell; a single run is its own) and ``seed``. The
+    #: Parquet file carries them as columns so that a whole suite globs into one table.
+    labels: dict[str, Any] = field(default_factory=dict)
+    #: The scenario TOML as given (before ``overrides``), and the ``key=value`` overrides
+    #: applied to it; None / empty when the result was built by hand.
+    scenario: str | None = None
+    overrides: list[str] = field(default_factory=list)
 
     @property
     def flows(self) -> list[str]:
@@ -48,6 +58,8 @@ class RunResult:
 
     def series(self, entity: str, metric: str) -> pd.Series:
         """One series as a ``pd.Series`` indexed by time (s), e.g. ``series("cubic-0", "srtt")``."""
+        import pandas as pd
+
         if (entity, metric) not in self.units:
             known = ", ".join(f"{e}/{m}" for e, m in self.units)
             raise KeyError(f"no series {entity}/{metric} (known: {known})")
@@ -114,14 +126,21 @@ def load_scenario(source: ScenarioSource) -> tuple[str, str | None, str | None]:
 
 
 def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -> pd.DataFrame:
+    import numpy as np
+    import pandas as pd
+
     t = np.asarray(time, dtype=np.float64)
     n = len(t)
     if not columns:
         return pd.DataFrame({c: pd.Series(dtype=d) for c, d in zip(TIDY_COLUMNS, ["f8", "str", "str", "f8"])})
-    entities = list(dict.fromkeys(c[0] for c in columns))
-    metrics = list(dict.fromkeys(c[1] for c in columns))
-    e_code = np.repeat(np.array([entities.index(c[0]) for c in columns], dtype=np.int32), n)
-    m_code = np.repeat(np.array([metrics.index(c[1]) for c in columns], dtype=np.int32), n)
+    # Codes by dict look-up: linear in the number of columns (list.index made 20k flows quadratic).
+    e_index: dict[str, int] = {}
+    m_index: dict[str, int] = {}
+    e_codes = [e_index.setdefault(c[0], len(e_index)) for c in columns]
+    m_codes = [m_index.setdefault(c[1], len(m_index)) for c in columns]
+    entities, metrics = list(e_index), list(m_index)
+    e_code = np.repeat(np.array(e_codes, dtype=np.int32), n)
+    m_code = np.repeat(np.array(m_codes, dtype=np.int32), n)
     values = np.concatenate([np.asarray(c[3], dtype=np.float64) for c in columns])
     return pd.DataFrame(
         {
@@ -131,6 +150,21 @@ def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -
             "value": values,
         }
     )
+
+
+def resolve(scenario: ScenarioSource, seed: int | None = None, overrides: Iterable[str] = ()) -> str:
+    """The scenario :func:`run` would run, as TOML text: ``overrides`` (``key=value``, as
+    ``--set``) and ``seed`` written in, checked as a run checks it (raises
+    :class:`aqmlab.ScenarioError`); runs nothing. Keys left out keep their defaults."""
+    if isinstance(overrides, str):
+        overrides = [overrides]
+    text, prefix, _ = load_scenario(scenario)
+    try:
+        return _sim.resolve(text, None if seed is None else int(seed), [str(o) for o in overrides])
+    except ScenarioError as e:
+        if prefix is not None:
+            raise ScenarioError(f"{prefix}: {e}") from None
+        raise
 
 
 def run(
@@ -168,4 +202,9 @@ def run(
     elif summary.get("name") is None and default_name is not None:
         summary["name"] = default_name
     units = {(c[0], c[1]): c[2] for c in columns}
-    return RunResult(summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"))
+    run_name = summary.get("name") or "run"
+    labels = {"run": run_name, "cell": run_name, "seed": summary.get("seed")}
+    return RunResult(
+        summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"),
+        labels=labels, scenario=text, overrides=overrides,
+    )

@@ -21,15 +21,29 @@ EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2
 
 app = typer.Typer(
-    add_completion=False,
+    add_completion=True,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="aqmlab: deterministic packet-level simulator of AQM and TCP congestion control.",
 )
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from . import __version__
+        from .output import source_commit
+
+        commit = source_commit()
+        print(f"aqmlab {__version__}" + (f" ({commit})" if commit else ""))
+        raise typer.Exit(EXIT_OK)
+
+
 @app.callback()
-def _root() -> None:
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
     """aqmlab: deterministic packet-level simulator of AQM and TCP congestion control."""
 
 
@@ -42,7 +56,7 @@ def _fmt(v: Any, spec: str = ".2f", none: str = "-") -> str:
         return str(v)
 
 
-def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
+def print_summary(summary: dict[str, Any], out_dir: Path | None = None, files: list[str] | None = None) -> None:
     """A short human summary of a run on stdout."""
     from rich.console import Console
     from rich.table import Table
@@ -84,7 +98,11 @@ def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
         f"sojourn p50 {_fmt(soj.get('p50'), '.1f')} ms / p99 {_fmt(soj.get('p99'), '.1f')} ms, "
         f"drops {bn.get('drops', '-')}, CE {bn.get('ce_marks', '-')}"
     )
-    console.print(f"Jain fairness (steady): {_fmt(summary.get('jain_steady'), '.4f')}")
+    by_dir = summary.get("jain_steady_by_direction")
+    if by_dir:
+        console.print("Jain fairness (steady): " + ", ".join(f"{d} {_fmt(v, '.4f')}" for d, v in by_dir.items()))
+    else:
+        console.print(f"Jain fairness (steady): {_fmt(summary.get('jain_steady'), '.4f')}")
     ms = lambda s: None if s is None else s * 1e3  # noqa: E731
     for w in summary.get("workloads", []):
         console.print(
@@ -97,9 +115,8 @@ def print_summary(summary: dict[str, Any], out_dir: Path | None = None) -> None:
             f"transient {g['name']}: start {_fmt(g.get('start_s'), '.3f')} s, response {_fmt(g.get('response_s'), '.3f')} s"
         )
     if out_dir is not None:
-        from .output import CSV, PARQUET, PLOT, SUMMARY
-
-        console.print(f"wrote {out_dir}/: {SUMMARY}, {PARQUET}/{Path(CSV).suffix}, {PLOT}")
+        names = files if files else sorted(p.name for p in out_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+        console.print(f"wrote {out_dir}/: {', '.join(names)}")
 
 
 def _bad_input(msg: str) -> None:
@@ -107,23 +124,61 @@ def _bad_input(msg: str) -> None:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
+def _read_scenario_arg(scenario: str) -> tuple[str | Path, str]:
+    """The scenario source of a SCENARIO argument (``-``: TOML text from stdin) and the name
+    to show in messages."""
+    if scenario == "-":
+        try:
+            return sys.stdin.read(), "<stdin>"
+        except UnicodeDecodeError as e:
+            _bad_input(f"<stdin>: not UTF-8 text (byte {e.start})")
+    sp = Path(scenario)
+    if not sp.exists():
+        _bad_input(f"{scenario}: no such file")
+    if not sp.is_file():
+        _bad_input(f"{scenario}: not a regular file")
+    return sp, scenario
+
+
+def _warn(summary_or_warnings: Any) -> None:
+    """Prints a run's warnings (summary.json ``warnings``) on stderr."""
+    ws = summary_or_warnings.get("warnings", []) if isinstance(summary_or_warnings, dict) else summary_or_warnings
+    for w in ws:
+        sys.stderr.write(f"aqmlab: warning: {w}\n")
+
+
+def _check_out_dir(out: Path) -> None:
+    """Creates ``out`` and checks it is writable, before any work is done."""
+    if out.exists() and not out.is_dir():
+        _bad_input(f"--out {out}: exists and is not a directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        _bad_input(f"--out {out}: cannot create it ({e.strerror})")
+    if not os.access(out, os.W_OK | os.X_OK):
+        _bad_input(f"--out {out}: not writable")
+
+
 @app.command("run")
 def run_cmd(
-    scenario: str = typer.Argument(..., metavar="SCENARIO.toml", help="Scenario file (TOML)."),
+    scenario: str = typer.Argument(..., metavar="SCENARIO.toml", help="Scenario file (TOML); - reads it from stdin."),
     out: Path = typer.Option(..., "--out", "-o", metavar="DIR", help="Directory for the output files."),
     seed: Optional[int] = typer.Option(None, "--seed", help="Replace the scenario's seed."),
     set_: list[str] = typer.Option(
-        [], "--set", metavar="KEY=VALUE", help="Override a scenario key, e.g. duration=5s or flows[0].rtt=40ms."
+        [], "--set", metavar="KEY=VALUE", help="Override a scenario key, e.g. duration=5s, flows[0].rtt=40ms or flows[*].ecn=l4s."
     ),
     name: Optional[str] = typer.Option(None, "--name", help="Label of the run (default: the scenario's name)."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Skip throughput_rtt.png."),
+    flent: bool = typer.Option(True, "--flent/--no-flent", help="Write <name>.flent.gz, the run as a flent data file."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
-    """Run a scenario; write summary.json, timeseries.parquet, timeseries.csv and throughput_rtt.png to DIR."""
+    """Run a scenario; write scenario.toml (as run), the series, the plot, <name>.flent.gz (flent's
+    data file), manifest.json and summary.json to DIR."""
     try:
+        from .api import resolve
         from .api import run as api_run
-        from .output import write_outputs
+        from .output import SCENARIO, atomic_write_text, write_outputs
         from ._sim import ScenarioError
 
         for s in set_:
@@ -131,21 +186,21 @@ def run_cmd(
                 _bad_input(f"--set {s}: expected KEY=VALUE")
         if seed is not None and not (0 <= seed < 2**64):
             _bad_input(f"--seed {seed}: out of range 0..2^64-1")
-        sp = Path(scenario)
-        if not sp.exists():
-            _bad_input(f"{scenario}: no such file")
-        if not sp.is_file():
-            _bad_input(f"{scenario}: not a regular file")
-        if out.exists() and not out.is_dir():
-            _bad_input(f"--out {out}: exists and is not a directory")
+        source, shown = _read_scenario_arg(scenario)
         try:
-            result = api_run(scenario, seed=seed, overrides=set_, name=name)
+            text = resolve(source, seed=seed, overrides=set_)
         except ScenarioError as e:
-            _bad_input(str(e))
+            _bad_input(str(e) if isinstance(source, Path) else f"{shown}: {e}")
             return
-        write_outputs(result, out, plot=not no_plot)
+        _check_out_dir(out)
+        atomic_write_text(out / SCENARIO, text)
+        result = api_run(text, name=name)
+        if result.summary.get("name") is None and isinstance(source, Path):
+            result.summary["name"] = result.name = source.stem
+        written = write_outputs(result, out, plot=not no_plot, flent=flent, command=shlex.join(["aqmlab", *sys.argv[1:]]))
+        _warn(result.summary)
         if not quiet:
-            print_summary(result.summary, out)
+            print_summary(result.summary, out, files=[p.name for p in written])
     except typer.Exit:
         raise
     except KeyboardInterrupt:
@@ -157,6 +212,39 @@ def run_cmd(
         msg = str(e).replace("\n", " ").strip() or type(e).__name__
         sys.stderr.write(f"aqmlab: error: {type(e).__name__}: {msg} (run with --debug for a traceback)\n")
         raise typer.Exit(EXIT_FAILURE)
+
+
+@app.command("check")
+def check_cmd(
+    scenario: str = typer.Argument(..., metavar="SCENARIO.toml", help="Scenario file (TOML); - reads it from stdin."),
+    seed: Optional[int] = typer.Option(None, "--seed", help="Replace the scenario's seed."),
+    set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a scenario key, as in 'run'."),
+    print_: bool = typer.Option(False, "--print", help="Print the scenario as it would run (TOML)."),
+) -> None:
+    """Check a scenario without running it: exit 0 and one line if it would run, else exit 2
+    with the error (the same one 'run' gives)."""
+    from .api import resolve
+    from ._sim import ScenarioError
+
+    for s in set_:
+        if "=" not in s:
+            _bad_input(f"--set {s}: expected KEY=VALUE")
+    if seed is not None and not (0 <= seed < 2**64):
+        _bad_input(f"--seed {seed}: out of range 0..2^64-1")
+    source, shown = _read_scenario_arg(scenario)
+    try:
+        text = resolve(source, seed=seed, overrides=set_)
+    except ScenarioError as e:
+        _bad_input(str(e) if isinstance(source, Path) else f"{shown}: {e}")
+        return
+    import tomllib
+
+    doc = tomllib.loads(text)
+    if print_:
+        sys.stdout.write(text)
+    else:
+        flows = sum(int(f.get("count", 1)) if isinstance(f.get("count", 1), int) else 1 for f in doc.get("flows", []))
+        print(f"{shown}: ok ({flows} TCP flows, duration {doc.get('duration')}, stack {doc.get('stack', 'linux')})")
 
 
 suite_app = typer.Typer(
@@ -265,6 +353,7 @@ def suite_run(
         [], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run, e.g. duration=5s (repeatable)."
     ),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
+    flent: bool = typer.Option(False, "--flent/--no-flent", help="Write each run's <name>.flent.gz (flent's data file)."),
     executor: str = typer.Option("local", "--executor", help="local (a process pool) or dask."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="ADDRESS", help="Run on this Dask scheduler (implies --executor dask)."),
     force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
@@ -294,6 +383,7 @@ def suite_run(
             overrides=overrides,
             jobs=jobs,
             plots=plots,
+            flent=flent,
             executor=executor,
             dask_address=dask,
             force=force,

@@ -3,12 +3,18 @@
 This module is the one place that names the files of a run directory and of a suite's
 output directory; the runner, the report and the CLI use these names.
 
-A run directory (``aqmlab run --out DIR``, or ``runs/<cell>/seed-<seed>/`` of a suite)::
+A run directory (``aqmlab run --out DIR``, or ``runs/cell=<cell>/seed=<seed>/`` of a suite,
+laid out hive-style so that DuckDB, polars and pyarrow glob a suite's Parquet files into one
+table with ``cell`` and ``seed`` columns)::
 
-    scenario.toml         the complete scenario that ran (suites only; written first)
-    timeseries.parquet    the tidy series (time, flow, metric, value)     writer "parquet"
+    scenario.toml         the scenario that ran, with --set and --seed written in (written first)
+    timeseries.parquet    the tidy series (run, cell, seed, time, flow, metric, value; the
+                          units in the file's metadata)                  writer "parquet"
     timeseries.csv        the same as CSV                                 writer "csv"
     throughput_rtt.png    the flent-style throughput/RTT plot             writer "plot"
+    <name>.flent.gz       flent's data file (format 4) of the run          writer "flent"
+    manifest.json         provenance: versions, git commit, command, seed, profile, the
+                          steady-state windows used, every file with its SHA-256
     summary.json          the engine's summary + ``format_version``; written last
 
 A suite's output directory holds ``REPORT.md``, ``results.csv`` and ``runs/``.
@@ -27,16 +33,19 @@ Adding a format is adding one function.
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import os
+import subprocess
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from . import plot as _plot
-from .api import RunResult
+if TYPE_CHECKING:
+    from .api import RunResult
 
 # --------------------------------------------------------------------------------------
 # Layout
@@ -45,9 +54,12 @@ from .api import RunResult
 #: Files of a run directory.
 SUMMARY = "summary.json"
 SCENARIO = "scenario.toml"
+MANIFEST = "manifest.json"
 PARQUET = "timeseries.parquet"
 CSV = "timeseries.csv"
 PLOT = "throughput_rtt.png"
+#: The flent data file's name pattern (``flentfile.file_name``: the run's name, sanitised).
+FLENT = "<name>.flent.gz"
 
 #: Files of a suite's output directory.
 REPORT = "REPORT.md"
@@ -57,7 +69,7 @@ RUNS = "runs"
 
 def run_rel_dir(cell_id: str, seed: int | str) -> str:
     """A suite run's directory relative to the suite's output directory."""
-    return f"{RUNS}/{cell_id}/seed-{seed}"
+    return f"{RUNS}/cell={cell_id}/seed={seed}"
 
 
 #: The version of the run-directory format, written into summary.json as ``format_version``.
@@ -122,37 +134,78 @@ def _fsync_dir(d: Path) -> None:
 # Writers
 # --------------------------------------------------------------------------------------
 
-WriteFn = Callable[[RunResult, Path], None]
+WriteFn = Callable[["RunResult", Path], None]
 
 
 @dataclass(frozen=True)
 class Writer:
-    """An output format: ``write(result, path)`` writes ``file`` at ``path`` (a temporary name)."""
+    """An output format: ``write(result, path)`` writes ``file`` at ``path`` (a temporary name).
+
+    ``file`` is the file's name, or its pattern (e.g. ``<name>.flent.gz``) when the name
+    depends on the run: then ``file_for(result)`` gives it."""
 
     name: str
     file: str
     write: WriteFn
+    file_for: Callable[[RunResult], str] | None = None
+
+    def filename(self, result: RunResult) -> str:
+        """The name of this writer's file for ``result``."""
+        return self.file_for(result) if self.file_for is not None else self.file
 
 
 #: The registered writers in registration order (the order their files are written in).
 WRITERS: dict[str, Writer] = {}
 
 
-def writer(name: str, *, file: str) -> Callable[[WriteFn], WriteFn]:
-    """Registers an output format ``name`` that writes the run-directory file ``file``."""
+def writer(
+    name: str, *, file: str, file_for: Callable[[RunResult], str] | None = None
+) -> Callable[[WriteFn], WriteFn]:
+    """Registers an output format ``name`` that writes the run-directory file ``file``
+    (named by ``file_for(result)`` when given; ``file`` is then its pattern)."""
 
     def deco(fn: WriteFn) -> WriteFn:
         if name in WRITERS:
             raise ValueError(f"writer '{name}' is registered twice")
-        WRITERS[name] = Writer(name, file, fn)
+        WRITERS[name] = Writer(name, file, fn, file_for)
         return fn
 
     return deco
 
 
+#: The key of the Parquet schema metadata that holds aqmlab's JSON (units, format version).
+PARQUET_META_KEY = b"aqmlab"
+
+
+def labelled_table(result: RunResult) -> Any:
+    """The tidy series as a pyarrow Table with the run's ``run``, ``cell`` and ``seed``
+    columns first and, in the schema metadata under ``aqmlab``, the unit of each series."""
+    import pyarrow as pa
+
+    ts = result.timeseries
+    n = len(ts)
+    labels = result.labels or {"run": result.name or "run", "cell": result.name or "run", "seed": result.summary.get("seed")}
+    table = pa.Table.from_pandas(ts, preserve_index=False)
+    seed = labels.get("seed")
+    cols = {
+        "run": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([str(labels.get("run"))])),
+        "cell": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([str(labels.get("cell"))])),
+        "seed": pa.array([seed] * n, pa.uint64() if seed is not None and seed >= 2**63 else pa.int64()),
+    }
+    for i, (name, arr) in enumerate(cols.items()):
+        table = table.add_column(i, name, arr)
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "units": [{"flow": e, "metric": m, "unit": u} for (e, m), u in result.units.items()],
+    }
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_META_KEY: json.dumps(meta).encode()})
+
+
 @writer("parquet", file=PARQUET)
 def write_parquet(result: RunResult, path: Path) -> None:
-    result.timeseries.to_parquet(path, index=False, engine="pyarrow")
+    import pyarrow.parquet as pq
+
+    pq.write_table(labelled_table(result), path)
 
 
 @writer("csv", file=CSV)
@@ -162,7 +215,22 @@ def write_csv(result: RunResult, path: Path) -> None:
 
 @writer("plot", file=PLOT)
 def write_plot(result: RunResult, path: Path) -> None:
+    from . import plot as _plot  # matplotlib only where a plot is made
+
     _plot.plot_throughput_rtt(result, path)
+
+
+def _flent_file_name(result: RunResult) -> str:
+    from . import flentfile
+
+    return flentfile.file_name(result)
+
+
+@writer("flent", file=FLENT, file_for=_flent_file_name)
+def write_flent(result: RunResult, path: Path) -> None:
+    from . import flentfile  # numpy only where a flent file is made
+
+    flentfile.write(result, path)
 
 
 def summary_text(summary: Mapping[str, Any]) -> str:
@@ -177,31 +245,100 @@ def write_outputs(
     *,
     plot: bool = True,
     csv: bool = True,
+    flent: bool = True,
     formats: Iterable[str] | None = None,
+    command: str | None = None,
 ) -> list[Path]:
     """Writes the files of the writers in ``formats`` (default: every registered writer,
-    less ``csv`` when ``csv=False`` and ``plot`` when ``plot=False``), in registration
-    order, and, last, summary.json."""
+    less ``csv``, ``plot`` or ``flent`` when that argument is False), in registration
+    order, then manifest.json (``command``: the command line that made the run) and, last,
+    summary.json."""
     names = list(WRITERS) if formats is None else list(formats)
     unknown = [n for n in names if n not in WRITERS]
     if unknown:
         raise ValueError(f"unknown output format {', '.join(unknown)} (known: {', '.join(WRITERS)})")
-    skip = {n for n, on in (("csv", csv), ("plot", plot)) if not on}
+    skip = {n for n, on in (("csv", csv), ("plot", plot), ("flent", flent)) if not on}
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for w in WRITERS.values():
         if w.name not in names or w.name in skip:
             continue
-        p = out_dir / w.file
+        p = out_dir / w.filename(result)
         with atomic_path(p) as tmp:
             w.write(result, tmp)
         written.append(p)
 
+    summary = summary_text(result.summary)
+    hashed = ([out_dir / SCENARIO] if (out_dir / SCENARIO).is_file() else []) + written
+    files = {p.name: _sha256_file(p) for p in hashed}
+    files[SUMMARY] = hashlib.sha256(summary.encode("utf-8")).hexdigest()
+    p = out_dir / MANIFEST
+    atomic_write_text(p, manifest_text(result.summary, files, command))
+    written.append(p)
+
     p = out_dir / SUMMARY
-    atomic_write_text(p, summary_text(result.summary))
+    atomic_write_text(p, summary)
     written.append(p)
     _fsync_dir(out_dir)
     return written
+
+
+# --------------------------------------------------------------------------------------
+# Provenance
+# --------------------------------------------------------------------------------------
+
+
+def _sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def source_commit() -> str | None:
+    """The git commit of the aqmlab source this package runs from (``<sha>`` or
+    ``<sha>-dirty``), or None outside a git checkout (an installed wheel) or without git."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, timeout=5, check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return f"{sha}-dirty" if dirty else sha or None
+
+
+def manifest(summary: Mapping[str, Any], files: Mapping[str, str], command: str | None) -> dict[str, Any]:
+    """manifest.json's content. It holds nothing that changes between two runs of the same
+    command at the same source (no clock time, no host name), so reruns stay byte-identical."""
+    from . import __version__
+    from ._sim import __version__ as engine_version
+
+    flows = summary.get("flows", [])
+    return {
+        "format_version": FORMAT_VERSION,
+        "aqmlab_version": __version__,
+        "engine_version": engine_version,
+        "git_commit": source_commit(),
+        "command": command,
+        "name": summary.get("name"),
+        "seed": summary.get("seed"),
+        "stack": summary.get("stack"),
+        "sim_seconds": summary.get("sim_seconds"),
+        "steady_windows_s": {f["name"]: [f.get("steady_from_s"), f.get("steady_to_s")] for f in flows},
+        "warnings": list(summary.get("warnings", [])),
+        "files": dict(files),
+    }
+
+
+def manifest_text(summary: Mapping[str, Any], files: Mapping[str, str], command: str | None) -> str:
+    return json.dumps(manifest(summary, files, command), indent=2, allow_nan=False) + "\n"
 
 
 # --------------------------------------------------------------------------------------

@@ -69,16 +69,21 @@ def run_metrics(summary: Mapping[str, Any]) -> dict[str, Any]:
     m: dict[str, Any] = {}
     flows = summary.get("flows", []) or []
     for i, f in enumerate(flows, 1):
+        m[f"name{i}"] = f.get("name")
         m[f"cc{i}"] = f.get("cc")
         m[f"rtt{i}_ms"] = f.get("rtt_ms")
         m[f"start{i}_s"] = f.get("start_s")
         m[f"dss{i}"] = f.get("steady_mbps")
+        m[f"dss{i}_from_s"] = f.get("steady_from_s")
+        m[f"dss{i}_to_s"] = f.get("steady_to_s")
         m[f"goodput{i}"] = f.get("goodput_mbps")
         m[f"retrans{i}"] = f.get("retransmits")
         m[f"ce{i}"] = f.get("ce_received")
         if f.get("fct_s") is not None:
             m[f"fct{i}_s"] = f.get("fct_s")
     m["jain"] = summary.get("jain_steady")
+    for way, j in (summary.get("jain_steady_by_direction") or {}).items():
+        m[f"jain_{way}"] = j
     d1, d2 = (_num(flows[0].get("steady_mbps")), _num(flows[1].get("steady_mbps"))) if len(flows) >= 2 else (None, None)
     m["ratio"] = d1 / d2 if d1 is not None and d2 else None
     m["share1"] = d1 / (d1 + d2) if d1 is not None and d2 is not None and d1 + d2 > 0 else None
@@ -389,6 +394,28 @@ def _cc_rtt(cell: Cell, spec: Mapping[str, Any], i: int) -> str:
     return f"{name}({flow.get('rtt', '?')})"
 
 
+def _window_note(records: Sequence[Record]) -> str:
+    """The steady-state windows the D_SS columns actually averaged over, and the run length."""
+    spans = sorted(
+        {
+            (r.value(f"dss{i}_from_s"), r.value(f"dss{i}_to_s"), r.value("sim_seconds"))
+            for r in records
+            for i in (1, 2)
+            if isinstance(r.value(f"dss{i}_from_s"), (int, float))
+        }
+    )
+    if not spans:
+        return "no steady window (no flow had a delivery-rate sample)"
+    if len(spans) == 1:
+        a, b, d = spans[0]
+        return f"D_SS window {a:g}-{b:g} s of {d:g} s runs"
+    return (
+        f"D_SS windows from {min(x[0] for x in spans):g}-{min(x[1] for x in spans):g} s to "
+        f"{max(x[0] for x in spans):g}-{max(x[1] for x in spans):g} s (runs of "
+        f"{min(x[2] for x in spans):g}-{max(x[2] for x in spans):g} s)"
+    )
+
+
 def _stat_note(spec: Mapping[str, Any], groups: Sequence[Sequence[Record]], default: str = "mean_std") -> list[str]:
     if any(len(g) > 1 for g in groups):
         n = max(len(g) for g in groups)
@@ -421,8 +448,8 @@ def table_fairness(spec: Mapping[str, Any], suite: Suite, records: list[Record])
             ]
         )
     notes = [
-        "D_SS: steady-state delivery rate in Mbit/s (mean of the 50 ms delivery-rate samples over "
-        "the steady window ending 1 s before the end of the run); Jain's index of the two D_SS."
+        "D_SS: steady-state delivery rate in Mbit/s (mean of the non-zero delivery-rate samples over "
+        f"the steady window: {_window_note(records)}); Jain's index of the two D_SS."
     ] + _stat_note(spec, groups)
     return Table(
         spec.get("title", "Fairness"),
@@ -458,8 +485,8 @@ def table_ratio(spec: Mapping[str, Any], suite: Suite, records: list[Record]) ->
             ]
         )
     notes = [
-        "D_SS: steady-state delivery rate in Mbit/s over the steady window ending 1 s before the "
-        "end of the run; Ratio: DSS1:DSS2 rounded to an integer."
+        f"D_SS: steady-state delivery rate in Mbit/s over the steady window ({_window_note(records)}); "
+        "Ratio: DSS1:DSS2 rounded to an integer."
     ] + _stat_note(spec, groups)
     titles = [suite.axis(a).title or a for a in extra]
     return Table(

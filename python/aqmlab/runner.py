@@ -19,7 +19,7 @@ from typing import Any
 from . import report as rep
 from .api import run as api_run
 from .output import REPORT, RESULTS, SCENARIO, SUMMARY, atomic_write_text, write_outputs
-from .suite import RunSpec, Suite, SuiteError, plan_runs
+from .suite import RunSpec, Suite, SuiteError, check_runs, plan_runs
 
 
 def is_done(run: RunSpec) -> bool:
@@ -41,7 +41,9 @@ def is_done(run: RunSpec) -> bool:
 def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
     """Runs one scenario and writes its files; the unit of work sent to every executor.
 
-    ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir``, ``plot``.
+    ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir`` (absolute),
+    ``plot``, ``flent`` (write the run's ``<name>.flent.gz``; default off in suites),
+    ``command`` (the suite's command line, for manifest.json), ``run`` and ``cell`` (labels).
     Order on disk: the old summary.json goes first, then scenario.toml, then the series and
     the plot, and summary.json last (atomic rename), so a killed run never looks finished.
     ``wall_seconds`` is left out of this summary.json so that the same scenario and seed give
@@ -58,8 +60,11 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
         text = task["text"]
         atomic_write_text(run_dir / SCENARIO, text)
         result = api_run(text)
+        result.labels = {"run": task.get("run", run_dir.name), "cell": task.get("cell", run_dir.parent.name), "seed": result.summary.get("seed")}
         result.summary.pop("wall_seconds", None)
-        write_outputs(result, run_dir, plot=bool(task.get("plot", True)), csv=False)
+        write_outputs(
+            result, run_dir, plot=bool(task.get("plot", True)), csv=False, flent=bool(task.get("flent", False)), command=task.get("command")
+        )
         return {"ok": True, "run_dir": str(run_dir), "seconds": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - reported per run, the suite goes on
         msg = str(e).replace("\n", " ").strip() or type(e).__name__
@@ -175,6 +180,7 @@ def run_suite(
     overrides: Sequence[tuple[str, Any]] = (),
     jobs: int = 1,
     plots: bool = True,
+    flent: bool = False,
     executor: str = "local",
     dask_address: str | None = None,
     force: bool = False,
@@ -182,19 +188,34 @@ def run_suite(
     report: bool = True,
     command: str | None = None,
 ) -> SuiteOutcome:
-    """Runs the suite's missing runs, then writes results.csv and REPORT.md into ``out_dir``."""
+    """Runs the suite's missing runs, then writes results.csv and REPORT.md into ``out_dir``.
+
+    Every cell is checked before any run starts. Run directories are absolute paths, so a
+    worker in another directory (Dask) writes where the report reads; a run whose
+    summary.json is then not found there counts as failed (Dask workers need a filesystem
+    shared with this process: docs/suites.md).
+    """
+    out_dir = out_dir.resolve()
     runs = plan_runs(suite, out_dir, filters=filters, seeds=seeds, overrides=overrides)
+    check_runs(runs)
     todo = [r for r in runs if force or not is_done(r)]
     reused = len(runs) - len(todo)
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
-    tasks = [{"text": r.text, "run_dir": str(r.run_dir), "plot": plots} for r in todo]
+    tasks = [
+        {"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "flent": flent, "command": command,
+         "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id}
+        for r in todo
+    ]
 
     out_dir.mkdir(parents=True, exist_ok=True)
     prog = _Progress(suite.name, len(runs), reused, enabled=progress)
     with prog:
 
         def on_done(i: int, res: dict[str, Any]) -> None:
+            if res.get("ok") and not todo[i].summary_path.is_file():
+                res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
+                       "(do the workers share this filesystem?)"}
             if not res.get("ok"):
                 failed.append((todo[i], str(res.get("error"))))
             prog.advance(ok=bool(res.get("ok")))

@@ -518,13 +518,25 @@ def parse_overrides(items: Iterable[str]) -> list[tuple[str, Any]]:
     return out
 
 
-def override_text(value: Any) -> str:
-    """A parsed ``--set`` value written back as the user would type it."""
-    if isinstance(value, str):
-        return value
+def toml_value(value: Any) -> str:
+    """A value as TOML inline text (the right-hand side of ``key = ...``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return json.dumps(value)
+    if isinstance(value, str):
+        return json.dumps(value)  # a TOML basic string: JSON's escapes are TOML's
+    if isinstance(value, (int, float)):
+        return {float("inf"): "inf", float("-inf"): "-inf"}.get(value, "nan" if value != value else repr(value))
+    if isinstance(value, Mapping):
+        keys = (k if re.fullmatch(r"[A-Za-z0-9_-]+", k) else json.dumps(k) for k in value)
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in zip(keys, value.values())) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(toml_value(v) for v in value) + "]"
+    raise SuiteError(f"cannot write {value!r} as a TOML value")
+
+
+def override_text(value: Any) -> str:
+    """A parsed ``--set`` value written back as the user would type it."""
+    return value if isinstance(value, str) else toml_value(value)
 
 
 @dataclass
@@ -568,13 +580,17 @@ def plan_runs(
     if k_seeds < 1:
         raise SuiteError("--seeds must be at least 1")
     runs: list[RunSpec] = []
+    assignments = [f"{key}={override_text(val)}" for key, val in overrides]
     for cell in suite.cells(filters):
         doc = _deepcopy(cell.scenario)
-        for key, val in overrides:
+        if assignments:
+            # --set is applied by the engine, as `aqmlab run --set` applies it (one meaning).
+            from ._sim import ScenarioError, resolve
+
             try:
-                set_key(doc, key, val)
-            except SuiteError as e:
-                raise SuiteError(f"--set {key}: {e}") from None
+                doc = tomllib.loads(resolve(_toml_dumps(doc), None, assignments))
+            except ScenarioError as e:
+                raise SuiteError(f"--set: {cell.id}: {e}") from None
         base_seed = doc.get("seed", 1)
         if not isinstance(base_seed, int) or base_seed < 0:
             raise SuiteError(f"{suite.name}: seed must be a non-negative integer")
@@ -590,6 +606,22 @@ def plan_runs(
                 RunSpec(cell=cell, seed=seed, replicate=k, run_dir=out_dir / rel, rel_dir=rel, text=_toml_dumps(ordered))
             )
     return runs
+
+
+def check_runs(runs: Sequence[RunSpec]) -> None:
+    """Checks every cell's scenario as a run would (one seed per cell: the seed changes no
+    check), so that a bad key fails the suite before any run starts, naming the cell."""
+    from ._sim import ScenarioError, resolve
+
+    seen: set[str] = set()
+    for r in runs:
+        if r.cell.id in seen:
+            continue
+        seen.add(r.cell.id)
+        try:
+            resolve(r.text, None, [])
+        except ScenarioError as e:
+            raise SuiteError(f"{r.rel_dir}: {e}") from None
 
 
 def suite_command(

@@ -11,15 +11,17 @@ import pytest
 
 from conftest import SCENARIO, SHORT, run_cli
 
-OUTPUTS = {"summary.json", "timeseries.parquet", "timeseries.csv", "throughput_rtt.png"}
+OUTPUTS = {"scenario.toml", "manifest.json", "summary.json", "timeseries.parquet", "timeseries.csv", "throughput_rtt.png",
+           "two-cubic-pfifo.flent.gz"}
 
 
-def test_writes_all_four_files(demo_run):
+def test_writes_every_output_file(demo_run):
     proc, out = demo_run
     assert {p.name for p in out.iterdir()} == OUTPUTS  # and no temporary files left behind
     for name in OUTPUTS:
         assert (out / name).stat().st_size > 0, name
     assert (out / "throughput_rtt.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "two-cubic-pfifo.flent.gz").read_bytes()[:2] == b"\x1f\x8b"  # gzip
     assert "Jain" in proc.stdout and "cubic-0" in proc.stdout
     assert proc.stderr == ""
 
@@ -61,7 +63,8 @@ def test_summary_json_format(demo_run):
 def test_parquet_reads_back_tidy(demo_run):
     _, out = demo_run
     df = pd.read_parquet(out / "timeseries.parquet")
-    assert list(df.columns) == ["time", "flow", "metric", "value"]
+    assert list(df.columns) == ["run", "cell", "seed", "time", "flow", "metric", "value"]
+    assert set(df["seed"]) == {1} and set(df["run"].astype(str)) == {"two-cubic-pfifo"}
     assert set(df["flow"].astype(str)) >= {"cubic-0", "cubic-1", "bottleneck"}
     assert {"goodput", "delivery_rate", "srtt", "qdelay"} <= set(df["metric"].astype(str))
     assert df["time"].max() <= 5.0 + 1e-9
@@ -176,10 +179,18 @@ def test_set_overrides(tmp_path):
     assert sum(f["goodput_mbps"] for f in s["flows"]) <= 20.0 * 1.01
 
 
-def test_unexpected_error_exits_1_without_traceback(tmp_path):
+def test_an_out_dir_that_cannot_be_made_is_bad_input_found_before_the_run(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("")
     out = blocker / "sub"  # a directory cannot be created below a file
+    proc = run_cli("run", SCENARIO, "--out", out, *SHORT)
+    assert proc.returncode == 2 and "--out" in proc.stderr and "cannot create" in proc.stderr
+    assert proc.stderr.count("\n") == 1
+
+
+def test_unexpected_error_exits_1_without_traceback(tmp_path):
+    out = tmp_path / "out"
+    (out / "summary.json").mkdir(parents=True)  # the run's last file cannot replace a directory
     proc = run_cli("run", SCENARIO, "--out", out, *SHORT)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr

@@ -55,6 +55,7 @@ def test_builtin_writers_name_the_layout_files():
         "parquet": output.PARQUET,
         "csv": output.CSV,
         "plot": output.PLOT,
+        "flent": output.FLENT,
     }
     assert [output.PARQUET, output.CSV, output.PLOT, output.SUMMARY] == [
         "timeseries.parquet", "timeseries.csv", "throughput_rtt.png", "summary.json"
@@ -71,8 +72,8 @@ def test_new_format_is_one_function_written_atomically_before_the_summary(result
         seen.append((path.parent, path.name, (tmp_path / "summary.json").exists(), (tmp_path / "flows.txt").exists()))
         path.write_text("\n".join(res.flows) + "\n")
 
-    written = output.write_outputs(result, tmp_path, plot=False)
-    assert [p.name for p in written] == ["timeseries.parquet", "timeseries.csv", "flows.txt", "summary.json"]
+    written = output.write_outputs(result, tmp_path, plot=False, flent=False)
+    assert [p.name for p in written] == ["timeseries.parquet", "timeseries.csv", "flows.txt", "manifest.json", "summary.json"]
     assert len(seen) == 1
     parent, name, summary_existed, final_existed = seen[0]
     assert parent == tmp_path and name != "flows.txt" and name.startswith(".flows.txt.")
@@ -90,14 +91,14 @@ def test_failing_new_writer_leaves_no_summary(result, tmp_path, monkeypatch):
         raise RuntimeError("disk went away")
 
     with pytest.raises(RuntimeError):
-        output.write_outputs(result, tmp_path, plot=False, csv=False)
+        output.write_outputs(result, tmp_path, plot=False, csv=False, flent=False)
     assert {p.name for p in tmp_path.iterdir()} == {"timeseries.parquet"}
 
 
 def test_formats_select_writers_and_unknown_or_duplicate_names_are_errors(result, tmp_path, monkeypatch):
     written = output.write_outputs(result, tmp_path, formats=["csv"])
-    assert [p.name for p in written] == ["timeseries.csv", "summary.json"]
-    assert {p.name for p in tmp_path.iterdir()} == {"timeseries.csv", "summary.json"}
+    assert [p.name for p in written] == ["timeseries.csv", "manifest.json", "summary.json"]
+    assert {p.name for p in tmp_path.iterdir()} == {"timeseries.csv", "manifest.json", "summary.json"}
     with pytest.raises(ValueError, match="unknown output format pcap"):
         output.write_outputs(result, tmp_path, formats=["csv", "pcap"])
     monkeypatch.setattr(output, "WRITERS", dict(output.WRITERS))

@@ -197,7 +197,7 @@ def test_tiny_suite_writes_report_results_and_run_files(tiny):
     assert len(lines) == 4
     assert "| pie | prague(20ms) |" in lines[0] and "cubic-ecn(20ms)" in lines[0]
     assert "cubic-noecn(20ms)" in lines[2]
-    assert ":1 | [plot](runs/cubic_ecn_pie/seed-1/throughput_rtt.png) |" in lines[0]
+    assert ":1 | [plot](runs/cell=cubic_ecn_pie/seed=1/throughput_rtt.png) |" in lines[0]
     assert "Made by `aqmlab suite run l4s-tests/s6 --filter classic=cubic --filter qdisc=pie,red_400000 --set duration=4s`" in report
     rows = _rows(out / "results.csv")
     assert len(rows) == 4
@@ -206,7 +206,7 @@ def test_tiny_suite_writes_report_results_and_run_files(tiny):
     assert {r["qdisc"] for r in rows} == {"pie", "red_400000"} and {r["ecn"] for r in rows} == {"ecn", "noecn"}
     assert all(float(r["dss1"]) > 0 and r["status"] == "ok" for r in rows)
     run_dir = out / rows[0]["run_dir"]
-    assert {p.name for p in run_dir.iterdir()} == {"scenario.toml", "summary.json", "timeseries.parquet", "throughput_rtt.png"}
+    assert {p.name for p in run_dir.iterdir()} == {"scenario.toml", "manifest.json", "summary.json", "timeseries.parquet", "throughput_rtt.png"}
     # the run directory's scenario re-runs with the plain CLI
     code, _, stderr = cli("run", run_dir / "scenario.toml", "--out", run_dir.parent / "rerun", "--quiet", "--no-plot")
     assert code == 0, stderr
@@ -218,7 +218,7 @@ def test_tiny_suite_writes_report_results_and_run_files(tiny):
 
 def test_resume_skips_finished_runs_and_reruns_stale_ones(tiny, tmp_path):
     _, out = tiny
-    summaries = sorted(out.glob("runs/*/seed-*/summary.json"))
+    summaries = sorted(out.glob("runs/*/seed=*/summary.json"))
     before = {p: p.stat().st_mtime_ns for p in summaries}
     code, stdout, stderr = cli("suite", "run", *TINY, "--jobs", "2", "--out", out, "--no-plots")
     assert code == 0, stderr
@@ -245,7 +245,7 @@ def test_runs_from_before_format_version_are_reused_and_reported_alike(tiny, tmp
     _, done = tiny
     out = tmp_path / "s6"
     shutil.copytree(done, out)
-    for p in out.glob("runs/*/seed-*/summary.json"):
+    for p in out.glob("runs/*/seed=*/summary.json"):
         doc = json.loads(p.read_text())
         assert doc.pop("format_version") == 1
         p.write_text(json.dumps(doc, indent=2) + "\n")  # as written before the field existed
@@ -262,7 +262,7 @@ def test_a_summary_from_a_newer_format_stops_the_report_with_one_line(tiny, tmp_
     _, done = tiny
     out = tmp_path / "s6"
     shutil.copytree(done, out)
-    p = sorted(out.glob("runs/*/seed-*/summary.json"))[0]
+    p = sorted(out.glob("runs/*/seed=*/summary.json"))[0]
     doc = json.loads(p.read_text())
     doc["format_version"] = 99
     p.write_text(json.dumps(doc, indent=2) + "\n")
@@ -309,7 +309,7 @@ def test_same_cell_is_byte_identical_with_one_or_two_jobs(tmp_path):
     for out, jobs in ((a, "1"), (b, "2")):
         code, _, stderr = cli("suite", "run", *args, "--jobs", jobs, "--out", out)
         assert code == 0, stderr
-    files = sorted(p.relative_to(a) for p in a.glob("runs/*/seed-*/summary.json"))
+    files = sorted(p.relative_to(a) for p in a.glob("runs/*/seed=*/summary.json"))
     assert len(files) == 2
     for rel in files:
         assert (a / rel).read_bytes() == (b / rel).read_bytes()
@@ -405,10 +405,10 @@ def test_validate_on_a_tiny_subset(tmp_path):
     assert s1_row.count(" ± ") == 6, s1_row  # DSS1, DSS2, Jain on both stacks
     assert s6_row.count(" ± ") == 6, s6_row  # DSS1, DSS2, ratio on both stacks
     for d in ("l4s-tests/s1", "l4s-tests/s1@linux", "l4s-tests/s6", "l4s-tests/s6@linux"):
-        assert len(list((out / d).glob("runs/*/seed-*/summary.json"))) == 2, d
+        assert len(list((out / d).glob("runs/*/seed=*/summary.json"))) == 2, d
         assert (out / d / "REPORT.md").is_file() and (out / d / "results.csv").is_file()
-    assert 'stack = "linux"' in next((out / "l4s-tests/s6@linux").glob("runs/*/seed-1/scenario.toml")).read_text()
-    assert 'stack = "l4steam-2020"' in next((out / "l4s-tests/s6").glob("runs/*/seed-1/scenario.toml")).read_text()
+    assert 'stack = "linux"' in next((out / "l4s-tests/s6@linux").glob("runs/*/seed=1/scenario.toml")).read_text()
+    assert 'stack = "l4steam-2020"' in next((out / "l4s-tests/s6").glob("runs/*/seed=1/scenario.toml")).read_text()
 
     # --no-linux: the same runs (reused), no linux column
     code, _, stderr = cli("validate", "--out", out, *VAL_TINY, "--seeds", "2", "--no-linux", "--report", tmp_path / "nolinux.md")
@@ -542,7 +542,7 @@ def test_fct_harm_rows_are_derived_from_the_solo_run(tmp_path):
     section = text.split("## FCT harm per RTT and competitor")[1].split("\n## ")[0]
     rows = [line for line in section.splitlines() if line.startswith("| 20 |")]
     assert [r.split(" | ")[1] for r in rows] == ["cubic", "prague"]
-    summ = {c: json.loads((out / f"runs/20_{c}/seed-1/summary.json").read_text())["workloads"][0] for c in ("none", "cubic", "prague")}
+    summ = {c: json.loads((out / f"runs/cell=20_{c}/seed=1/summary.json").read_text())["workloads"][0] for c in ("none", "cubic", "prague")}
     for row, c in zip(rows, ("cubic", "prague")):
         cells = [x.strip() for x in row.strip("|").split("|")]
         assert float(cells[2]) == pytest.approx(summ["none"]["fct_geomean_s"], abs=6e-4)

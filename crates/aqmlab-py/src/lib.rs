@@ -50,6 +50,16 @@ fn run(
     }
 }
 
+/// resolve(toml_text, seed=None, overrides=[]) -> str
+///
+/// The scenario that would run, as TOML: the text with the `key=value` overrides and the seed
+/// written in, after validation (raises `ScenarioError` as `run` does). Runs nothing.
+#[pyfunction]
+#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new()))]
+fn resolve(toml_text: String, seed: Option<u64>, overrides: Vec<String>) -> PyResult<String> {
+    aqmlab_sim::resolve_toml(&toml_text, seed, &overrides).map_err(|e| ScenarioError::new_err(e.to_string()))
+}
+
 /// qdisc_table() -> str
 ///
 /// Every queue discipline's parameter table as a JSON array: per kind its `name`,
@@ -71,6 +81,7 @@ fn cc_table() -> String {
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run, m)?)?;
+    m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(qdisc_table, m)?)?;
     m.add_function(wrap_pyfunction!(cc_table, m)?)?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;

@@ -113,8 +113,9 @@ impl Endpoint {
     }
 
     /// The `summary.json` entry at the end of the run (`end`); `window_s` is the
-    /// steady-state window. `None` for a transient group's flow (its group reports it).
-    pub fn summary(&mut self, end: Time, window_s: f64) -> Option<EndpointSummary> {
+    /// steady-state window (`None`: auto). `None` for a transient group's flow (its group
+    /// reports it).
+    pub fn summary(&mut self, end: Time, window_s: Option<f64>) -> Option<EndpointSummary> {
         Some(match self {
             Endpoint::Tcp(f) if !f.listed => return None,
             Endpoint::Tcp(f) => EndpointSummary::Flow(f.summary(end, window_s)),
@@ -174,6 +175,13 @@ impl Endpoints {
     /// The TCP flow with id `id`; panics if that endpoint is not one.
     pub fn tcp(&self, id: usize) -> &TcpFlow {
         match &self.list[id] {
+            Endpoint::Tcp(f) => f,
+            _ => panic!("endpoint {id} is not a TCP flow"),
+        }
+    }
+    /// [`Endpoints::tcp`], mutable.
+    pub fn tcp_mut(&mut self, id: usize) -> &mut TcpFlow {
+        match &mut self.list[id] {
             Endpoint::Tcp(f) => f,
             _ => panic!("endpoint {id} is not a TCP flow"),
         }

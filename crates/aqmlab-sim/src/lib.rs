@@ -22,7 +22,7 @@ pub mod tcp;
 pub mod time;
 pub mod units;
 
-pub use scenario::{Scenario, ScenarioError};
+pub use scenario::{resolve_toml, Scenario, ScenarioError};
 pub use sim::{RunOutput, Simulation};
 pub use time::{Rate, Time};
 

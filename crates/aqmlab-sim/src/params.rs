@@ -143,6 +143,10 @@ pub enum Type {
     Limit,
     /// A value in the syntax shown, read by `parse(key, text)`; its errors name the key.
     Custom { syntax: &'static str, parse: fn(&str, &str) -> Result<Value, String> },
+    /// Several tokens in the syntax shown (netem's `delay TIME [JITTER [CORRELATION]]`,
+    /// where tc looks ahead with `NEXT_IS_NUMBER`): declared here for the "known" lists and
+    /// listings, read by the kind's own reader; [`read_one`] refuses to read it.
+    Tokens { syntax: &'static str },
     /// Accepted and ignored: no effect in this model.
     Ignored,
     /// Refused, for the reason given.
@@ -297,7 +301,7 @@ impl Param {
             Type::Rate => "rate".into(),
             Type::Bytes => "bytes".into(),
             Type::Limit => "packets (N, Np) or bytes (Nb)".into(),
-            Type::Custom { syntax, .. } => syntax.into(),
+            Type::Custom { syntax, .. } | Type::Tokens { syntax } => syntax.into(),
             Type::Ignored => "keyword (no effect)".into(),
             Type::Unsupported(why) => format!("not supported: {why}"),
             Type::Absent(note) => format!("absent: {note}"),
@@ -339,6 +343,17 @@ impl<C: ?Sized> Kind<C> {
     }
 }
 
+/// The keywords of a table for "known: ..." lists (`delay (latency), limit, ...`; none for
+/// refused parameters).
+pub fn known_keys(params: &[Param]) -> String {
+    let known: Vec<String> = params.iter().flat_map(Param::keys).collect();
+    if known.is_empty() {
+        "none".to_string()
+    } else {
+        known.join(", ")
+    }
+}
+
 /// Reads `p`'s tokens against the table `params`: every key must name a parameter (or be
 /// one of its words); values are read by the parameter's type and range. `kind` names the
 /// discipline in errors.
@@ -348,10 +363,7 @@ pub fn parse_args(kind: &'static str, params: &'static [Param], p: &mut Params, 
         match read_one(params, key, p)? {
             Some((i, Some(v))) => args.set(i, v),
             Some((_, None)) => {}
-            None => {
-                let known: Vec<String> = params.iter().flat_map(Param::keys).collect();
-                return Err(p.unknown(key, &if known.is_empty() { "none".to_string() } else { known.join(", ") }));
-            }
+            None => return Err(p.unknown(key, &known_keys(params))),
         }
     }
     Ok(args)
@@ -391,6 +403,7 @@ pub fn read_one(params: &[Param], key: &str, p: &mut Params) -> Result<Option<(u
             let text = p.value(key)?;
             parse(key, text).map_err(|e| p.invalid(e))?
         }
+        (Type::Tokens { .. }, None) => return Err(p.invalid(format!("'{key}' is read by its kind's own reader"))),
     };
     let v = match par.check {
         Some(check) => check(key, v).map_err(|e| p.invalid(e))?,

@@ -94,6 +94,30 @@ impl Stack {
         }
     }
 
+    /// The kernel's PRR (`tcp_cwnd_reduction`): the 5.4-based 2020 kernels run the 2015 form,
+    /// 5.15 (`l4steam-2024`) the Oct-2020 form, today's Linux the May-2022 form
+    /// (`crate::tcp::PrrVersion` cites the patches).
+    pub fn prr_version(self) -> crate::tcp::PrrVersion {
+        use crate::tcp::PrrVersion;
+        match self {
+            Stack::Linux => PrrVersion::Crb,
+            Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 => PrrVersion::RetransAcked,
+            Stack::L4steam2024 => PrrVersion::UnaAdvanced,
+        }
+    }
+
+    /// The kernel's `tcp_cwnd_validate`: the 5.4-based 2020 trees predate both fixes (Dec
+    /// 2020, 2022). `l4steam-2024` (5.15.72) has the Dec-2020 fix; whether its stable base
+    /// already had the Oct-2022 backport of the 2022 fix is not established, so it keeps
+    /// today's (`crate::tcp::CwndValidate`).
+    pub fn cwnd_validate(self) -> crate::tcp::CwndValidate {
+        use crate::tcp::CwndValidate;
+        match self {
+            Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 => CwndValidate::SentOnly2015,
+            Stack::Linux | Stack::L4steam2024 => CwndValidate::Sticky,
+        }
+    }
+
     /// The 2020-2024 L4STeam kernels, which share the out-of-tree DualPI2 and Prague lineage.
     pub fn is_l4steam(self) -> bool {
         matches!(self, Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::L4steam2024)
@@ -141,6 +165,21 @@ mod tests {
         assert_eq!(Stack::Linux.default_rwnd_bytes(), None);
         for p in [Stack::L4steam2020, Stack::L4steam2020Apr, Stack::Sce2020, Stack::L4steam2024] {
             assert_eq!(p.default_rwnd_bytes(), Some(3_145_728), "{p}");
+        }
+    }
+
+    #[test]
+    fn each_kernel_gets_the_recovery_code_of_its_base() {
+        use crate::tcp::{CwndValidate, PrrVersion, TcpConfig};
+        for (p, prr, cv) in [
+            (Stack::Linux, PrrVersion::Crb, CwndValidate::Sticky),
+            (Stack::L4steam2020, PrrVersion::RetransAcked, CwndValidate::SentOnly2015),
+            (Stack::L4steam2020Apr, PrrVersion::RetransAcked, CwndValidate::SentOnly2015),
+            (Stack::Sce2020, PrrVersion::RetransAcked, CwndValidate::SentOnly2015),
+            (Stack::L4steam2024, PrrVersion::UnaAdvanced, CwndValidate::Sticky),
+        ] {
+            let cfg = TcpConfig::default().on_host(true, p);
+            assert_eq!((cfg.prr, cfg.cwnd_validate), (prr, cv), "{p}");
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::path::tunnel::{self, TunnelSpec};
 use crate::profile::Stack;
 use crate::qdisc::QdiscSpec;
 use crate::time::{Rate, Time};
-use crate::units::{parse_bytes, parse_rate, parse_time};
+use crate::units::{parse_bytes, parse_rate_with_unit, parse_time};
 use serde::de::{self, Deserializer};
 use serde::Deserialize;
 use std::fmt;
@@ -25,7 +25,7 @@ pub struct Scenario {
     #[serde(deserialize_with = "de_time")]
     pub duration: Time,
     /// Seed of every random stream of the run.
-    #[serde(default = "default_seed")]
+    #[serde(default = "default_seed", deserialize_with = "de_seed")]
     pub seed: u64,
     /// The era profile: which version of each algorithm runs (`profile.rs`; default `linux`).
     #[serde(default)]
@@ -208,9 +208,11 @@ pub struct Metrics {
     /// Sampling grid of every series (flent's step_size).
     #[serde(default = "default_step", deserialize_with = "de_time")]
     pub step: Time,
-    /// Window of the steady-state delivery rate (algorithms.md 5.2).
-    #[serde(default = "default_steady_window", deserialize_with = "de_time")]
-    pub steady_window: Time,
+    /// Window of the steady-state delivery rate (algorithms.md 5.2): a time (l4s-tests'
+    /// `60s`, the window before the last second of the flow), or `"auto"` (the default): the
+    /// second half of each flow's life, at most 60 s (`metrics::steady_window`). `None` is auto.
+    #[serde(default, deserialize_with = "de_steady_window")]
+    pub steady_window: Option<Time>,
     /// Delay-spike thresholds (algorithms.md 5.5 / 4.3): for each, the longest contiguous
     /// time the bottleneck backlog exceeds this much time's worth of bytes at the link rate.
     #[serde(default, deserialize_with = "de_times")]
@@ -224,7 +226,7 @@ impl Default for Metrics {
     fn default() -> Self {
         Metrics {
             step: default_step(),
-            steady_window: default_steady_window(),
+            steady_window: None,
             spike_thresholds: Vec::new(),
             spike_after: Time::ZERO,
         }
@@ -234,8 +236,23 @@ impl Default for Metrics {
 fn default_step() -> Time {
     Time::from_millis(50)
 }
-fn default_steady_window() -> Time {
-    Time::from_secs(60)
+/// A seed: a TOML integer, or (above TOML's i64 range, as a resolved scenario writes it)
+/// decimal text.
+fn de_seed<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let s = expect_str(d, "an integer 0..2^64-1")?;
+    s.trim().parse::<u64>().map_err(|_| de::Error::custom(format!("'{s}' is not an integer 0..2^64-1")))
+}
+
+fn de_steady_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::Error> {
+    let s = expect_str(d, "a time such as \"60s\", or \"auto\"")?;
+    if s.trim() == "auto" {
+        return Ok(None);
+    }
+    let t = parse_time(&s, None).map_err(|e| de::Error::custom(format!("{e}, or \"auto\"")))?;
+    if t == Time::ZERO {
+        return Err(de::Error::custom("must be greater than zero (or \"auto\")"));
+    }
+    Ok(Some(t))
 }
 
 /// One flow (or `count` identical flows).
@@ -704,7 +721,7 @@ fn de_times<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Time>, D::Error> {
 }
 fn de_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Rate, D::Error> {
     let s = expect_str(d, "a rate such as \"50Mbit\"")?;
-    parse_rate(&s).map_err(de::Error::custom)
+    parse_rate_with_unit(&s).map_err(de::Error::custom)
 }
 fn de_opt_rate<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Rate>, D::Error> {
     de_rate(d).map(Some)
@@ -762,17 +779,38 @@ fn line_of_key(text: &str, key: &str) -> Option<usize> {
     .map(|i| i + 1)
 }
 
+/// Parses TOML text into a table and applies `--set key=value` overrides to it.
+fn parse_with_overrides(text: &str, overrides: &[String]) -> Result<toml::Table, ScenarioError> {
+    let mut doc: toml::Table = toml::from_str(text).map_err(|e| ScenarioError {
+        key: String::new(),
+        line: e.span().map(|s| line_of(text, s.start)),
+        message: one_line(e.message()),
+    })?;
+    for o in overrides {
+        apply_override(&mut doc, o)?;
+    }
+    Ok(doc)
+}
+
+/// The scenario that runs for `text` with `--set` overrides and `--seed`: the same TOML
+/// document with the overrides (and the seed) written in, after checking that it is valid.
+/// Keys left out keep their defaults, which depend on the aqmlab version (a run's
+/// manifest.json names it).
+pub fn resolve_toml(text: &str, seed: Option<u64>, overrides: &[String]) -> Result<String, ScenarioError> {
+    Scenario::from_toml(text, overrides)?;
+    let mut doc = parse_with_overrides(text, overrides)?;
+    if let Some(seed) = seed {
+        // TOML integers are i64; larger seeds are written as text, which `seed` accepts too.
+        let v = i64::try_from(seed).map_or_else(|_| toml::Value::String(seed.to_string()), toml::Value::Integer);
+        doc.insert("seed".into(), v);
+    }
+    toml::to_string(&doc).map_err(|e| ScenarioError { key: String::new(), line: None, message: one_line(&e.to_string()) })
+}
+
 impl Scenario {
     /// Parses TOML text, applying `--set key=value` overrides first.
     pub fn from_toml(text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
-        let mut doc: toml::Table = toml::from_str(text).map_err(|e| ScenarioError {
-            key: String::new(),
-            line: e.span().map(|s| line_of(text, s.start)),
-            message: one_line(e.message()),
-        })?;
-        for o in overrides {
-            apply_override(&mut doc, o)?;
-        }
+        let mut doc = parse_with_overrides(text, overrides)?;
         move_media_flows(&mut doc);
         let overridden = !overrides.is_empty();
         let value = toml::Value::Table(doc);
@@ -789,6 +827,22 @@ impl Scenario {
             message,
         })?;
         Ok(sc)
+    }
+
+    /// What runs differently than the scenario may seem to say: summary.json's `warnings`,
+    /// printed on stderr by the CLI. Not errors: each is what Linux would do too.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (i, f) in self.flows.iter().enumerate() {
+            if f.cc.kind_name() == "prague" && f.ecn != EcnMode::L4s {
+                let what = match f.ecn {
+                    EcnMode::Off => "runs as Linux's prague-reno fallback (Reno, unpaced)",
+                    _ => "gets classic ECN feedback (ECE until CWR), not the per-packet CE counts Prague is built for",
+                };
+                out.push(format!("flows[{i}]: cc = \"prague\" without ecn = \"l4s\" {what}; set ecn = \"l4s\" for TCP Prague"));
+            }
+        }
+        out
     }
 
     /// Range checks that serde cannot express.
@@ -1074,40 +1128,69 @@ fn apply_override(doc: &mut toml::Table, assignment: &str) -> Result<(), Scenari
         .ok()
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(raw.trim().to_string()));
-    let parts: Vec<&str> = path.trim().split('.').collect();
-    let mut table = doc;
-    for (n, part) in parts.iter().enumerate() {
-        let (name, index) = match part.split_once('[') {
-            Some((name, rest)) => {
-                let idx = rest
-                    .strip_suffix(']')
-                    .and_then(|i| i.parse::<usize>().ok())
-                    .ok_or_else(|| fail(format!("bad index in '{part}'")))?;
-                (name, Some(idx))
-            }
-            None => (*part, None),
-        };
-        let last = n + 1 == parts.len();
-        if last && index.is_none() {
-            table.insert(name.to_string(), value);
-            return Ok(());
+    let mut steps = Vec::new();
+    for part in path.trim().split('.') {
+        let (name, mut rest) = part.split_once('[').map_or((part, ""), |(n, r)| (n, r));
+        let name_ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if !name_ok {
+            return Err(fail(format!("bad key '{}': cannot parse '{part}'", path.trim())));
         }
-        let entry = table.entry(name.to_string()).or_insert_with(|| toml::Value::Table(Default::default()));
-        let next = match (entry, index) {
-            (toml::Value::Array(a), Some(i)) => a.get_mut(i).ok_or_else(|| fail(format!("'{name}' has no element {i}")))?,
-            (e, None) => e,
-            (_, Some(_)) => return Err(fail(format!("'{name}' is not a list"))),
-        };
-        if last {
-            *next = value;
-            return Ok(());
+        steps.push(Step::Key(name));
+        while !rest.is_empty() {
+            let (idx, after) = rest.split_once(']').ok_or_else(|| fail(format!("bad index in '{part}'")))?;
+            steps.push(match idx {
+                "*" => Step::Every,
+                i => Step::Index(i.parse().map_err(|_| fail(format!("bad index in '{part}'")))?),
+            });
+            rest = match after {
+                "" => "",
+                a => a.strip_prefix('[').ok_or_else(|| fail(format!("bad index in '{part}'")))?,
+            };
         }
-        table = match next {
-            toml::Value::Table(t) => t,
-            _ => return Err(fail(format!("'{part}' is not a table"))),
-        };
     }
-    Ok(())
+    let mut node = toml::Value::Table(std::mem::take(doc));
+    let r = assign(&mut node, &steps, &value).map_err(fail);
+    if let toml::Value::Table(t) = node {
+        *doc = t;
+    }
+    r
+}
+
+/// One step of an override's key path: `name`, `[i]` or `[*]` (every element).
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+    Every,
+}
+
+/// Assigns `value` at `steps` below `node`. Missing tables are created; list indices must
+/// exist. A table assigned onto a table is merged into it (`flows[0]={cc="reno"}` keeps the
+/// flow's other keys), as the suites' `set` tables do.
+fn assign(node: &mut toml::Value, steps: &[Step], value: &toml::Value) -> Result<(), String> {
+    let Some((step, rest)) = steps.split_first() else {
+        match (node, value) {
+            (toml::Value::Table(t), toml::Value::Table(v)) => t.extend(v.iter().map(|(k, x)| (k.clone(), x.clone()))),
+            (n, v) => *n = v.clone(),
+        }
+        return Ok(());
+    };
+    match (step, node) {
+        (Step::Key(k), toml::Value::Table(t)) => {
+            let child = t.entry(k.to_string()).or_insert_with(|| match rest.first() {
+                Some(Step::Index(_) | Step::Every) => toml::Value::Array(Vec::new()),
+                _ => toml::Value::Table(Default::default()),
+            });
+            assign(child, rest, value)
+        }
+        (Step::Key(k), _) => Err(format!("'{k}' is inside a value that is not a table")),
+        (Step::Index(i), toml::Value::Array(a)) => {
+            let n = a.len();
+            let el = a.get_mut(*i).ok_or_else(|| format!("no element {i} (the list has {n})"))?;
+            assign(el, rest, value)
+        }
+        (Step::Every, toml::Value::Array(a)) => a.iter_mut().try_for_each(|el| assign(el, rest, value)),
+        (_, _) => Err("an index applied to a value that is not a list".into()),
+    }
 }
 
 #[cfg(test)]
@@ -1171,6 +1254,23 @@ count = 2        # optional: this many identical flows
     }
 
     #[test]
+    fn overrides_reach_every_element_and_merge_tables() {
+        let two = format!("{MINIMAL}[[flows]]\ncc = \"reno\"\nrtt = \"10ms\"\n");
+        let s = Scenario::from_toml(&two, &["flows[*].rtt=40ms".to_string()]).unwrap();
+        assert_eq!((s.flows[0].rtt, s.flows[1].rtt), (Time::from_millis(40), Time::from_millis(40)));
+        // A table merges into the flow: rtt and count stay.
+        let s = Scenario::from_toml(MINIMAL, &["flows[0]={ cc = \"reno\", ecn = \"off\" }".to_string()]).unwrap();
+        assert_eq!((s.flows[0].cc.kind_name(), s.flows[0].rtt, s.flows[0].count), ("reno", Time::from_millis(20), 2));
+        // Nested indices and new tables.
+        let s = Scenario::from_toml(MINIMAL, &["metrics.step=10ms".to_string()]).unwrap();
+        assert_eq!(s.metrics.step, Time::from_millis(10));
+        for (bad, want) in [("flows[x].rtt=1ms", "bad index"), ("flows[0.rtt=1ms", "bad index"), ("a..b=1", "bad key"), ("duration.x=1", "not a table")] {
+            let e = Scenario::from_toml(MINIMAL, &[bad.to_string()]).unwrap_err().to_string();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
     fn media_table_parses_with_tool_defaults_and_checks_ranges() {
         let text = format!("{MINIMAL}[[media]]\nkind = \"scream\"\nrtt = \"25ms\"\necn = \"ect1\"\nmax_bitrate = \"100Mbit\"\n");
         let s = Scenario::from_toml(&text, &[]).unwrap();
@@ -1181,5 +1281,49 @@ count = 2        # optional: this many identical flows
         assert!(e.contains("media[0].start_bitrate"), "{e}");
         let e = err(&text.replace("kind = \"scream\"", "kind = \"gcc\""));
         assert!(e.contains("media[0].kind"), "{e}");
+    }
+
+    #[test]
+    fn resolved_text_carries_overrides_and_seed_and_runs_the_same_scenario() {
+        let o = vec!["bottleneck.rate=10Mbit".to_string(), "flows[0].rtt=40ms".to_string()];
+        let text = resolve_toml(MINIMAL, Some(7), &o).unwrap();
+        let r = Scenario::from_toml(&text, &[]).unwrap();
+        assert_eq!((r.bottleneck.rate, r.flows[0].rtt, r.seed), (Rate(10_000_000), Time::from_millis(40), 7));
+        // A seed beyond TOML's i64 is written as text and read back.
+        let text = resolve_toml(MINIMAL, Some(u64::MAX), &[]).unwrap();
+        assert!(text.contains("seed = \"18446744073709551615\""), "{text}");
+        assert_eq!(Scenario::from_toml(&text, &[]).unwrap().seed, u64::MAX);
+        // Invalid overrides are refused as from_toml refuses them.
+        assert!(resolve_toml(MINIMAL, None, &["flows[0].rtt=40".to_string()]).unwrap_err().to_string().contains("flows[0].rtt"));
+    }
+
+    #[test]
+    fn rates_without_a_unit_are_refused_with_the_key() {
+        let e = err(&MINIMAL.replace("rate = \"50Mbit\"", "rate = \"50\""));
+        assert!(e.contains("bottleneck.rate") && e.contains("a unit is needed"), "{e}");
+        let e = err(&MINIMAL.replace("rate = \"50Mbit\"", "rate = 50"));
+        assert!(e.contains("bottleneck.rate") && e.contains("a unit is needed"), "{e}");
+        // tc-syntax qdisc arguments keep tc's rule (a bare number is bit/s).
+        assert!(Scenario::from_toml(&MINIMAL.replace("pfifo limit 1000", "cake bandwidth 50000000"), &[]).is_ok());
+    }
+
+    #[test]
+    fn steady_window_is_auto_unless_given() {
+        assert_eq!(Scenario::from_toml(MINIMAL, &[]).unwrap().metrics.steady_window, None);
+        let with = |v: &str| Scenario::from_toml(&format!("{MINIMAL}[metrics]\nsteady_window = {v}\n"), &[]);
+        assert_eq!(with("\"auto\"").unwrap().metrics.steady_window, None);
+        assert_eq!(with("\"60s\"").unwrap().metrics.steady_window, Some(Time::from_secs(60)));
+        assert!(with("\"0s\"").unwrap_err().to_string().contains("metrics.steady_window"));
+        assert!(with("\"often\"").unwrap_err().to_string().contains("auto"));
+    }
+
+    #[test]
+    fn prague_without_l4s_ecn_is_warned_about() {
+        let s = |ecn: &str| Scenario::from_toml(&MINIMAL.replace("cc = \"cubic\"", &format!("cc = \"prague\"\necn = \"{ecn}\"")), &[]).unwrap();
+        assert_eq!(s("l4s").warnings(), Vec::<String>::new());
+        let w = s("off").warnings();
+        assert!(w.len() == 1 && w[0].starts_with("flows[0]: ") && w[0].contains("prague-reno"), "{w:?}");
+        assert!(s("rfc3168").warnings()[0].contains("classic ECN feedback"));
+        assert!(Scenario::from_toml(MINIMAL, &[]).unwrap().warnings().is_empty());
     }
 }

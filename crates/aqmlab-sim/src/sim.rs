@@ -25,6 +25,7 @@ use crate::build::Built;
 use crate::path::shared::{ScheduledChange, SharedLink, BOTTLENECK, RETURN};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::path::{Element, ElementCtx, Link};
+use crate::profile::Stack;
 use crate::qdisc;
 use crate::scenario::Scenario;
 use crate::tcp::{EndpointCtx, TcpReceiver, TcpSender};
@@ -47,8 +48,11 @@ pub struct Simulation {
     now: Time,
     end: Time,
     step: Time,
-    steady_window: Time,
+    /// `[metrics] steady_window`; `None`: "auto" (metrics::steady_window).
+    steady_window: Option<Time>,
     seed: u64,
+    stack: Stack,
+    warnings: Vec<String>,
     name: Option<String>,
     events: EventQueue,
     elements: Vec<Element>,
@@ -86,6 +90,12 @@ pub struct Summary {
     pub wall_seconds: f64,
     pub events: u64,
     pub seed: u64,
+    /// The era profile the run modelled (`stack`, docs/profiles.md).
+    pub stack: &'static str,
+    /// Things the scenario asked for that run differently than it may seem (also printed
+    /// on stderr by the CLI), e.g. `prague` without L4S ECN running as Reno.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
     pub flows: Vec<FlowSummary>,
     pub bottleneck: BottleneckSummary,
     /// The reverse link (the default one when `[return]` is absent).
@@ -93,7 +103,11 @@ pub struct Summary {
     /// The `[[bottleneck.upstream]]` links, in path order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub upstream: Vec<BottleneckSummary>,
+    /// Jain's index of the flows' D_SS; null when flows go both ways (uploads and
+    /// downloads do not share a bottleneck queue), which `jain_steady_by_direction` reports.
     pub jain_steady: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jain_steady_by_direction: Option<JainByDirection>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub probes: Vec<ProbeSummary>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -106,6 +120,28 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub transients: Vec<TransientSummary>,
     pub packets: Conservation,
+}
+
+/// Jain's index per direction of a run with uploads and downloads.
+#[derive(Clone, Copy, Debug, Serialize)]
+pub struct JainByDirection {
+    pub up: Option<f64>,
+    pub down: Option<f64>,
+}
+
+/// Jain's index of the flows' D_SS (`None` if a flow has none); per direction when the flows
+/// go both ways.
+fn jain_of(flows: &[FlowSummary]) -> (Option<f64>, Option<JainByDirection>) {
+    let of = |dir: Option<&str>| -> Option<f64> {
+        let steady: Option<Vec<f64>> = flows.iter().filter(|f| dir.map_or(true, |d| f.direction == d)).map(|f| f.steady_mbps).collect();
+        steady.and_then(|s| jain_index(&s))
+    };
+    let mixed = flows.iter().any(|f| f.direction != flows[0].direction);
+    if mixed {
+        (None, Some(JainByDirection { up: of(Some("up")), down: of(Some("down")) }))
+    } else {
+        (of(None), None)
+    }
 }
 
 /// Everything a run produces.
@@ -125,6 +161,8 @@ impl Simulation {
             step: sc.metrics.step,
             steady_window: sc.metrics.steady_window,
             seed: sc.seed,
+            stack: sc.stack,
+            warnings: sc.warnings(),
             name: sc.name.clone(),
             events,
             elements,
@@ -192,6 +230,11 @@ impl Simulation {
     /// The sender of TCP flow `flow` (an endpoint id below the probes').
     pub fn sender(&self, flow: usize) -> &TcpSender {
         &self.endpoints.tcp(flow).sender
+    }
+    /// [`Simulation::sender`], mutable (to switch on its per-ACK trace,
+    /// [`TcpSender::trace_acks`]).
+    pub fn sender_mut(&mut self, flow: usize) -> &mut TcpSender {
+        &mut self.endpoints.tcp_mut(flow).sender
     }
     pub fn receiver(&self, flow: usize) -> &TcpReceiver {
         &self.endpoints.tcp(flow).receiver
@@ -270,7 +313,7 @@ impl Simulation {
 
     fn finish(mut self, wall_seconds: f64) -> RunOutput {
         let end = self.end;
-        let window_s = self.steady_window.as_secs_f64();
+        let window_s = self.steady_window.map(Time::as_secs_f64);
         let (mut flows, mut probes, mut media, mut udp, mut workloads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for e in self.endpoints.iter_mut() {
             match e.summary(end, window_s) {
@@ -282,8 +325,7 @@ impl Simulation {
                 None => {}
             }
         }
-        let steady: Option<Vec<f64>> = flows.iter().map(|f: &FlowSummary| f.steady_mbps).collect();
-        let jain_steady = steady.and_then(|s| jain_index(&s));
+        let (jain_steady, jain_steady_by_direction) = jain_of(&flows);
         let first_start = self.endpoints.iter().filter_map(Endpoint::first_start).min().unwrap_or(Time::ZERO);
         let mut links: Vec<BottleneckSummary> = (self.links.iter())
             .map(|l| BottleneckSummary::of(self.elements[l.element].as_link(), &l.qdisc_text, l.start_rate, first_start, end))
@@ -304,11 +346,14 @@ impl Simulation {
             wall_seconds,
             events: self.events.processed(),
             seed: self.seed,
+            stack: self.stack.name(),
+            warnings: std::mem::take(&mut self.warnings),
             flows,
             bottleneck,
             return_link,
             upstream,
             jain_steady,
+            jain_steady_by_direction,
             probes,
             media,
             tunnels: self.tunnels.summary(|i| match &self.elements[i as usize] {

@@ -79,6 +79,19 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
     Ok(Rate(bits as u64))
 }
 
+/// Parses a rate that must carry its unit (the scenario's `rate`, `bitrate`, ...): a bare
+/// `50` is refused, as times without units are, because reading it as 50 bit/s (tc's rule,
+/// kept for tc-syntax qdisc arguments) turns a forgotten `Mbit` into a link a million times
+/// slower than meant.
+pub fn parse_rate_with_unit(s: &str) -> Result<Rate, String> {
+    match split_number(s) {
+        Some((_, unit)) if unit.is_empty() => {
+            Err(format!("invalid rate '{s}': a unit is needed, e.g. {s}Mbit or {s}kbit ({s}bit for bits per second)", s = s.trim()))
+        }
+        _ => parse_rate(s),
+    }
+}
+
 /// Parses a size in bytes such as `1448`, `150000b`, `64kb` (1024-based, as tc; the IEC
 /// spellings `64KiB`, `2MiB` mean the same).
 pub fn parse_bytes(s: &str) -> Result<u64, String> {
@@ -136,6 +149,18 @@ mod tests {
         assert_eq!(parse_rate("1mbps").unwrap(), Rate(8_000_000));
         assert!(parse_rate("50Mbot").is_err());
         assert!(parse_rate("0bit").is_err());
+        assert_eq!(parse_rate("50").unwrap(), Rate(50), "tc syntax: a bare number is bit/s");
+    }
+
+    #[test]
+    fn scenario_rates_need_a_unit() {
+        assert_eq!(parse_rate_with_unit("50Mbit").unwrap(), Rate(50_000_000));
+        assert_eq!(parse_rate_with_unit("50bit").unwrap(), Rate(50));
+        for bare in ["50", " 50 ", "1.5"] {
+            let e = parse_rate_with_unit(bare).unwrap_err();
+            assert!(e.contains("a unit is needed") && e.contains(&format!("{}Mbit", bare.trim())), "{e}");
+        }
+        assert!(parse_rate_with_unit("50Mbot").unwrap_err().contains("expected a number with a unit"));
     }
 
     #[test]

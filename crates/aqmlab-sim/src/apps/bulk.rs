@@ -2,7 +2,7 @@
 //! a load-transient group, with its series and its `summary.json` entry.
 
 use crate::event::FlowTimer;
-use crate::metrics::{steady_state_rate, SeriesId, SeriesRecorder, Tick};
+use crate::metrics::{steady_state_rate, steady_window, SeriesId, SeriesRecorder, Tick};
 use crate::packet::{Direction, Packet};
 use crate::tcp::{EndpointCtx, TcpReceiver, TcpSender};
 use crate::time::Time;
@@ -39,6 +39,8 @@ pub struct TcpFlow {
     /// Whether the flow is listed under `flows[]` (a transient group's flows are reported
     /// under `transients[]` instead).
     pub listed: bool,
+    /// The data crosses the return link (`direction = "down"`).
+    pub down: bool,
     pub sender: TcpSender,
     pub receiver: TcpReceiver,
     pub series: FlowSeries,
@@ -57,8 +59,15 @@ pub struct FlowSummary {
     pub start_s: f64,
     /// Mean goodput (in-order payload at the receiver) from start to the flow's end.
     pub goodput_mbps: f64,
+    /// Which way the data went: `up` (client to server, over the bottleneck) or `down`
+    /// (`direction = "down"`: the data crosses the return link).
+    pub direction: &'static str,
     /// Steady-state delivery rate D_SS (algorithms.md 5.2); null if the window is empty.
     pub steady_mbps: Option<f64>,
+    /// The interval D_SS averaged over, in seconds of the run (`[metrics] steady_window`);
+    /// null when the flow has no rate sample.
+    pub steady_from_s: Option<f64>,
+    pub steady_to_s: Option<f64>,
     pub bytes_delivered: u64,
     pub retransmits: u64,
     pub rto_events: u64,
@@ -73,8 +82,8 @@ pub struct FlowSummary {
 impl TcpFlow {
     /// `ticks`: the points of the sampling grid (the capacity of the rate samples).
     #[allow(clippy::too_many_arguments)]
-    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
-        TcpFlow { name, rtt, start, stop, listed, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
+    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, down: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
+        TcpFlow { name, rtt, start, stop, listed, down, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
     }
 
     /// The flow stops contributing samples after its stop time or its completion.
@@ -130,17 +139,25 @@ impl TcpFlow {
         self.last_retransmits = rtx;
     }
 
-    /// `end`: the end of the run; `window_s`: the steady-state window.
-    pub fn summary(&self, end: Time, window_s: f64) -> FlowSummary {
+    /// `end`: the end of the run; `window_s`: the steady-state window (`None`: "auto",
+    /// [`steady_window`]).
+    pub fn summary(&self, end: Time, window_s: Option<f64>) -> FlowSummary {
         let active = self.end_time(end) - self.start;
         let bytes = self.receiver.delivered_bytes;
+        let window = match (self.rate_samples.first(), self.rate_samples.last()) {
+            (Some(&(first, _)), Some(&(last, _))) => Some(steady_window(first, last, window_s)),
+            _ => None,
+        };
         FlowSummary {
             name: self.name.clone(),
             cc: self.sender.cc_name().to_string(),
             rtt_ms: self.rtt.as_millis_f64(),
             start_s: self.start.as_secs_f64(),
             goodput_mbps: if active > Time::ZERO { bytes as f64 * 8.0 / active.as_secs_f64() / 1e6 } else { 0.0 },
-            steady_mbps: steady_state_rate(&self.rate_samples, window_s),
+            direction: if self.down { "down" } else { "up" },
+            steady_mbps: window.and_then(|w| steady_state_rate(&self.rate_samples, w)),
+            steady_from_s: window.map(|w| w.0),
+            steady_to_s: window.map(|w| w.1),
             bytes_delivered: bytes,
             retransmits: self.sender.stats.retransmits,
             rto_events: self.sender.stats.rto_events,

@@ -121,6 +121,43 @@ pub struct TcpCcState {
 }
 
 impl TcpCcState {
+    /// The socket of a connection that has sent nothing yet: `cwnd` = the initial window,
+    /// ssthresh infinite (`TCP_INFINITE_SSTHRESH`), no RTT sample (srtt 0, min_rtt unset),
+    /// nothing in flight, Open, no pacing rate yet. The sender starts from it, and so do the
+    /// algorithms' unit tests (`test_state`), which then set what their case needs.
+    pub fn new(cwnd: u32, mss: u32, ecn: EcnMode, paced: bool) -> Self {
+        TcpCcState {
+            now: Time::ZERO,
+            cwnd,
+            ssthresh: u32::MAX,
+            cwnd_cnt: 0,
+            cwnd_clamp: u32::MAX,
+            mss,
+            srtt: Time::ZERO,
+            min_rtt: Time::MAX,
+            packets_out: 0,
+            sacked_out: 0,
+            lost_out: 0,
+            retrans_out: 0,
+            delivered: 0,
+            delivered_ce: 0,
+            delivered_sce: 0,
+            snd_una: 0,
+            snd_nxt: 0,
+            is_cwnd_limited: false,
+            cwnd_limited_flag: false,
+            lsndtime: Time::ZERO,
+            ca_state: CaState::Open,
+            paced,
+            pacing_rate: 0.0,
+            lost: 0,
+            delivered_mstamp: Time::ZERO,
+            app_limited: 0,
+            edt: Time::ZERO,
+            ecn,
+            write_queue_empty: true,
+        }
+    }
     pub fn in_slow_start(&self) -> bool {
         self.cwnd < self.ssthresh
     }
@@ -276,6 +313,10 @@ pub trait CongestionControl {
     fn tso_segs(&self, _tp: &TcpCcState) -> Option<TsoSegs> {
         None
     }
+    /// The algorithm's private state, for a per-ACK trace (what `ss -ti` would show, e.g.
+    /// Prague's α): appended to `out` as (name, value). Only called while a trace is on
+    /// ([`crate::tcp::TcpSender::trace_acks`]), never in a normal run.
+    fn trace_vars(&self, _out: &mut Vec<(&'static str, f64)>) {}
 }
 
 /// Linux `tcp_slow_start()` (`net/ipv4/tcp_cong.c`): grow cwnd by the acked packets up to
@@ -361,37 +402,18 @@ pub fn table_json() -> serde_json::Value {
 /// `cc = "prague rtt_target 25ms"` / `cc = { kind = "prague", rtt_target = "25ms" }`.
 pub type CcSpec = Spec<dyn CcConfig>;
 
+/// A window of `cwnd` packets all in flight, cwnd-limited, with data queued (mss 1448, L4S
+/// ECN, min_rtt 0, not paced): the state the algorithms' unit tests start from.
 #[cfg(test)]
 pub(crate) fn test_state(cwnd: u32, ssthresh: u32) -> TcpCcState {
     TcpCcState {
-        now: Time::ZERO,
-        cwnd,
         ssthresh,
-        cwnd_cnt: 0,
-        cwnd_clamp: u32::MAX,
-        mss: 1448,
-        srtt: Time::ZERO,
         min_rtt: Time::ZERO,
         packets_out: cwnd,
-        sacked_out: 0,
-        lost_out: 0,
-        retrans_out: 0,
-        delivered: 0,
-        delivered_ce: 0,
-        delivered_sce: 0,
-        snd_una: 0,
         snd_nxt: cwnd,
         is_cwnd_limited: true,
         cwnd_limited_flag: true,
-        lsndtime: Time::ZERO,
-        ca_state: CaState::Open,
-        paced: false,
-        pacing_rate: 0.0,
-        lost: 0,
-        delivered_mstamp: Time::ZERO,
-        app_limited: 0,
-        edt: Time::ZERO,
-        ecn: EcnMode::L4s,
         write_queue_empty: false,
+        ..TcpCcState::new(cwnd, 1448, EcnMode::L4s, false)
     }
 }

@@ -134,6 +134,23 @@ mod tests {
     }
 
     #[test]
+    fn busy_time_counts_only_the_part_of_a_packet_sent_by_the_end() {
+        // 1500 B at 12 Mbit/s: 1 ms on the wire. The run ends 0.25 ms into the second packet.
+        let (ms, us) = (Time::from_millis, Time::from_micros);
+        let mut q = EventQueue::default();
+        let mut l = Link::new(Rate(12_000_000), Box::new(Fifo::pfifo(10)));
+        let mut out = vec![];
+        for _ in 0..2 {
+            l.receive(Packet::new(0, Direction::Forward, Kind::Data, 1500), &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
+        }
+        l.wake(&mut ElementCtx { id: 0, now: ms(1), events: &mut q, out: &mut out });
+        assert_eq!(l.stats.busy, ms(2), "the second packet's whole time is booked when it starts");
+        assert_eq!(l.busy_until(us(1250)), us(1250));
+        assert_eq!(l.busy_until(ms(2)), ms(2));
+        assert_eq!(l.busy_until(ms(5)), ms(2));
+    }
+
+    #[test]
     fn link_reports_its_backlog_to_the_spike_tracker() {
         let ms = Time::from_millis;
         let mut q = EventQueue::default();

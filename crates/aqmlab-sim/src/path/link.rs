@@ -185,6 +185,15 @@ impl Link {
         self.tx_end = ctx.now + tx;
         ctx.wake_at(self.tx_end);
     }
+    /// Time spent serialising up to `end`: the packet on the wire at `end` counts only for
+    /// the part sent by then, so the busy fraction of a run never exceeds 1.
+    pub fn busy_until(&self, end: Time) -> Time {
+        match self.in_tx {
+            Some(_) if self.tx_end > end => self.stats.busy - (self.tx_end - end).min(self.stats.busy),
+            _ => self.stats.busy,
+        }
+    }
+
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
         if let Some(pkt) = self.in_tx {
             if ctx.now < self.tx_end {

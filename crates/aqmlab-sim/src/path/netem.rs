@@ -12,7 +12,7 @@
 use crate::event::{Event, Timer};
 use super::ElementCtx;
 use crate::packet::Packet;
-use crate::params::Params;
+use crate::params::{known_keys, read_one, Param, Params, Type, Value};
 use crate::rng::Stream;
 use crate::time::Time;
 use serde::de::{self, Deserialize, Deserializer};
@@ -144,9 +144,41 @@ fn percent(p: &mut Params, key: &str) -> Result<u32, String> {
     Ok((n / 100.0 * u32::MAX as f64).round_ties_even() as u32)
 }
 
-/// Options tc's netem has that this element does not model.
-const UNSUPPORTED: &[&str] = &["duplicate", "corrupt", "reorder", "gap", "rate", "ecn", "seed"];
-const KNOWN: &str = "delay (latency), distribution, loss (drop), slot, limit";
+/// `distribution NAME`: the table's name as a word (`uniform` = no table).
+fn parse_distribution_word(_key: &str, v: &str) -> Result<Value, String> {
+    const NAMES: [&str; 4] = ["uniform", "normal", "pareto", "paretonormal"];
+    Distribution::parse(v)?;
+    Ok(Value::Word(NAMES.into_iter().find(|n| *n == v).expect("parsed names are listed")))
+}
+
+/// Why the options tc's netem has are refused here (the error adds the supported list).
+const NOT_MODELLED: &str = "not modelled";
+
+/// netem's options (iproute2 `netem_parse_opt`), declared as the qdiscs and congestion
+/// controls declare theirs (params.rs): the "known" list and the refusals come from this
+/// table. `delay`, `loss` and `slot` take several tokens, with tc's look-ahead
+/// (`NEXT_IS_NUMBER`) and sub-keywords, and are read by [`NetemConfig::parse`] itself
+/// (`Type::Tokens`); `distribution` and `limit` by the shared reader.
+pub const PARAMS: &[Param] = &[
+    Param::new("delay", Type::Tokens { syntax: "TIME [JITTER [CORRELATION%]] (bare: us)" }, Value::Time(Time::ZERO))
+        .aliases(&["latency"])
+        .doc("fixed delay, optional jitter (uniform or the distribution's table) and its correlation"),
+    Param::new("distribution", Type::Custom { syntax: "uniform|normal|pareto|paretonormal", parse: parse_distribution_word }, Value::Word("uniform"))
+        .doc("jitter distribution table (needs delay and jitter)"),
+    Param::new("loss", Type::Tokens { syntax: "[random] PERCENT [CORRELATION%]" }, Value::Uint(0))
+        .aliases(&["drop"])
+        .doc("random loss and its correlation (the Markov models are refused)"),
+    Param::new("slot", Type::Tokens { syntax: "MIN [MAX] | distribution NAME DELAY JITTER, then [packets N] [bytes B] (bare: ns)" }, Value::Unset)
+        .doc("bursty release: slots after gaps of MIN..MAX, each of at most N packets / B bytes"),
+    Param::uint("limit", 0, u32::MAX as u64, DEFAULT_LIMIT as u64).unit("packets").doc("packets held at most"),
+    Param::unsupported("duplicate", NOT_MODELLED),
+    Param::unsupported("corrupt", NOT_MODELLED),
+    Param::unsupported("reorder", NOT_MODELLED),
+    Param::unsupported("gap", NOT_MODELLED),
+    Param::unsupported("rate", NOT_MODELLED),
+    Param::unsupported("ecn", NOT_MODELLED),
+    Param::unsupported("seed", NOT_MODELLED),
+];
 
 impl NetemConfig {
     /// Parses tc netem options; a leading `netem` is allowed.
@@ -156,9 +188,12 @@ impl NetemConfig {
         let mut p = Params::new("netem", tokens);
         let mut c = NetemConfig { latency: Time::ZERO, jitter: Time::ZERO, delay_corr: 0, dist: None, loss: 0, loss_corr: 0, slot: None, limit: DEFAULT_LIMIT };
         while let Some(key) = p.next_key() {
-            match key {
-                "limit" => c.limit = p.uint("limit", 0..=u32::MAX as u64)? as u32,
-                "delay" | "latency" => {
+            if let Some(Param { ty: Type::Unsupported(why), .. }) = PARAMS.iter().find(|q| q.name == key) {
+                return Err(p.invalid(format!("'{key}' is {why} (supported: {})", known_keys(PARAMS))));
+            }
+            let multi = PARAMS.iter().find(|q| matches!(q.ty, Type::Tokens { .. }) && (q.name == key || q.aliases.contains(&key)));
+            match multi.map(|q| q.name) {
+                Some("delay") => {
                     c.latency = p.time("delay")?;
                     if next_is_number(&p) {
                         c.jitter = p.time("jitter")?.min(Time(i32::MAX as u64));
@@ -167,10 +202,7 @@ impl NetemConfig {
                         }
                     }
                 }
-                "distribution" => {
-                    c.dist = Distribution::parse(p.value("distribution")?).map_err(|e| p.invalid(e))?;
-                }
-                "loss" | "drop" => {
+                Some("loss") => {
                     if c.loss > 0 {
                         return Err(p.invalid("duplicate loss argument"));
                     }
@@ -186,9 +218,16 @@ impl NetemConfig {
                         c.loss_corr = percent(&mut p, "loss correlation")?;
                     }
                 }
-                "slot" => c.slot = Some(parse_slot(&mut p)?),
-                k if UNSUPPORTED.contains(&k) => return Err(p.invalid(format!("'{k}' is not modelled (supported: {KNOWN})"))),
-                k => return Err(p.unknown(k, KNOWN)),
+                Some("slot") => c.slot = Some(parse_slot(&mut p)?),
+                _ => match read_one(PARAMS, key, &mut p)? {
+                    Some((i, Some(v))) => match (PARAMS[i].name, v) {
+                        ("limit", Value::Uint(n)) => c.limit = n as u32,
+                        ("distribution", Value::Word(w)) => c.dist = Distribution::parse(w)?,
+                        _ => unreachable!("netem parameter {} read as {v:?}", PARAMS[i].name),
+                    },
+                    Some((_, None)) => {}
+                    None => return Err(p.unknown(key, &known_keys(PARAMS))),
+                },
             }
         }
         // iproute2: "distribution specified but no latency and jitter values".
@@ -508,18 +547,34 @@ mod tests {
     #[test]
     fn bad_options_are_named() {
         for (text, needle) in [
-            ("delay 10ms reorder 25%", "'reorder' is not modelled"),
+            ("delay 10ms reorder 25%", "netem: 'reorder' is not modelled (supported: delay (latency), distribution, loss (drop), slot, limit)"),
             ("delay 10x", "netem delay: invalid time"),
             ("loss 120%", "out of range"),
             ("slot 5ms 1ms", "max_delay is smaller"),
             ("delay 10ms distribution normal", "no latency and jitter"),
             ("delay 10ms 1ms distribution gauss", "unknown distribution 'gauss'"),
             ("loss state 1%", "loss model 'state'"),
-            ("jitter 1ms", "has no parameter 'jitter'"),
+            ("jitter 1ms", "netem has no parameter 'jitter' (known: delay (latency), distribution, loss (drop), slot, limit)"),
         ] {
             let e = NetemConfig::parse(text).unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");
         }
+    }
+
+    /// The declared table drives the refusals and the "known" list, and every option tc's
+    /// netem has that the element does not model is refused by name.
+    #[test]
+    fn the_declared_table_refuses_what_is_not_modelled() {
+        for k in ["duplicate", "corrupt", "reorder", "gap", "rate", "ecn", "seed"] {
+            let e = NetemConfig::parse(&format!("delay 1ms {k} 1")).unwrap_err();
+            assert_eq!(e, format!("netem: '{k}' is not modelled (supported: delay (latency), distribution, loss (drop), slot, limit)"));
+        }
+        assert_eq!(known_keys(PARAMS), "delay (latency), distribution, loss (drop), slot, limit");
+        // Aliases read as their parameter; `distribution uniform` is no table.
+        let c = NetemConfig::parse("latency 5ms 1ms drop 2% distribution uniform limit 7").unwrap();
+        assert_eq!((c.latency, c.jitter, c.dist, c.limit), (Time::from_millis(5), Time::from_millis(1), None, 7));
+        assert_eq!(c.loss, (0.02 * u32::MAX as f64).round() as u32);
+        assert!(NetemConfig::parse("limit").unwrap_err().contains("netem parameter 'limit' needs a value"));
     }
 
     #[test]

@@ -210,7 +210,7 @@ impl BottleneckSummary {
             bytes: link.stats.tx_bytes,
             drops: link.drops(),
             ce_marks: link.ce_marks(),
-            utilization: if span > Time::ZERO { link.stats.busy.as_secs_f64() / span.as_secs_f64() } else { 0.0 },
+            utilization: if span > Time::ZERO { (link.busy_until(end).as_secs_f64() / span.as_secs_f64()).min(1.0) } else { 0.0 },
             sojourn_ms: SojournSummary::with_cdf(&all),
             queues,
             spikes: link.stats.spikes.as_ref().map_or_else(Vec::new, |s| s.summary(end)),

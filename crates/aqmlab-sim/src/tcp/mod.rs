@@ -59,6 +59,53 @@ pub struct TcpConfig {
     /// Linux 5.18+, "tcp: adjust TSO packet sizes based on min_rtt"); off in the 2020-era
     /// (5.x) kernels of the era profiles.
     pub tso_rtt_allowance: bool,
+    /// Which Linux `tcp_cwnd_reduction` (PRR) the kernel runs ([`PrrVersion`]).
+    pub prr: PrrVersion,
+    /// Which Linux `tcp_cwnd_validate` bookkeeping the kernel runs ([`CwndValidate`]).
+    pub cwnd_validate: CwndValidate,
+}
+
+/// The three generations of Linux `tcp_cwnd_reduction` (PRR, RFC 6937). They differ only
+/// when the pipe is at or below ssthresh (`delta` = ssthresh − in_flight ≥ 0); above it all
+/// three send the proportional share `⌈ssthresh·prr_delivered/prior_cwnd⌉ − prr_out`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PrrVersion {
+    /// Linux 4.5-5.10 (Yuchung Cheng, 3759824da87b "tcp: PRR uses CRB mode by default and SS
+    /// mode conditionally", 2015): the slow-start bound `min(delta, max(prr_delivered −
+    /// prr_out, newly_acked_sacked) + 1)` only on an ACK that cumulatively ACKs retransmitted
+    /// data without a lost retransmission (`(flag & (FLAG_RETRANS_DATA_ACKED |
+    /// FLAG_LOST_RETRANS)) == FLAG_RETRANS_DATA_ACKED`), else packet conservation
+    /// `min(delta, newly_acked_sacked)`. So a CWR reduction (ECN: nothing is retransmitted)
+    /// never refills the pipe above what is delivered. Read: 5.x `tcp_input.c`
+    /// `tcp_cwnd_reduction` (stored id 14065428767) and the removed lines of the next patch.
+    RetransAcked,
+    /// Linux 5.11-5.18 (Yuchung Cheng, "tcp: avoid slow start during fast recovery on new
+    /// losses", net-next 31 Oct 2020, stored id 49654411348): the slow-start bound on any ACK
+    /// that advances snd_una without newly detected losses, else conservation.
+    UnaAdvanced,
+    /// Linux 5.19+ (Yuchung Cheng, "tcp: improve PRR loss recovery", net-next 18 May 2022,
+    /// stored id 49330741046): `max(prr_delivered − prr_out, newly_acked_sacked)`, +1 when
+    /// snd_una advances without new losses, at most delta. Today's Linux.
+    #[default]
+    Crb,
+}
+
+/// Generations of Linux `tcp_cwnd_validate`'s tracking of `tp->is_cwnd_limited`, which gates
+/// every `cong_avoid` (`tcp_is_cwnd_limited`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CwndValidate {
+    /// Before Dec 2020 (Linux ≤ 5.10, and 5.4-based development trees): called from
+    /// `tcp_write_xmit` only when something was sent; the flag is rewritten (true or false)
+    /// when snd_una has passed the window's `max_packets_seq` or `packets_out` exceeds the
+    /// window's maximum. Read: the 5.4 `tcp_cwnd_validate` (stored id 24126625156) and the
+    /// removed lines of Neal Cardwell's "tcp: fix cwnd-limited bug for TSO deferral where we
+    /// send nothing" (9 Dec 2020, stored id 49405185745; Reported-by Ingemar Johansson).
+    SentOnly2015,
+    /// Today's (Neal Cardwell, "tcp: fix tcp_cwnd_validate() to not forget is_cwnd_limited",
+    /// 2022, stored id 39045859429, after the Dec 2020 fix): also called when cwnd-limited
+    /// with nothing sent; a cwnd-limited window stays so until the next window.
+    #[default]
+    Sticky,
 }
 
 impl Default for TcpConfig {
@@ -80,6 +127,8 @@ impl Default for TcpConfig {
             quickacks: 16,
             gso: true,
             tso_rtt_allowance: true,
+            prr: PrrVersion::Crb,
+            cwnd_validate: CwndValidate::Sticky,
         }
     }
 }
@@ -94,8 +143,16 @@ impl TcpConfig {
     /// The send-path settings of the run's kernel and hosts: GSO on or off (`[host] gso`,
     /// `[[flows]] gso`), and the `tcp_tso_autosize` of the profile's kernel (the min-RTT
     /// allowance arrived in 5.18; every era profile is older).
+    /// The loss-recovery code of the profile's kernel: its PRR and cwnd validation
+    /// (`Stack::prr_version`, `Stack::cwnd_validate`).
     pub fn on_host(self, gso: bool, stack: crate::profile::Stack) -> TcpConfig {
-        TcpConfig { gso, tso_rtt_allowance: stack == crate::profile::Stack::Linux, ..self }
+        TcpConfig {
+            gso,
+            tso_rtt_allowance: stack == crate::profile::Stack::Linux,
+            prr: stack.prr_version(),
+            cwnd_validate: stack.cwnd_validate(),
+            ..self
+        }
     }
 }
 

@@ -35,49 +35,8 @@ fn dips(cwnd: &[u32], thresh: u32, skip: usize) -> Vec<usize> {
     v
 }
 
+use crate::common::Rule;
 use aqmlab_sim::packet::{Ecn, Packet};
-use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
-
-/// A pfifo that marks ECT packets CE when `k` or more packets are queued at their arrival
-/// (a DCTCP-style step threshold).
-struct StepMark {
-    inner: Fifo,
-    k: usize,
-    marks: u64,
-    stats: QdiscStats,
-}
-
-impl Qdisc for StepMark {
-    fn kind(&self) -> &'static str {
-        "test-step"
-    }
-    fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
-        if self.inner.len() >= self.k && matches!(pkt.ecn, Ecn::Ect0 | Ecn::Ect1) {
-            pkt.ecn = Ecn::Ce;
-            self.marks += 1;
-        }
-        let r = self.inner.enqueue(pkt, now);
-        self.stats = *self.inner.stats();
-        self.stats.ce_marks = self.marks;
-        r
-    }
-    fn dequeue(&mut self, now: Time) -> Option<Packet> {
-        let p = self.inner.dequeue(now);
-        self.stats = *self.inner.stats();
-        self.stats.ce_marks = self.marks;
-        p
-    }
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.inner.backlog_bytes()
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-}
-
 
 /// One flow alone at 50 Mbit/s, 40 ms, pfifo 1000.
 fn alone(cc: &str) -> (Summary, Vec<u32>) {
@@ -214,7 +173,13 @@ fn bbr3_responds_to_ecn_only_when_min_rtt_is_at_most_five_ms() {
 fn bbr3_step_k(rtt: &str, ecn: &str, k: usize) -> (f64, u64) {
     let sc = Dumbbell::new("50Mbit", "pfifo limit 1000").duration("20s").flow(Flow::new("bbr3").rtt(rtt).ecn(ecn)).quiet_host().build();
     let mut sim = Simulation::new(&sc);
-    sim.replace_bottleneck_qdisc(Box::new(StepMark { inner: Fifo::pfifo(1000), k, marks: 0, stats: QdiscStats::default() }));
+    // A DCTCP-style step: CE on ECT packets that find `k` or more packets queued.
+    sim.replace_bottleneck_qdisc(Rule::new(1000, move |p: &mut Packet, _, q| {
+        if q.len() >= k && matches!(p.ecn, Ecn::Ect0 | Ecn::Ect1) {
+            p.ecn = Ecn::Ce;
+        }
+        true
+    }));
     let out = sim.run();
     assert_conserved(&out.summary);
     (out.summary.bottleneck.sojourn_ms.p95.unwrap(), out.summary.bottleneck.ce_marks)

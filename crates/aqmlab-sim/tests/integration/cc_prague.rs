@@ -5,8 +5,7 @@
 //! The tests that need `dualpi2` or `fq_codel` skip themselves (with a message) until those
 //! disciplines are registered on the branch; they run unchanged once merged.
 
-use aqmlab_sim::packet::{Ecn, Kind, Packet};
-use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
+use aqmlab_sim::packet::{Ecn, Packet};
 use aqmlab_sim::rng::Stream;
 use aqmlab_sim::{Simulation, Time};
 
@@ -22,7 +21,7 @@ fn mean_cwnd_under_random_marking(cc: &str, p: f64, secs: u64) -> (f64, u64) {
     let sc = Dumbbell::new("200Mbit", "pfifo limit 10000").duration(&format!("{secs}s")).flow(Flow::new(cc).rtt("20ms").ecn("l4s")).build();
     let mut sim = Simulation::new(&sc);
     let mut rng = Stream::new(7, "marks");
-    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |pkt: &mut Packet, _| {
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |pkt: &mut Packet, _, _| {
         if matches!(pkt.ecn, Ecn::Ect0 | Ecn::Ect1) && rng.uniform() < p {
             pkt.ecn = Ecn::Ce;
         }
@@ -128,34 +127,12 @@ fn dctcp_keeps_the_link_busy_behind_a_step_marker() {
         let mut sim = Simulation::new(&sc);
         // Mark on arrival when more than K = 20 packets are queued (instantaneous, as
         // DCTCP's recommended AQM).
-        struct Step {
-            inner: Fifo,
-            k: u64,
-        }
-        impl Qdisc for Step {
-            fn kind(&self) -> &'static str {
-                "test-step"
+        sim.replace_bottleneck_qdisc(Rule::new(1000, |p: &mut Packet, _, q| {
+            if q.backlog_bytes() > 20 * 1514 && matches!(p.ecn, Ecn::Ect0 | Ecn::Ect1) {
+                p.ecn = Ecn::Ce;
             }
-            fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
-                if pkt.kind == Kind::Data && self.inner.backlog_bytes() > self.k && matches!(pkt.ecn, Ecn::Ect0 | Ecn::Ect1) {
-                    pkt.ecn = Ecn::Ce;
-                }
-                self.inner.enqueue(pkt, now)
-            }
-            fn dequeue(&mut self, now: Time) -> Option<Packet> {
-                self.inner.dequeue(now)
-            }
-            fn len(&self) -> usize {
-                self.inner.len()
-            }
-            fn backlog_bytes(&self) -> u64 {
-                self.inner.backlog_bytes()
-            }
-            fn stats(&self) -> &QdiscStats {
-                self.inner.stats()
-            }
-        }
-        sim.replace_bottleneck_qdisc(Box::new(Step { inner: Fifo::pfifo(1000), k: 20 * 1514 }));
+            true
+        }));
         let out = sim.run();
         assert_conserved(&out.summary);
         out.summary

@@ -3,68 +3,22 @@
 //! least `K` packets, and CE-marks above a second threshold: the closed loop must hold the
 //! queue near K by the √cwnd response alone, where a transport that ignores SCE fills it.
 
-use crate::common::{assert_conserved, Dumbbell, Flow};
-use aqmlab_sim::packet::{Ecn, Kind, Packet};
-use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
+use crate::common::{assert_conserved, Dumbbell, Flow, Rule};
+use aqmlab_sim::packet::{Ecn, Packet};
 use aqmlab_sim::sim::Summary;
-use aqmlab_sim::Time;
-
-/// pfifo with step marking: SCE at `sce_at` packets queued, CE at `ce_at`.
-struct StepMark {
-    inner: Fifo,
-    sce_at: usize,
-    ce_at: usize,
-    sce_marks: u64,
-    ce_marks: u64,
-    stats: QdiscStats,
-}
-
-impl Qdisc for StepMark {
-    fn kind(&self) -> &'static str {
-        "test-step-mark"
-    }
-    fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
-        if pkt.kind == Kind::Data && pkt.ecn.is_ect() {
-            let q = self.inner.len();
-            if q >= self.ce_at {
-                pkt.ecn = Ecn::Ce;
-                self.ce_marks += 1;
-            } else if q >= self.sce_at && pkt.ecn == Ecn::Ect0 {
-                pkt.ecn = Ecn::Ect1;
-                self.sce_marks += 1;
-            }
-        }
-        let r = self.inner.enqueue(pkt, now);
-        self.stats = *self.inner.stats();
-        self.stats.ce_marks += self.ce_marks;
-        r
-    }
-    fn dequeue(&mut self, now: Time) -> Option<Packet> {
-        let p = self.inner.dequeue(now);
-        self.stats = *self.inner.stats();
-        self.stats.ce_marks += self.ce_marks;
-        p
-    }
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.inner.backlog_bytes()
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
-}
 
 fn run_step_marked(cc: &str, ecn: &str, ce_at: usize) -> (Summary, u64) {
     let mut sim = Dumbbell::new("50Mbit", "pfifo limit 1000").duration("20s").flow(Flow::new(cc).rtt("20ms").ecn(ecn)).sim();
-    sim.replace_bottleneck_qdisc(Box::new(StepMark {
-        inner: Fifo::pfifo(1000),
-        sce_at: 20,
-        ce_at,
-        sce_marks: 0,
-        ce_marks: 0,
-        stats: QdiscStats::default(),
+    // pfifo with step marking: SCE (ECT(0) → ECT(1)) at 20 packets queued, CE at `ce_at`.
+    sim.replace_bottleneck_qdisc(Rule::new(1000, move |p: &mut Packet, _, q| {
+        if p.ecn.is_ect() {
+            if q.len() >= ce_at {
+                p.ecn = Ecn::Ce;
+            } else if q.len() >= 20 && p.ecn == Ecn::Ect0 {
+                p.ecn = Ecn::Ect1;
+            }
+        }
+        true
     }));
     let out = sim.run();
     assert_conserved(&out.summary);

@@ -13,7 +13,7 @@
 //! ```
 #![allow(dead_code)]
 
-use aqmlab_sim::packet::{Kind, Packet};
+use aqmlab_sim::packet::{Ecn, Kind, Packet};
 use aqmlab_sim::qdisc::{Enqueued, Fifo, Qdisc, QdiscStats};
 use aqmlab_sim::sim::{RunOutput, Summary};
 use aqmlab_sim::{Scenario, Simulation, Time};
@@ -346,35 +346,54 @@ pub fn run_output(sc: &Scenario) -> RunOutput {
     out
 }
 
-/// A pfifo that first applies a test rule to each arriving data packet (which may mark it),
-/// dropping the packet when the rule returns false.
-pub struct Rule<F: FnMut(&mut Packet, Time) -> bool> {
-    inner: Fifo,
+/// The one test discipline: a rule applied to each arriving data packet in front of the
+/// discipline it wraps (a pfifo for [`Rule::new`]). The rule sees the packet, the time and
+/// the wrapped discipline as the packet finds it; it may mark the packet, and drops it by
+/// returning false. Its drops and the CE marks it sets are added to the wrapped
+/// discipline's counters; everything else is the wrapped discipline's.
+pub struct Rule<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> {
+    inner: Box<dyn Qdisc>,
     rule: F,
+    /// Not the inner kind: `Link::replace_qdisc` would then `change` the existing one.
+    kind: &'static str,
     rule_drops: u64,
+    rule_marks: u64,
     stats: QdiscStats,
 }
 
-impl<F: FnMut(&mut Packet, Time) -> bool> Rule<F> {
+impl<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> Rule<F> {
+    /// The rule in front of a pfifo of `limit` packets.
     pub fn new(limit: u32, rule: F) -> Box<Self> {
-        Box::new(Rule { inner: Fifo::pfifo(limit), rule, rule_drops: 0, stats: QdiscStats::default() })
+        Self::wrap(Box::new(Fifo::pfifo(limit)), "test-rule", rule)
+    }
+    /// The rule in front of `inner`, reported as `kind`.
+    pub fn wrap(inner: Box<dyn Qdisc>, kind: &'static str, rule: F) -> Box<Self> {
+        Box::new(Rule { inner, rule, kind, rule_drops: 0, rule_marks: 0, stats: QdiscStats::default() })
     }
     fn sync(&mut self) {
         self.stats = *self.inner.stats();
         self.stats.drops += self.rule_drops;
+        self.stats.ce_marks += self.rule_marks;
     }
 }
 
-impl<F: FnMut(&mut Packet, Time) -> bool> Qdisc for Rule<F> {
+impl<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> Qdisc for Rule<F> {
     fn kind(&self) -> &'static str {
-        "test-rule"
+        self.kind
     }
     fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
-        let r = if pkt.kind == Kind::Data && !(self.rule)(&mut pkt, now) {
-            self.rule_drops += 1;
-            Enqueued::Dropped
-        } else {
+        let r = if pkt.kind != Kind::Data {
             self.inner.enqueue(pkt, now)
+        } else {
+            let was_ce = pkt.ecn == Ecn::Ce;
+            let pass = (self.rule)(&mut pkt, now, &*self.inner);
+            self.rule_marks += (!was_ce && pkt.ecn == Ecn::Ce) as u64;
+            if pass {
+                self.inner.enqueue(pkt, now)
+            } else {
+                self.rule_drops += 1;
+                Enqueued::Dropped
+            }
         };
         self.sync();
         r
@@ -393,41 +412,11 @@ impl<F: FnMut(&mut Packet, Time) -> bool> Qdisc for Rule<F> {
     fn stats(&self) -> &QdiscStats {
         &self.stats
     }
-}
-
-
-/// A discipline that logs every data packet's arrival (time, flow) before handing it to the
-/// discipline it wraps: what the bottleneck sees of the senders' bursts.
-pub struct Recorder {
-    inner: Box<dyn Qdisc>,
-    pub log: std::rc::Rc<std::cell::RefCell<Vec<(Time, u32)>>>,
-}
-
-impl Qdisc for Recorder {
-    /// Not the inner kind: `Link::replace_qdisc` would then `change` the existing one.
-    fn kind(&self) -> &'static str {
-        "recorder"
-    }
-    fn enqueue(&mut self, pkt: Packet, now: Time) -> Enqueued {
-        if pkt.kind == Kind::Data {
-            self.log.borrow_mut().push((now, pkt.flow));
-        }
-        self.inner.enqueue(pkt, now)
-    }
-    fn dequeue(&mut self, now: Time) -> Option<Packet> {
-        self.inner.dequeue(now)
-    }
-    fn len(&self) -> usize {
-        self.inner.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.inner.backlog_bytes()
-    }
-    fn stats(&self) -> &QdiscStats {
-        self.inner.stats()
-    }
     fn ready_at(&self) -> Option<Time> {
         self.inner.ready_at()
+    }
+    fn dequeues_when_empty(&self) -> bool {
+        self.inner.dequeues_when_empty()
     }
     fn queue_names(&self) -> &'static [&'static str] {
         self.inner.queue_names()
@@ -438,7 +427,8 @@ impl Qdisc for Recorder {
 }
 
 /// A simulation of `sc` whose bottleneck discipline (built as the engine builds it, same
-/// random stream) logs the data arrivals.
+/// random stream) logs the data arrivals (time, flow): what the bottleneck sees of the
+/// senders' bursts.
 pub fn recorded(sc: &Scenario) -> (Simulation, std::rc::Rc<std::cell::RefCell<Vec<(Time, u32)>>>) {
     use aqmlab_sim::qdisc::BuildCtx;
     let mut sim = Simulation::new(sc);
@@ -449,7 +439,11 @@ pub fn recorded(sc: &Scenario) -> (Simulation, std::rc::Rc<std::cell::RefCell<Ve
         stack: sc.stack,
     };
     let log = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
-    sim.replace_bottleneck_qdisc(Box::new(Recorder { inner: sc.bottleneck.qdisc.build(&mut ctx), log: log.clone() }));
+    let rec = log.clone();
+    sim.replace_bottleneck_qdisc(Rule::wrap(sc.bottleneck.qdisc.build(&mut ctx), "recorder", move |p: &mut Packet, now, _| {
+        rec.borrow_mut().push((now, p.flow));
+        true
+    }));
     (sim, log)
 }
 

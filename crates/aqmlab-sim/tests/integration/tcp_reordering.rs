@@ -166,7 +166,7 @@ fn drop_one(seq: u32, size: u64, rate: &str, rtt: &str, rwnd: u32) -> (Time, Tim
     let mut sim = Simulation::new(&sc);
     let seen: Rc<RefCell<Vec<Time>>> = Rc::default();
     let log = seen.clone();
-    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, now| {
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, now, _| {
         if p.tcp.seq == seq {
             log.borrow_mut().push(now);
             return log.borrow().len() > 1;
@@ -220,7 +220,7 @@ fn a_lost_tail_is_repaired_by_a_tail_loss_probe_not_a_timeout() {
     let mut sim = Simulation::new(&sc);
     let seen: Rc<RefCell<Vec<(u32, Time)>>> = Rc::default();
     let log = seen.clone();
-    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, now| {
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, now, _| {
         if p.tcp.seq >= n - 2 {
             let first = !log.borrow().iter().any(|&(s, _)| s == p.tcp.seq);
             log.borrow_mut().push((p.tcp.seq, now));
@@ -271,7 +271,7 @@ fn a_burst_of_tail_drops_is_repaired_without_timeout() {
     let sc = Dumbbell::new("10Mbit", "pfifo limit 10000").duration("20s").flow(Flow::new("cubic").rtt("40ms").size(size)).build();
     let mut sim = Simulation::new(&sc);
     let mut seen = std::collections::HashSet::new();
-    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, _| !(p.tcp.seq >= n - 5 && seen.insert(p.tcp.seq))));
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, _, _| !(p.tcp.seq >= n - 5 && seen.insert(p.tcp.seq))));
     sim.run_until(Time::from_secs(19));
     let st = sim.sender(0).stats;
     let out = sim.run();

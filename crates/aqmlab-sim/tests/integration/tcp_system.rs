@@ -91,7 +91,7 @@ fn a_single_drop_is_repaired_by_exactly_one_retransmission() {
     let sc = Dumbbell::new("10Mbit", "pfifo limit 10000").duration("20s").flow(Flow::new("cubic").rtt("20ms").size(size).rwnd(60000)).build();
     let mut sim = Simulation::new(&sc);
     let mut dropped = false;
-    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, _| {
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, _, _| {
         if p.tcp.seq == 500 && !dropped {
             dropped = true;
             return false;
@@ -116,7 +116,7 @@ fn a_burst_of_drops_is_repaired_by_sack_without_timeout() {
     let mut sim = Simulation::new(&sc);
     let mut seen = std::collections::HashSet::new();
     // Drop every other first transmission of segments 800..840 (20 holes in one window).
-    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, _| {
+    sim.replace_bottleneck_qdisc(Rule::new(10_000, move |p: &mut Packet, _, _| {
         let s = p.tcp.seq;
         !((800..840).contains(&s) && s % 2 == 0 && seen.insert(s))
     }));
@@ -138,7 +138,7 @@ fn a_lost_retransmission_is_detected_without_timeout() {
     let mut sim = Simulation::new(&sc);
     let mut copies = 0;
     // Drop the original and the first retransmission of segment 700.
-    sim.replace_bottleneck_qdisc(Rule::new(1000, move |p: &mut Packet, _| {
+    sim.replace_bottleneck_qdisc(Rule::new(1000, move |p: &mut Packet, _, _| {
         if p.tcp.seq == 700 && copies < 2 {
             copies += 1;
             return false;
@@ -193,7 +193,7 @@ fn ecn_once_per_window(cc: &str) {
     let sc = Dumbbell::new("20Mbit", "pfifo limit 100").duration("10s").flow(Flow::new(cc).rtt("40ms").ecn("rfc3168")).build();
     let mut sim = Simulation::new(&sc);
     // Mark every ECT packet CE between 3 s and 4 s.
-    sim.replace_bottleneck_qdisc(Rule::new(100, move |p: &mut Packet, now| {
+    sim.replace_bottleneck_qdisc(Rule::new(100, move |p: &mut Packet, now, _| {
         if p.ecn == Ecn::Ect0 && now >= Time::from_secs(3) && now < Time::from_secs(4) {
             p.ecn = Ecn::Ce;
         }
@@ -302,7 +302,7 @@ fn l4s_senders_mark_every_data_packet_ect1_and_reduce_on_ce_counts() {
     let mut sim = Simulation::new(&sc);
     let mut not_ect1 = 0u64;
     let mut n = 0u64;
-    sim.replace_bottleneck_qdisc(Rule::new(100, move |p: &mut Packet, now| {
+    sim.replace_bottleneck_qdisc(Rule::new(100, move |p: &mut Packet, now, _| {
         n += 1;
         if p.ecn != Ecn::Ect1 {
             not_ect1 += 1;

@@ -754,6 +754,21 @@ impl CongestionControl for Prague {
     ///   tcp_min_tso_segs = 2))`, replacing autosize (`prague_max_tso_segs` cap, default 0 =
     ///   none, not modelled).
     /// The Reno fallback has no hook.
+    /// α (fraction), the carry (packets), the classic-ECN score (units of 1.0), the AI per
+    /// window (packets), `max_tso_burst`, `in_loss`, `round`.
+    fn trace_vars(&self, out: &mut Vec<(&'static str, f64)>) {
+        let one = ONE_CWND as f64;
+        out.extend([
+            ("alpha", self.alpha() as f64 / MAX_ALPHA as f64),
+            ("cwnd_carry", self.cwnd_cnt as f64 / one),
+            ("classic_ecn", self.classic_ecn as f64 / MAX_ALPHA as f64),
+            ("ai_per_rtt", self.ai_ack_increase as f64 / one),
+            ("max_tso_burst", self.max_tso_burst as f64),
+            ("in_loss", self.in_loss as u8 as f64),
+            ("round", self.round as f64),
+        ]);
+    }
+
     fn tso_segs(&self, _tp: &TcpCcState) -> Option<TsoSegs> {
         if self.reno {
             return None;

@@ -44,6 +44,9 @@ pub(super) struct AckState {
     pub(super) sackt: Option<(Time, Time)>,
     /// The cumulative ACK covers retransmitted data (Karn).
     pub(super) retrans_acked: bool,
+    /// Linux `FLAG_RETRANS_DATA_ACKED`: the cumulative ACK covers a segment ever
+    /// retransmitted, SACKed before or not (`tcp_clean_rtx_queue`: `sacked & TCPCB_RETRANS`).
+    pub(super) retrans_data_acked: bool,
     /// Segments newly ACKed cumulatively (`pkts_acked`).
     pub(super) pkts_acked: u32,
     /// `tcp_highest_sack_seq` before this ACK.
@@ -124,6 +127,9 @@ impl TcpSender {
         }
         self.rate_gen(&mut st);
         self.cong_control(&st);
+        if self.trace.is_some() {
+            self.record_ack(&st);
+        }
         self.check_complete();
         // tcp_data_snd_check.
         self.try_send(ctx);
@@ -138,6 +144,9 @@ impl TcpSender {
         while self.tp.snd_una < ack {
             self.ts_unlink(self.tp.snd_una);
             let seg = self.sb.pop_front().expect("scoreboard covers snd_una..snd_nxt");
+            if seg.flags & (EVER_RETRANS | RETRANS) != 0 {
+                st.retrans_data_acked = true;
+            }
             if seg.flags & SACKED != 0 {
                 self.tp.sacked_out -= 1;
             } else {
@@ -201,7 +210,7 @@ impl TcpSender {
         if self.cc.cong_control(&mut self.tp, &st.rs) {
             // The algorithm has set cwnd and pacing (and may have set `tp.app_limited`).
         } else if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
-            self.cwnd_reduction(st.delivered, st.rs.losses, st.fl.una_advanced);
+            self.cwnd_reduction(st.delivered, st.rs.losses, st.fl.una_advanced, st.retrans_data_acked, st.fl.lost_retrans);
         } else if self.may_raise_cwnd(&st.fl) {
             self.cc.cong_avoid(&mut self.tp, st.delivered);
         }

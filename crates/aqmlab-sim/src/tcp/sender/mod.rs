@@ -190,6 +190,43 @@ pub struct TcpSender {
     rate_delivered: u64,
     rate_interval: Time,
     pub stats: SenderStats,
+    /// The per-ACK trace, when switched on ([`TcpSender::trace_acks`]); `None` in a run.
+    trace: Option<Vec<AckTrace>>,
+}
+
+/// One ACK as the sender processed it (a debugging and test trace, what `ss -ti` would show
+/// after each ACK): taken after `tcp_cong_control` and the pacing update, before the sends
+/// the ACK releases.
+#[derive(Clone, Debug)]
+pub struct AckTrace {
+    pub now: Time,
+    pub snd_una: u32,
+    /// Segments this ACK newly delivered (ACKed or SACKed), and of them reported CE.
+    pub delivered: u32,
+    pub ce: u32,
+    pub cwnd: u32,
+    pub ssthresh: u32,
+    pub packets_out: u32,
+    pub in_flight: u32,
+    pub srtt: Time,
+    /// Bytes per second.
+    pub pacing_rate: f64,
+    /// The ACK's delivery-rate sample (`tcp_rate_gen`), bytes per second, if valid.
+    pub delivery_rate: Option<f64>,
+    pub is_cwnd_limited: bool,
+    pub write_queue_empty: bool,
+    /// Receive-window room left (`rwnd − packets_out`; `u32::MAX` when no window is set).
+    pub rwnd_room: u32,
+    pub ca_state: CaState,
+    /// The congestion control's own state ([`CongestionControl::trace_vars`]).
+    pub cc: Vec<(&'static str, f64)>,
+}
+
+impl AckTrace {
+    /// A congestion-control variable by name.
+    pub fn cc_var(&self, name: &str) -> Option<f64> {
+        self.cc.iter().find(|v| v.0 == name).map(|v| v.1)
+    }
 }
 
 impl TcpSender {
@@ -202,37 +239,7 @@ impl TcpSender {
             None => (None, cfg.mss),
         };
         let paced = cfg.pacing || cc.needs_pacing();
-        let tp = TcpCcState {
-            now: Time::ZERO,
-            cwnd: cfg.initial_cwnd,
-            ssthresh: u32::MAX,
-            cwnd_cnt: 0,
-            cwnd_clamp: u32::MAX,
-            mss: cfg.mss,
-            srtt: Time::ZERO,
-            min_rtt: Time::MAX,
-            packets_out: 0,
-            sacked_out: 0,
-            lost_out: 0,
-            retrans_out: 0,
-            delivered: 0,
-            delivered_ce: 0,
-            delivered_sce: 0,
-            snd_una: 0,
-            snd_nxt: 0,
-            is_cwnd_limited: false,
-            cwnd_limited_flag: false,
-            lsndtime: Time::ZERO,
-            ca_state: CaState::Open,
-            paced,
-            pacing_rate: 0.0,
-            lost: 0,
-            delivered_mstamp: Time::ZERO,
-            app_limited: 0,
-            edt: Time::ZERO,
-            ecn: cfg.ecn,
-            write_queue_empty: true,
-        };
+        let tp = TcpCcState::new(cfg.initial_cwnd, cfg.mss, cfg.ecn, paced);
         TcpSender {
             flow,
             rto: cfg.rto_initial,
@@ -293,7 +300,44 @@ impl TcpSender {
             rate_delivered: 0,
             rate_interval: Time::ZERO,
             stats: SenderStats::default(),
+            trace: None,
         }
+    }
+
+    /// Starts recording one [`AckTrace`] per ACK (off by default: a run pays one branch per ACK).
+    pub fn trace_acks(&mut self) {
+        self.trace.get_or_insert_with(Vec::new);
+    }
+
+    /// The ACKs recorded since the last call (empty when tracing is off).
+    pub fn take_ack_trace(&mut self) -> Vec<AckTrace> {
+        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    fn record_ack(&mut self, st: &ack::AckState) {
+        let Some(mut trace) = self.trace.take() else { return };
+        let mut cc = Vec::new();
+        self.cc.trace_vars(&mut cc);
+        let tp = &self.tp;
+        trace.push(AckTrace {
+            now: tp.now,
+            snd_una: tp.snd_una,
+            delivered: st.delivered,
+            ce: st.ce_delta,
+            cwnd: tp.cwnd,
+            ssthresh: tp.ssthresh,
+            packets_out: tp.packets_out,
+            in_flight: tp.packets_in_flight(),
+            srtt: tp.srtt,
+            pacing_rate: tp.pacing_rate,
+            delivery_rate: st.rs.rate_bytes_per_sec(tp.mss),
+            is_cwnd_limited: tp.is_cwnd_limited,
+            write_queue_empty: tp.write_queue_empty,
+            rwnd_room: self.cfg.rwnd_packets.map_or(u32::MAX, |w| w.saturating_sub(tp.packets_out)),
+            ca_state: tp.ca_state,
+            cc,
+        });
+        self.trace = Some(trace);
     }
 
     pub fn cc_name(&self) -> &'static str {

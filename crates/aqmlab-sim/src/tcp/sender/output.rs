@@ -45,6 +45,7 @@ use crate::cc::{CaEvent, CaState, TsoSegs};
 use crate::event::FlowTimer;
 use crate::packet::{Direction, Ecn, Kind, Packet};
 use crate::packet::EcnMode;
+use crate::tcp::CwndValidate;
 use crate::time::Time;
 
 /// `sysctl_tcp_min_tso_segs` default.
@@ -289,12 +290,35 @@ impl TcpSender {
             self.schedule_loss_probe(false, ctx);
         }
         cwnd_limited |= self.in_flight() >= self.tp.cwnd;
-        // Linux tcp_cwnd_validate, called when something was sent or cwnd is the limit.
-        if sent > 0 || cwnd_limited {
-            if self.tp.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.tp.cwnd_limited_flag && self.packets_out() > self.max_packets_out) {
-                self.tp.cwnd_limited_flag = cwnd_limited;
-                self.max_packets_out = self.packets_out();
-                self.cwnd_usage_seq = self.tp.snd_nxt;
+        self.cwnd_validate(sent, sent_new, cwnd_limited);
+    }
+
+    /// Linux `tcp_cwnd_validate`'s tracking of `is_cwnd_limited`, per kernel generation
+    /// (`TcpConfig::cwnd_validate`). `cwnd_usage_seq` is the older kernels' `max_packets_seq`.
+    /// `sent` counts everything this call sent, `sent_new` the new data only (Linux's
+    /// `sent_pkts` of `tcp_write_xmit`; retransmissions go out of `tcp_xmit_retransmit_queue`,
+    /// which does not validate).
+    fn cwnd_validate(&mut self, sent: u32, sent_new: u32, cwnd_limited: bool) {
+        match self.cfg.cwnd_validate {
+            // Today's: called when something was sent or cwnd is the limit; a cwnd-limited
+            // window stays so.
+            CwndValidate::Sticky => {
+                if (sent > 0 || cwnd_limited)
+                    && (self.tp.snd_una >= self.cwnd_usage_seq || cwnd_limited || (!self.tp.cwnd_limited_flag && self.packets_out() > self.max_packets_out))
+                {
+                    self.tp.cwnd_limited_flag = cwnd_limited;
+                    self.max_packets_out = self.packets_out();
+                    self.cwnd_usage_seq = self.tp.snd_nxt;
+                }
+            }
+            // Before Dec 2020: only after new data was sent; rewritten at each new window or a
+            // new maximum of packets_out, whatever the send found.
+            CwndValidate::SentOnly2015 => {
+                if sent_new > 0 && (self.tp.snd_una >= self.cwnd_usage_seq || self.packets_out() > self.max_packets_out) {
+                    self.tp.cwnd_limited_flag = cwnd_limited;
+                    self.max_packets_out = self.packets_out();
+                    self.cwnd_usage_seq = self.tp.snd_nxt;
+                }
             }
         }
     }

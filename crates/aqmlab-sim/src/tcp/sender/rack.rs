@@ -106,7 +106,7 @@ impl TcpSender {
             if self.tp.ca_state != CaState::Recovery {
                 self.enter_recovery(false);
                 if !self.cc.has_cong_control() {
-                    self.cwnd_reduction(1, 0, false);
+                    self.cwnd_reduction(1, 0, false, false, false);
                 }
             }
             self.try_send(ctx);

@@ -328,3 +328,46 @@ fn without_gso_every_freed_segment_leaves_at_once() {
         assert_eq!(h.tx.tp.snd_nxt, 40 + ack);
     }
 }
+
+/// `tcp_cwnd_validate` per generation, on the deferral of `tso_defer_holds_small_sends_…`:
+/// after the send at 30 ms the window's flag is made false (as a window that ended rwnd- or
+/// application-limited leaves it). The next ACK frees 2 segments and TSO deferral sends
+/// nothing. Today's code (after Neal Cardwell's Dec-2020 "tcp: fix cwnd-limited bug for TSO
+/// deferral where we send nothing") validates anyway and marks the window cwnd-limited; the
+/// 5.4 code is only called after a send, so the flag stays false and `cong_avoid` stays
+/// gated until something is sent.
+#[test]
+fn a_deferral_that_sends_nothing_marks_cwnd_limited_only_after_the_dec_2020_fix() {
+    use crate::tcp::CwndValidate;
+    for (v, expect) in [(CwndValidate::Sticky, true), (CwndValidate::SentOnly2015, false)] {
+        let cfg = TcpConfig { initial_cwnd: 40, cwnd_validate: v, ..TcpConfig::default() };
+        let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate: 50e6 / 8.0, cap: None, paced: false }));
+        h.ack(30, 2, &[], false);
+        assert_eq!(h.tx.tp.snd_nxt, 42);
+        assert!(h.tx.tp.cwnd_limited_flag, "{v:?}: a send that fills cwnd is cwnd-limited");
+        h.tx.tp.cwnd_limited_flag = false;
+        h.ack(30, 4, &[], false);
+        assert_eq!(h.tx.tp.snd_nxt, 42, "{v:?}: deferred");
+        assert_eq!(h.tx.tp.cwnd_limited_flag, expect, "{v:?}");
+    }
+}
+
+/// The 5.4 `tcp_cwnd_validate` rewrites the flag whenever packets_out reaches a new maximum,
+/// whatever the send found; today's keeps a cwnd-limited window cwnd-limited. Window of 40,
+/// all sent (cwnd-limited); cwnd is raised to 50 and an ACK frees 2: 12 segments may go, the
+/// application has only 6 more (a finite transfer of 46): packets_out 44 > 40, in_flight 44 <
+/// cwnd 50. 5.4: the flag becomes false; today: it stays true until snd_una passes the window.
+#[test]
+fn a_new_packets_out_maximum_clears_cwnd_limited_only_in_the_2015_code() {
+    use crate::tcp::CwndValidate;
+    for (v, expect) in [(CwndValidate::Sticky, true), (CwndValidate::SentOnly2015, false)] {
+        let cfg = TcpConfig { initial_cwnd: 40, cwnd_validate: v, size: Some(46 * 1448), gso: false, ..TcpConfig::default() };
+        let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate: 50e6 / 8.0, cap: None, paced: false }));
+        assert_eq!(h.tx.tp.snd_nxt, 40);
+        assert!(h.tx.tp.cwnd_limited_flag, "{v:?}");
+        h.tx.tp.cwnd = 50;
+        h.ack(30, 2, &[], false);
+        assert_eq!(h.tx.tp.snd_nxt, 46, "{v:?}: the application's last 6 segments");
+        assert_eq!(h.tx.tp.cwnd_limited_flag, expect, "{v:?}");
+    }
+}
