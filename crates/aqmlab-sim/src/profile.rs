@@ -100,7 +100,9 @@ impl Stack {
     pub fn prr_version(self) -> crate::tcp::PrrVersion {
         use crate::tcp::PrrVersion;
         match self {
-            Stack::Linux => PrrVersion::Crb,
+            // ns2-2013: the Linux sender's code paths are not ns-2's; the ns-2 Sack1 model
+            // (ns2-tcp branch) decides. Today's form until then.
+            Stack::Linux | Stack::Ns2_2013 => PrrVersion::Crb,
             Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 => PrrVersion::RetransAcked,
             Stack::L4steam2024 => PrrVersion::UnaAdvanced,
         }
@@ -114,7 +116,7 @@ impl Stack {
         use crate::tcp::CwndValidate;
         match self {
             Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 => CwndValidate::SentOnly2015,
-            Stack::Linux | Stack::L4steam2024 => CwndValidate::Sticky,
+            Stack::Linux | Stack::L4steam2024 | Stack::Ns2_2013 => CwndValidate::Sticky,
         }
     }
 
