@@ -17,22 +17,29 @@ create_exception!(
 /// One series: (entity, metric, unit, values).
 type ColumnTuple = (String, String, String, Vec<f64>);
 
-/// run(toml_text, seed=None, overrides=[]) -> (summary_json, time, columns)
+/// run(toml_text, seed=None, overrides=[], pcap=None, pcap_flows=[], pcap_snaplen=128)
+///     -> (summary_json, time, columns)
 ///
 /// Parses the scenario TOML (after applying `key=value` overrides), runs it with the GIL
 /// released and returns the summary as a JSON string (keys in engine order), the shared
 /// time grid in seconds and the columns as `(entity, metric, unit, values)` tuples.
+/// `pcap=(cli_path, srv_path)` writes the client-side and server-side packet captures
+/// (only the endpoints named in `pcap_flows`, if any; frames cut at `pcap_snaplen` bytes).
 /// Raises `ScenarioError` (a `ValueError`) for bad input.
 #[pyfunction]
-#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new()))]
+#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new(), pcap=None, pcap_flows=Vec::new(), pcap_snaplen=aqmlab_sim::capture::DEFAULT_SNAPLEN))]
 fn run(
     py: Python<'_>,
     toml_text: String,
     seed: Option<u64>,
     overrides: Vec<String>,
+    pcap: Option<(String, String)>,
+    pcap_flows: Vec<String>,
+    pcap_snaplen: u32,
 ) -> PyResult<(String, Vec<f64>, Vec<ColumnTuple>)> {
+    let capture = pcap.map(|(cli, srv)| aqmlab_sim::capture::CaptureSpec { cli: cli.into(), srv: srv.into(), flows: pcap_flows, snaplen: pcap_snaplen });
     let result = py.allow_threads(move || {
-        aqmlab_sim::run_toml(&toml_text, seed, &overrides).map(|out| {
+        aqmlab_sim::run_toml_capture(&toml_text, seed, &overrides, capture.as_ref()).map(|out| {
             let summary = serde_json::to_string(&out.summary);
             let columns: Vec<ColumnTuple> = out
                 .series

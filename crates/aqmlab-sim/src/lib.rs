@@ -5,6 +5,7 @@
 
 pub mod apps;
 pub mod build;
+pub mod capture;
 pub mod cc;
 pub mod endpoint;
 pub mod event;
@@ -33,4 +34,18 @@ pub fn run_toml(text: &str, seed: Option<u64>, overrides: &[String]) -> Result<R
         sc.seed = s;
     }
     Ok(Simulation::new(&sc).run())
+}
+
+/// [`run_toml`] writing a packet capture (`capture`); a bad capture request (an unknown
+/// flow name, a file that cannot be created) is a `ScenarioError` on key `capture`.
+pub fn run_toml_capture(text: &str, seed: Option<u64>, overrides: &[String], capture: Option<&capture::CaptureSpec>) -> Result<RunOutput, ScenarioError> {
+    let mut sc = Scenario::from_toml(text, overrides)?;
+    if let Some(s) = seed {
+        sc.seed = s;
+    }
+    let mut sim = Simulation::new(&sc);
+    if let Some(spec) = capture {
+        sim.capture(spec).map_err(|message| ScenarioError { key: "capture".into(), line: None, message })?;
+    }
+    Ok(sim.run())
 }
