@@ -40,8 +40,9 @@ pub struct CodelParams {
     pub law: Law,
 }
 
-/// Which CoDel code runs: Linux's (`codel_impl.h`), or one of Pollere's ns-2 files that the
-/// `ns2-2013` profile selects (docs/algorithms/codel.md, "ns2-2013").
+/// Which CoDel code runs: Linux's (`codel_impl.h`), or one of Pollere's ns-2 files; the
+/// `ns2-2013` profile selects the patch for `codel` and sfqcodel.cc's for `sfq_codel`
+/// (docs/algorithms/codel.md, "ns2-2013").
 ///
 /// The ns-2 laws (hbatmit/ns2.35: `queue/codel.cc` at 4f9d79f2, "Latest version of codel from
 /// http://www.pollere.net/Txtdocs/codel.cc", 8 Feb 2013; `queue/sfqcodel.cc` at 6026a16b,
@@ -51,14 +52,18 @@ pub struct CodelParams {
 /// at `now >= first_above_time` (Linux `>`); `count` grows only when a further drop is
 /// scheduled (Linux: before every drop); re-entry within 8 intervals of the last drop time
 /// resumes at `count - 2` if `count > 2` (Linux: `count - lastcount` within 16); no ECN, no
-/// CE threshold. `codel.cc` alone also starts the first-above window at `interval /
+/// CE threshold. The January 2013 `CoDel-ns-2.35.patch` (482701a) instead counts every drop and
+/// re-enters at `count - 1` within 16 intervals. `codel.cc` alone also starts the first-above window at `interval /
 /// sqrt(count)` when re-entering within 8 intervals with `count > 1`, and decays a resumed
 /// count above 126 to `0.9844 (count + 2)`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Law {
     #[default]
     Linux,
-    /// Pollere's `codel.cc` of February 2013 (`Queue/CoDel`).
+    /// Pollere's `CoDel-ns-2.35.patch` (`Queue/CoDel`, hbatmit/ns2.35 482701a, Jan 2013):
+    /// the `codel` kind on `ns2-2013`, as the ns-2 reference build (tools/ns2) runs it.
+    Ns2CodelPatch,
+    /// Pollere's later `codel.cc` of February 2013 (not selected by a profile).
     Ns2Codel2013,
     /// The per-bin CoDel of `sfqcodel.cc` of March 2013 (`Queue/sfqCoDel`).
     Ns2Sfq2013,
@@ -68,7 +73,7 @@ impl Law {
     /// The single-queue law of a profile.
     pub fn codel(stack: crate::profile::Stack) -> Law {
         match stack {
-            crate::profile::Stack::Ns2_2013 => Law::Ns2Codel2013,
+            crate::profile::Stack::Ns2_2013 => Law::Ns2CodelPatch,
             _ => Law::Linux,
         }
     }
@@ -326,10 +331,16 @@ impl CodelFlow {
                 stats.drops += 1;
                 let (next, ok) = self.ns2_pop_checked(p, totals, guard, now);
                 pkt = next;
+                if p.law == Law::Ns2CodelPatch {
+                    // The patch counts every drop (the 2013 files only scheduled ones).
+                    self.vars.count += 1;
+                }
                 if !ok {
                     self.vars.dropping = false;
                 } else {
-                    self.vars.count += 1;
+                    if p.law != Law::Ns2CodelPatch {
+                        self.vars.count += 1;
+                    }
                     self.vars.drop_next = self.ns2_control_law(self.vars.drop_next, p.interval);
                 }
             }
@@ -340,8 +351,11 @@ impl CodelFlow {
             // (sfqcodel's branch for a bin emptied by this drop cannot run: a packet that
             // empties its bin is never ok to drop, so one more is always queued.)
             let v = &mut self.vars;
-            let recent = now.0 as i128 - (v.drop_next.0 as i128) < 8 * p.interval.0 as i128;
-            if v.count > 2 && recent {
+            let since = now.0 as i128 - v.drop_next.0 as i128;
+            if p.law == Law::Ns2CodelPatch {
+                // The patch: count - 1 if count > 1 within 16 intervals, else 1.
+                v.count = if v.count > 1 && since < 16 * p.interval.0 as i128 { v.count - 1 } else { 1 };
+            } else if v.count > 2 && since < 8 * p.interval.0 as i128 {
                 v.count -= 2;
                 if p.law == Law::Ns2Codel2013 && v.count > 126 {
                     v.count = (0.9844 * (v.count + 2) as f64) as u32;
@@ -1007,7 +1021,7 @@ mod tests {
             assert_eq!(QdiscSpec::parse_for(kind, Stack::Ns2_2013).unwrap().args().uint("limit"), 50, "{kind}");
             assert_eq!(QdiscSpec::parse(kind).unwrap().args().uint("limit"), 1000, "{kind}");
         }
-        assert_eq!(Law::codel(Stack::Ns2_2013), Law::Ns2Codel2013);
+        assert_eq!(Law::codel(Stack::Ns2_2013), Law::Ns2CodelPatch);
         assert_eq!(Law::sfq(Stack::Ns2_2013), Law::Ns2Sfq2013);
         for s in Stack::ALL.into_iter().filter(|&s| s != Stack::Ns2_2013) {
             assert_eq!((Law::codel(s), Law::sfq(s)), (Law::Linux, Law::Linux), "{s}");
@@ -1042,10 +1056,12 @@ mod tests {
     /// at or after each.
     #[test]
     fn ns2_drop_times_follow_interval_over_exact_sqrt() {
-        let mut q = ns2(Law::Ns2Codel2013);
-        assert_eq!(drop_times(&mut q, 500), [110, 210, 290, 340, 390, 440, 480]);
-        // count grows when the next drop is scheduled: 7 after the 7th drop.
-        assert_eq!(q.vars().count, 7);
+        for law in [Law::Ns2CodelPatch, Law::Ns2Codel2013, Law::Ns2Sfq2013] {
+            let mut q = ns2(law);
+            assert_eq!(drop_times(&mut q, 500), [110, 210, 290, 340, 390, 440, 480], "{law:?}");
+            // 7 drops, the 7th scheduled by count 7 (both counting rules agree while dropping).
+            assert_eq!(q.vars().count, 7, "{law:?}");
+        }
         let mut l = ns2(Law::Linux);
         assert_eq!(drop_times(&mut l, 130)[0], 120, "Linux enters at now > first_above_time");
     }
@@ -1063,6 +1079,11 @@ mod tests {
             (Law::Ns2Codel2013, 200, 100, 196), // 0.9844 x 200 = 196.88
             (Law::Ns2Sfq2013, 200, 100, 198),
             (Law::Ns2Sfq2013, 10, 799, 8),
+            // The patch: count - 1 within 16 intervals (1.6 s), no decay.
+            (Law::Ns2CodelPatch, 10, 1500, 9),
+            (Law::Ns2CodelPatch, 10, 1700, 1),
+            (Law::Ns2CodelPatch, 200, 100, 199),
+            (Law::Ns2CodelPatch, 1, 100, 1),
         ];
         for (law, count, ago_ms, want) in cases {
             let mut q = ns2(law);
@@ -1087,7 +1108,7 @@ mod tests {
     #[test]
     fn ns2_codel_first_above_window_shrinks_after_recent_drops() {
         let now = Time::from_secs(10);
-        for (law, want) in [(Law::Ns2Codel2013, 50_000_000u64), (Law::Ns2Sfq2013, 100_000_000)] {
+        for (law, want) in [(Law::Ns2Codel2013, 50_000_000u64), (Law::Ns2Sfq2013, 100_000_000), (Law::Ns2CodelPatch, 100_000_000)] {
             let mut q = ns2(law);
             for i in 0..10 {
                 enq(&mut q, pkt(1, 1040, i, Ecn::NotEct), now - Time::from_millis(50));
@@ -1104,7 +1125,7 @@ mod tests {
     /// not in Linux (1514).
     #[test]
     fn ns2_guard_is_the_largest_packet_seen() {
-        for (law, drops) in [(Law::Ns2Codel2013, true), (Law::Linux, false)] {
+        for (law, drops) in [(Law::Ns2CodelPatch, true), (Law::Ns2Codel2013, true), (Law::Linux, false)] {
             let mut q = ns2(law);
             let mut t = Time::ZERO;
             let mut dropped = false;
