@@ -8,16 +8,20 @@
 //! back (see docs/algorithms/pie.md, "ns2-2013"):
 //!
 //! 1. The quiet-queue reset in `calculate_p` (queue delay below half the target for two
-//!    updates and p = 0) restarts the departure-rate measurement and refills the burst
-//!    allowance *also when there is no rate estimate yet*. The 2014 file guards the reset with
-//!    `!missing_init_flag`, Linux (3.14 on, from the same Cisco team) with `avg_dq_rate > 0`;
-//!    the study reports the unguarded behaviour: "PIE with its default rate-estimator
-//!    parameters at 2 Mbit/s never completes a departure-rate measurement within one update
-//!    interval, stays in burst allowance and behaves like a FIFO" (algorithms.md 4.3).
-//! 2. The burst allowance is the draft-pan-aqm-pie-00 one: `max_burst` at start and after
-//!    every quiet-queue reset, lowered by `tupdate` per update, no early drop while above 0.
-//!    (The 2014 file replaces the refill by a NO_BURST/IN_BURST state machine with a 1.5 s
-//!    timeout.)
+//!    updates and p = 0) discards the departure-rate measurement in progress and the estimate
+//!    *also when there is no rate estimate yet*. The 2014 file guards the reset with
+//!    `!missing_init_flag` (and leaves a cycle in progress running), Linux (3.14 on, from the
+//!    same Cisco team) with `avg_dq_rate > 0`; the study reports the unguarded behaviour: "PIE
+//!    with its default rate-estimator parameters at 2 Mbit/s never completes a departure-rate
+//!    measurement within one update interval, stays in burst allowance and behaves like a
+//!    FIFO" (algorithms.md 4.3). This is the `pie2013r` build of the ns-2 reference
+//!    (tools/ns2/README.md: the guard removed, `in_measurement = 0` at the reset).
+//!
+//! The burst allowance is the 2014 file's: set to `max_burst` by the first arrival that
+//! reaches `drop_early` in the NO_BURST state (which then protects), lowered by `tupdate` per
+//! update, p held at 0 and no early drop while any is left; after it and two quiet updates
+//! the state is IN_BURST, and after more than 1.5 s / tupdate further quiet updates NO_BURST
+//! again.
 //!
 //! Everything else follows the file read: real-valued (double) arithmetic; the queue delay
 //! is `queue length / avg_dq_rate` (packets and packets per second with a threshold in
@@ -48,6 +52,17 @@ pub(super) const MEAN_PKTSIZE: u64 = 1000;
 /// ECN marks only below this probability (`mark_p_ 0.1`, `use_mark_p_ true`).
 const MARK_P: f64 = 0.1;
 
+/// The 2014 file's burst states (`burst_state_`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Burst {
+    NoBurst,
+    InBurst,
+    Protecting,
+}
+
+/// `BURST_RESET_TIMEOUT` (pie.h), seconds.
+const BURST_RESET_TIMEOUT: f64 = 1.5;
+
 /// The 2013 departure-rate measurement (`dq_start`, `dq_count`, `in_measurement`,
 /// `avg_dq_rate`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -74,6 +89,8 @@ pub struct Ns2Pie {
     qdelay: f64,
     qdelay_old: f64,
     burst_allowance: Time,
+    burst_state: Burst,
+    burst_reset: u32,
     m: Measure,
     next_update: Time,
     rng: Stream,
@@ -98,7 +115,9 @@ impl Ns2Pie {
             drop_prob: 0.0,
             qdelay: 0.0,
             qdelay_old: 0.0,
-            burst_allowance: cfg.max_burst,
+            burst_allowance: Time::ZERO,
+            burst_state: Burst::NoBurst,
+            burst_reset: 0,
             m: Measure::default(),
             next_update: Time::ZERO,
             rng,
@@ -157,10 +176,30 @@ impl Ns2Pie {
             self.drop_prob = p.max(0.0);
         }
         self.burst_allowance = self.burst_allowance.saturating_sub(self.cfg.tupdate);
-        // 2013: the quiet-queue reset also fires with no rate estimate (qdelay 0 then).
-        if qdelay < 0.5 * self.qdelay_ref && self.qdelay_old < 0.5 * self.qdelay_ref && self.drop_prob == 0.0 {
+        let quiet = qdelay < 0.5 * self.qdelay_ref && self.qdelay_old < 0.5 * self.qdelay_ref && self.drop_prob == 0.0;
+        // 2013: the quiet-queue reset also fires with no rate estimate (qdelay 0 then), and
+        // ends the cycle in progress.
+        if quiet {
             self.m = Measure::default();
-            self.burst_allowance = self.cfg.max_burst;
+        }
+        let reset_limit = (BURST_RESET_TIMEOUT / self.cfg.tupdate.as_secs_f64()) as u32;
+        if quiet && self.burst_allowance == Time::ZERO {
+            match self.burst_state {
+                Burst::Protecting => {
+                    self.burst_state = Burst::InBurst;
+                    self.burst_reset = 0;
+                }
+                Burst::InBurst => {
+                    self.burst_reset += 1;
+                    if self.burst_reset > reset_limit {
+                        self.burst_reset = 0;
+                        self.burst_state = Burst::NoBurst;
+                    }
+                }
+                Burst::NoBurst => {}
+            }
+        } else if self.burst_state == Burst::InBurst {
+            self.burst_reset = 0;
         }
         self.qdelay = qdelay;
         self.qdelay_old = qdelay;
@@ -171,6 +210,10 @@ impl Ns2Pie {
     fn drop_early(&mut self, pkt: &mut Packet) -> bool {
         if self.burst_allowance > Time::ZERO {
             return false;
+        }
+        if self.burst_state == Burst::NoBurst {
+            self.burst_state = Burst::Protecting;
+            self.burst_allowance = self.cfg.max_burst;
         }
         let mut p = self.drop_prob;
         if self.cfg.bytemode {
@@ -312,7 +355,7 @@ mod tests {
         let mut out = vec![];
         c.build(&mut ctx).xstats(&mut out);
         assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), ["prob", "pie_qdelay", "burst_allowance", "avg_dq_rate"]);
-        assert_eq!(out[2].1, 100.0, "the burst allowance starts full");
+        assert_eq!(out[2].1, 0.0, "no burst allowance before the first arrival");
     }
 
     /// A queue of `n` packets with a given rate estimate and no burst allowance.
@@ -323,7 +366,45 @@ mod tests {
         }
         q.m.avg_rate = rate_pps;
         q.burst_allowance = Time::ZERO;
+        q.burst_state = Burst::InBurst;
         q
+    }
+
+    /// The 2014 burst states: the first arrival arms max_burst (NO_BURST -> protecting); once
+    /// spent and quiet, IN_BURST; after more than 1.5 s / 30 ms = 50 further quiet updates,
+    /// NO_BURST, so the next arrival arms it again. A busy update in IN_BURST restarts the
+    /// count.
+    #[test]
+    fn burst_allowance_is_armed_by_an_arrival_and_rearmed_after_1_5_s_quiet() {
+        let mut q = pie("pie limit 100");
+        q.next_update = Time::MAX;
+        assert!(!q.drop_early(&mut pkt()));
+        assert_eq!((q.burst_state, q.burst_allowance), (Burst::Protecting, Time::from_millis(100)));
+        for _ in 0..4 {
+            q.calculate_p();
+        }
+        assert_eq!((q.burst_state, q.burst_allowance), (Burst::InBurst, Time::ZERO));
+        for k in 1..=51 {
+            q.calculate_p();
+            let want = if k <= 50 { Burst::InBurst } else { Burst::NoBurst };
+            assert_eq!(q.burst_state, want, "quiet update {k}");
+            if k == 20 {
+                // A busy update (delay 80 ms) restarts the count.
+                for _ in 0..20 {
+                    q.queue.push(pkt(), &mut q.stats);
+                }
+                q.m.avg_rate = 250.0;
+                q.calculate_p();
+                assert_eq!((q.burst_state, q.burst_reset), (Burst::InBurst, 0));
+                while q.queue.take().is_some() {}
+                q.m.avg_rate = 0.0;
+                q.drop_prob = 0.0;
+                q.qdelay_old = 0.0;
+                q.burst_reset = 20;
+            }
+        }
+        assert!(!q.drop_early(&mut pkt()));
+        assert_eq!((q.burst_state, q.burst_allowance), (Burst::Protecting, Time::from_millis(100)));
     }
 
     /// The PI step scaled by the 2013 table: from p = 0, /32; from [0.001, 0.01), /8.
@@ -417,7 +498,6 @@ mod tests {
         assert_eq!(early, 0, "no early drop");
         assert_eq!(maxq, 99, "the buffer fills (100 packets, less the one just sent)");
         assert!(q.stats.overlimits > 100);
-        assert_eq!(q.burst_allowance, Time::from_millis(100), "refilled at every update");
     }
 
     /// tUpdate 60 ms ("PIEupdate") lets a 37.44 ms cycle complete; a 5-packet threshold
@@ -471,6 +551,7 @@ mod tests {
             q.queue.push(pkt(), &mut q.stats);
         }
         q.burst_allowance = Time::ZERO;
+        q.burst_state = Burst::InBurst;
         q.qdelay_old = 0.1;
         q.drop_prob = 0.09;
         let mut marked = 0;
