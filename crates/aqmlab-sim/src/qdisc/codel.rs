@@ -13,6 +13,7 @@
 
 use super::{Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Type, Value};
 use crate::packet::Packet;
+use crate::profile::Stack;
 use crate::time::Time;
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -35,6 +36,54 @@ pub struct CodelParams {
     pub ce_threshold_mask: u8,
     /// No drop while the qdisc backlog is at most this many bytes (Linux: `psched_mtu`).
     pub mtu: u32,
+    /// Whose control law: Linux's, or one of the 2013 ns-2 codes (the `ns2-2013` profile).
+    pub law: Law,
+}
+
+/// Which CoDel code runs: Linux's (`codel_impl.h`), or one of Pollere's ns-2 files; the
+/// `ns2-2013` profile selects the patch for `codel` and sfqcodel.cc's for `sfq_codel`
+/// (docs/algorithms/codel.md, "ns2-2013").
+///
+/// The ns-2 laws (hbatmit/ns2.35: `queue/codel.cc` at 4f9d79f2, "Latest version of codel from
+/// http://www.pollere.net/Txtdocs/codel.cc", 8 Feb 2013; `queue/sfqcodel.cc` at 6026a16b,
+/// "Latest version of sfqcodel from CableLabs", 25 Mar 2013) differ from Linux in: real
+/// `interval / sqrt(count)` (no Newton step); the "backlog at most one packet" guard compares
+/// the largest packet seen so far (`maxpacket_`, from 256 bytes), not the MTU; dropping starts
+/// at `now >= first_above_time` (Linux `>`); `count` grows only when a further drop is
+/// scheduled (Linux: before every drop); re-entry within 8 intervals of the last drop time
+/// resumes at `count - 2` if `count > 2` (Linux: `count - lastcount` within 16); no ECN, no
+/// CE threshold. The January 2013 `CoDel-ns-2.35.patch` (482701a) instead counts every drop and
+/// re-enters at `count - 1` within 16 intervals. `codel.cc` alone also starts the first-above window at `interval /
+/// sqrt(count)` when re-entering within 8 intervals with `count > 1`, and decays a resumed
+/// count above 126 to `0.9844 (count + 2)`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Law {
+    #[default]
+    Linux,
+    /// Pollere's `CoDel-ns-2.35.patch` (`Queue/CoDel`, hbatmit/ns2.35 482701a, Jan 2013):
+    /// the `codel` kind on `ns2-2013`, as the ns-2 reference build (tools/ns2) runs it.
+    Ns2CodelPatch,
+    /// Pollere's later `codel.cc` of February 2013 (not selected by a profile).
+    Ns2Codel2013,
+    /// The per-bin CoDel of `sfqcodel.cc` of March 2013 (`Queue/sfqCoDel`).
+    Ns2Sfq2013,
+}
+
+impl Law {
+    /// The single-queue law of a profile.
+    pub fn codel(stack: crate::profile::Stack) -> Law {
+        match stack {
+            crate::profile::Stack::Ns2_2013 => Law::Ns2CodelPatch,
+            _ => Law::Linux,
+        }
+    }
+    /// sfq_codel's per-bin law of a profile.
+    pub fn sfq(stack: crate::profile::Stack) -> Law {
+        match stack {
+            crate::profile::Stack::Ns2_2013 => Law::Ns2Sfq2013,
+            _ => Law::Linux,
+        }
+    }
 }
 
 impl CodelParams {
@@ -48,6 +97,7 @@ impl CodelParams {
             ce_threshold_selector: 0,
             ce_threshold_mask: 0,
             mtu,
+            law: Law::Linux,
         }
     }
 }
@@ -85,6 +135,8 @@ pub struct CodelCounters {
 pub struct Totals {
     pub qlen: usize,
     pub backlog: u64,
+    /// Largest packet dequeued so far (ns-2 `maxpacket_`; the ns-2 laws only).
+    pub maxpacket: u32,
 }
 
 /// Which backlog the "backlog <= mtu" guard of `codel_should_drop` compares.
@@ -228,6 +280,94 @@ impl CodelFlow {
         (pkt, drop)
     }
 
+    /// ns-2 `interval / sqrt(count)` after `t`, in doubles truncated to nanoseconds.
+    fn ns2_control_law(&self, t: Time, interval: Time) -> Time {
+        t + Time((interval.0 as f64 / (self.vars.count as f64).sqrt()) as u64)
+    }
+
+    /// ns-2 `dodeque`: takes the head packet and says whether it is ok to drop.
+    fn ns2_pop_checked(&mut self, p: &CodelParams, totals: &mut Totals, guard: MtuGuard, now: Time) -> (Option<Packet>, bool) {
+        let pkt = self.pop(totals);
+        let Some(k) = pkt.as_ref() else {
+            self.vars.first_above_time = None;
+            return (None, false);
+        };
+        self.vars.ldelay = now - k.enqueued_at;
+        totals.maxpacket = totals.maxpacket.max(256).max(k.wire_len);
+        let emptied = guard == MtuGuard::QdiscOrQueueEmpty && self.queue.is_empty();
+        if self.vars.ldelay < p.target || totals.backlog <= totals.maxpacket as u64 || emptied {
+            self.vars.first_above_time = None;
+            return (pkt, false);
+        }
+        match self.vars.first_above_time {
+            None => {
+                let v = &self.vars;
+                let recent = now.0 as i128 - (v.drop_next.0 as i128) < 8 * p.interval.0 as i128;
+                let at = if p.law == Law::Ns2Codel2013 && recent && v.count > 1 {
+                    self.ns2_control_law(now, p.interval)
+                } else {
+                    now + p.interval
+                };
+                self.vars.first_above_time = Some(at);
+                (pkt, false)
+            }
+            Some(t) => (pkt, now >= t),
+        }
+    }
+
+    /// ns-2 `CoDelQueue::deque` (and the per-bin part of `sfqCoDelQueue::deque`): head drops
+    /// only, the laws of [`Law`].
+    fn ns2_dequeue(&mut self, p: &CodelParams, totals: &mut Totals, guard: MtuGuard, now: Time, stats: &mut QdiscStats) -> Option<Packet> {
+        let (mut pkt, ok) = self.ns2_pop_checked(p, totals, guard, now);
+        if pkt.is_none() {
+            self.vars.dropping = false;
+            return None;
+        }
+        if self.vars.dropping {
+            if !ok {
+                self.vars.dropping = false;
+            }
+            while now >= self.vars.drop_next && self.vars.dropping {
+                stats.drops += 1;
+                let (next, ok) = self.ns2_pop_checked(p, totals, guard, now);
+                pkt = next;
+                if p.law == Law::Ns2CodelPatch {
+                    // The patch counts every drop (the 2013 files only scheduled ones).
+                    self.vars.count += 1;
+                }
+                if !ok {
+                    self.vars.dropping = false;
+                } else {
+                    if p.law != Law::Ns2CodelPatch {
+                        self.vars.count += 1;
+                    }
+                    self.vars.drop_next = self.ns2_control_law(self.vars.drop_next, p.interval);
+                }
+            }
+        } else if ok {
+            stats.drops += 1;
+            pkt = self.ns2_pop_checked(p, totals, guard, now).0;
+            self.vars.dropping = true;
+            // (sfqcodel's branch for a bin emptied by this drop cannot run: a packet that
+            // empties its bin is never ok to drop, so one more is always queued.)
+            let v = &mut self.vars;
+            let since = now.0 as i128 - v.drop_next.0 as i128;
+            if p.law == Law::Ns2CodelPatch {
+                // The patch: count - 1 if count > 1 within 16 intervals, else 1.
+                v.count = if v.count > 1 && since < 16 * p.interval.0 as i128 { v.count - 1 } else { 1 };
+            } else if v.count > 2 && since < 8 * p.interval.0 as i128 {
+                v.count -= 2;
+                if p.law == Law::Ns2Codel2013 && v.count > 126 {
+                    v.count = (0.9844 * (v.count + 2) as f64) as u32;
+                }
+            } else {
+                v.count = 1;
+            }
+            self.vars.drop_next = self.ns2_control_law(now, p.interval);
+        }
+        pkt
+    }
+
     /// `codel_dequeue`: the next packet to send, after head-dropping (or CE-marking) as the
     /// control law says. Drops are counted in `stats.drops`, CE marks that changed a packet in
     /// `stats.ce_marks` (once per packet) and the Linux counters in `ctr`.
@@ -240,6 +380,9 @@ impl CodelFlow {
         stats: &mut QdiscStats,
         ctr: &mut CodelCounters,
     ) -> Option<Packet> {
+        if p.law != Law::Linux {
+            return self.ns2_dequeue(p, totals, guard, now, stats);
+        }
         let (mut pkt, drop) = self.pop_checked(p, totals, guard, now);
         if pkt.is_none() {
             self.vars.dropping = false;
@@ -449,6 +592,7 @@ impl CodelParams {
             ce_threshold_selector,
             ce_threshold_mask,
             mtu: 0,
+            law: Law::Linux,
         }
     }
     /// These parameters on a link whose `psched_mtu` is `mtu` (clamped to [256, 2^20] as
@@ -491,7 +635,8 @@ struct CodelConfig {
 
 impl QdiscConfig for CodelConfig {
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(Codel::new(self.limit, self.codel.with_mtu(ctx.mtu)))
+        let params = CodelParams { law: Law::codel(ctx.stack), ..self.codel.with_mtu(ctx.mtu) };
+        Box::new(Codel::new(self.limit, params))
     }
 }
 
@@ -503,7 +648,10 @@ pub const CODEL: QdiscKind = QdiscKind {
     name: "codel",
     doc: "Controlled Delay AQM, one FIFO (sch_codel.c)",
     params: &[
-        Param::uint("limit", 1, u32::MAX as u64, 1000).unit("packets").doc("queue limit"),
+        Param::uint("limit", 1, u32::MAX as u64, 1000)
+            .unit("packets")
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Uint(50))])
+            .doc("queue limit (ns2-2013: ns-default.tcl Queue limit_ 50)"),
         TARGET,
         INTERVAL,
         ecn(false),
@@ -862,5 +1010,135 @@ mod tests {
         assert!(QdiscSpec::parse("codel flows 2").unwrap_err().contains("flows"));
         assert!(QdiscSpec::parse("codel limit 0").is_err());
         assert!(QdiscSpec::parse("fq_codel ce_threshold_selector 3/1").unwrap_err().contains("ce_threshold_selector"));
+    }
+
+    // ---- the ns-2 laws of the ns2-2013 profile ----
+
+    #[test]
+    fn ns2_profile_defaults_and_laws() {
+        use crate::profile::Stack;
+        for kind in ["codel", "sfq_codel", "pie"] {
+            assert_eq!(QdiscSpec::parse_for(kind, Stack::Ns2_2013).unwrap().args().uint("limit"), 50, "{kind}");
+            assert_eq!(QdiscSpec::parse(kind).unwrap().args().uint("limit"), 1000, "{kind}");
+        }
+        assert_eq!(Law::codel(Stack::Ns2_2013), Law::Ns2CodelPatch);
+        assert_eq!(Law::sfq(Stack::Ns2_2013), Law::Ns2Sfq2013);
+        for s in Stack::ALL.into_iter().filter(|&s| s != Stack::Ns2_2013) {
+            assert_eq!((Law::codel(s), Law::sfq(s)), (Law::Linux, Law::Linux), "{s}");
+        }
+    }
+
+    fn ns2(law: Law) -> Codel {
+        Codel::new(1000, CodelParams { law, ..CodelParams::new(1514) })
+    }
+
+    /// 100 packets of 1040 bytes queued at t = 0, one dequeue every 10 ms from 10 ms: the
+    /// times (ms) at which a dequeue dropped.
+    fn drop_times(q: &mut Codel, until_ms: u64) -> Vec<u64> {
+        for i in 0..100 {
+            enq(q, pkt(1, 1040, i, Ecn::NotEct), Time::ZERO);
+        }
+        let mut out = vec![];
+        for k in 1..=until_ms / 10 {
+            let before = q.stats().drops;
+            q.dequeue(Time::from_millis(10 * k));
+            if q.stats().drops > before {
+                out.push(10 * k);
+            }
+        }
+        out
+    }
+
+    /// By hand: the sojourn exceeds 5 ms from the first dequeue, so first_above = 110 ms and
+    /// ns-2 drops at 110 (now >= first_above; Linux waits for now > 110: the dequeue at 120).
+    /// Then drop_next = 110 + 100/sqrt(1) = 210, 210 + 100/sqrt(2) = 280.71, + 100/sqrt(3) =
+    /// 338.45, + 50 = 388.45, + 44.72 = 433.17, + 40.82 = 473.99: drops at the first dequeue
+    /// at or after each.
+    #[test]
+    fn ns2_drop_times_follow_interval_over_exact_sqrt() {
+        for law in [Law::Ns2CodelPatch, Law::Ns2Codel2013, Law::Ns2Sfq2013] {
+            let mut q = ns2(law);
+            assert_eq!(drop_times(&mut q, 500), [110, 210, 290, 340, 390, 440, 480], "{law:?}");
+            // 7 drops, the 7th scheduled by count 7 (both counting rules agree while dropping).
+            assert_eq!(q.vars().count, 7, "{law:?}");
+        }
+        let mut l = ns2(Law::Linux);
+        assert_eq!(drop_times(&mut l, 130)[0], 120, "Linux enters at now > first_above_time");
+    }
+
+    /// Re-entry within 8 intervals of the last drop time resumes at count - 2 (count > 2), and
+    /// codel.cc decays a resumed count above 126 to 0.9844 (count + 2); sfqcodel.cc does not.
+    /// Later, or with count <= 2, count restarts at 1.
+    #[test]
+    fn ns2_reentry_rules() {
+        let now = Time::from_secs(10);
+        let cases = [
+            (Law::Ns2Codel2013, 10, 500, 8),
+            (Law::Ns2Codel2013, 10, 900, 1),
+            (Law::Ns2Codel2013, 2, 100, 1),
+            (Law::Ns2Codel2013, 200, 100, 196), // 0.9844 x 200 = 196.88
+            (Law::Ns2Sfq2013, 200, 100, 198),
+            (Law::Ns2Sfq2013, 10, 799, 8),
+            // The patch: count - 1 within 16 intervals (1.6 s), no decay.
+            (Law::Ns2CodelPatch, 10, 1500, 9),
+            (Law::Ns2CodelPatch, 10, 1700, 1),
+            (Law::Ns2CodelPatch, 200, 100, 199),
+            (Law::Ns2CodelPatch, 1, 100, 1),
+        ];
+        for (law, count, ago_ms, want) in cases {
+            let mut q = ns2(law);
+            for i in 0..10 {
+                enq(&mut q, pkt(1, 1040, i, Ecn::NotEct), now - Time::from_millis(50));
+            }
+            let v = &mut q.flow.vars;
+            v.count = count;
+            v.drop_next = now - Time::from_millis(ago_ms);
+            v.first_above_time = Some(now);
+            q.dequeue(now);
+            assert!(q.vars().dropping(), "{law:?} {count} {ago_ms}");
+            assert_eq!(q.vars().count, want, "{law:?} count {count}, last drop {ago_ms} ms ago");
+            let next = now + Time((100e6 / (want as f64).sqrt()) as u64);
+            assert_eq!(q.vars().drop_next, next);
+            assert_eq!(q.stats().drops, 1);
+        }
+    }
+
+    /// codel.cc: going above target within 8 intervals of the last drop (count > 1) opens the
+    /// dropping window after interval / sqrt(count), not a full interval.
+    #[test]
+    fn ns2_codel_first_above_window_shrinks_after_recent_drops() {
+        let now = Time::from_secs(10);
+        for (law, want) in [(Law::Ns2Codel2013, 50_000_000u64), (Law::Ns2Sfq2013, 100_000_000), (Law::Ns2CodelPatch, 100_000_000)] {
+            let mut q = ns2(law);
+            for i in 0..10 {
+                enq(&mut q, pkt(1, 1040, i, Ecn::NotEct), now - Time::from_millis(50));
+            }
+            q.flow.vars.count = 4;
+            q.flow.vars.drop_next = now - Time::from_millis(300);
+            q.dequeue(now);
+            assert_eq!(q.flow.vars.first_above_time, Some(now + Time(want)), "{law:?}");
+        }
+    }
+
+    /// The guard is the largest packet seen (from 256 bytes), not the MTU: with 600-byte
+    /// packets, two queued (1200 bytes after a dequeue of three) may be dropped in ns-2 but
+    /// not in Linux (1514).
+    #[test]
+    fn ns2_guard_is_the_largest_packet_seen() {
+        for (law, drops) in [(Law::Ns2CodelPatch, true), (Law::Ns2Codel2013, true), (Law::Linux, false)] {
+            let mut q = ns2(law);
+            let mut t = Time::ZERO;
+            let mut dropped = false;
+            // Three 600-byte packets queued, each dequeued after 20 ms; refilled to three.
+            for i in 0..100 {
+                while q.len() < 3 {
+                    enq(&mut q, pkt(1, 600, i, Ecn::NotEct), t);
+                }
+                t += Time::from_millis(20);
+                q.dequeue(t);
+                dropped |= q.stats().drops > 0;
+            }
+            assert_eq!(dropped, drops, "{law:?}");
+        }
     }
 }

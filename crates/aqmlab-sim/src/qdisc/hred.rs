@@ -29,6 +29,46 @@ pub(super) struct PacketAverage {
     gentle: bool,
     /// Packets of `avpkt` bytes the link sends per second (ns-2 `ptc`), for idle decay.
     ptc: f64,
+    /// ns-2's per-arrival `drop_early` (the `ns2-2013` profile, or `wait`/`bytes` given).
+    ns2: Option<Ns2Drop>,
+}
+
+/// ns-2 `REDQueue::modify_p`'s settings (queue/red.cc of ns-2.35, hbatmit/ns2.35@f95482f).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Ns2Drop {
+    /// `wait_` (ns-default.tcl: true): no mark while count Pb < 1, then Pb / (2 - count Pb),
+    /// so marks are spaced uniformly between 1/Pb and 2/Pb arrivals; off: Pb / (1 - count
+    /// Pb), spaced uniformly between 1 and 1/Pb.
+    wait: bool,
+    /// `bytes_`: count in units of `mean_pktsize_` (floor(count_bytes / mean)) and scale the
+    /// probability by size / mean.
+    bytes: bool,
+    /// `mean_pktsize_` (the `avpkt` parameter).
+    mean: u32,
+}
+
+impl Ns2Drop {
+    /// `modify_p`.
+    pub(super) fn modify_p(&self, pb: f64, count: u64, count_bytes: u64, size: u32) -> f64 {
+        let c = if self.bytes { (count_bytes / self.mean as u64) as f64 } else { count as f64 };
+        let mut p = if self.wait {
+            if c * pb < 1.0 {
+                0.0
+            } else if c * pb < 2.0 {
+                pb / (2.0 - c * pb)
+            } else {
+                1.0
+            }
+        } else if c * pb < 1.0 {
+            pb / (1.0 - c * pb)
+        } else {
+            1.0
+        };
+        if self.bytes && p < 1.0 {
+            p = p * size as f64 / self.mean as f64;
+        }
+        p.min(1.0)
+    }
 }
 
 impl PacketAverage {
@@ -76,6 +116,11 @@ impl Average for PacketAverage {
         // Pb * count >= U with U = q_r / 2^32 uniform in [0, 1).
         self.pb() * count as f64 * 4294967296.0 >= q_r as f64
     }
+    fn ns2_prob(&self, count: u64, count_bytes: u64, size: u32) -> Option<(f64, f64)> {
+        let n = self.ns2?;
+        let pb = self.pb();
+        Some((n.modify_p(pb, count, count_bytes, size), pb))
+    }
     /// ns-2: avg >= 2 max_th (gentle) or >= max_th is a forced drop, ECN or not.
     const HARD_REGION_DROPS: bool = true;
     /// ns-2's link dequeues an empty queue when it goes idle, starting RED's idle period.
@@ -99,6 +144,8 @@ struct HredConfig {
     /// Defaults to the link rate.
     bandwidth: Option<Rate>,
     flags: Flags,
+    wait: bool,
+    bytes: bool,
 }
 
 impl Default for HredConfig {
@@ -109,7 +156,15 @@ impl Default for HredConfig {
 }
 
 impl HredConfig {
+    #[cfg(test)]
     fn average(&self, link_rate: Rate) -> PacketAverage {
+        self.average_on(link_rate, Stack::Linux)
+    }
+
+    /// The average of profile `stack`: ns-2's per-arrival drop test on `ns2-2013` or when
+    /// `wait` or `bytes` is on; the shared cached-draw test otherwise.
+    fn average_on(&self, link_rate: Rate, stack: Stack) -> PacketAverage {
+        let ns2 = (stack == Stack::Ns2_2013 || self.wait || self.bytes).then_some(Ns2Drop { wait: self.wait, bytes: self.bytes, mean: self.avpkt });
         let bw = self.bandwidth.unwrap_or(link_rate);
         PacketAverage {
             avg: 0.0,
@@ -119,13 +174,14 @@ impl HredConfig {
             max_p: self.max_p,
             gentle: self.gentle,
             ptc: bw.bits_per_sec() as f64 / (8.0 * self.avpkt as f64),
+            ns2,
         }
     }
 }
 
 impl QdiscConfig for HredConfig {
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(Red::new(HRED.name, self.average(ctx.link_rate), self.flags, Limit::Packets(self.limit), ctx.rng.clone()))
+        Box::new(Red::new(HRED.name, self.average_on(ctx.link_rate, ctx.stack), self.flags, Limit::Packets(self.limit), ctx.rng.clone()))
     }
 }
 
@@ -141,6 +197,8 @@ impl HredConfig {
             avpkt: a.u32("avpkt"),
             bandwidth: a.rate_opt("bandwidth"),
             flags: Flags::from_args(a),
+            wait: a.flag("wait"),
+            bytes: a.flag("bytes"),
         };
         if c.max <= c.min {
             return Err(a.invalid(format!("max {} must be above min {}", c.max, c.min)));
@@ -179,6 +237,13 @@ pub const HRED: QdiscKind = QdiscKind {
         red::NODROP,
         Param::uint("avpkt", 1, u32::MAX as u64, 500).unit("bytes").doc("mean packet size for the idle-time rule"),
         Param::new("bandwidth", Type::Rate, Value::Unset).doc("rate for the idle-time rule; unset: the link rate"),
+        Param::flag("wait", false)
+            .words(&[("nowait", Value::Bool(false))])
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Bool(true))])
+            .doc("ns-2 wait_: marks spaced 1/Pb..2/Pb arrivals apart, not 1..1/Pb (ns2-2013: on, ns-2's default)"),
+        Param::flag("bytes", false)
+            .words(&[("nobytes", Value::Bool(false))])
+            .doc("ns-2 bytes_: count and scale the probability in units of avpkt bytes (off: the study's packet mode, assumed)"),
     ],
     build: |a| Ok(Arc::new(HredConfig::from_args(a)?)),
 };
@@ -360,5 +425,108 @@ mod tests {
         let mut out = Vec::new();
         q.xstats(&mut out);
         assert_eq!(out.iter().map(|x| x.0).collect::<Vec<_>>(), vec!["qavg", "pb"]);
+    }
+
+    // ---- ns-2's drop_early (the ns2-2013 profile) ----
+
+    /// `n` packets queued at t = 0 (below min_th), then the average set to `avg`.
+    fn fill(q: &mut Red<PacketAverage>, n: usize, avg: f64) {
+        for _ in 0..n {
+            q.avg.avg = 0.0;
+            assert_eq!(q.enqueue(pkt(1040, Ecn::NotEct), Time::ZERO), Enqueued::Queued);
+        }
+        q.avg.avg = avg;
+    }
+
+    #[test]
+    fn ns2_modify_p_by_hand() {
+        let w = Ns2Drop { wait: true, bytes: false, mean: 500 };
+        // wait: nothing while count Pb < 1; Pb / (2 - count Pb) up to 2; then 1.
+        assert_eq!(w.modify_p(0.25, 3, 0, 1040), 0.0);
+        assert_eq!(w.modify_p(0.25, 4, 0, 1040), 0.25);
+        assert_eq!(w.modify_p(0.25, 6, 0, 1040), 0.5);
+        assert_eq!(w.modify_p(0.25, 8, 0, 1040), 1.0);
+        let nw = Ns2Drop { wait: false, ..w };
+        assert_eq!(nw.modify_p(0.25, 2, 0, 1040), 0.5);
+        assert_eq!(nw.modify_p(0.25, 4, 0, 1040), 1.0);
+        // bytes: count = floor(3120 / 500) = 6: 0.5, scaled by 1040/500 (capped at 1); at
+        // count_bytes 2080 (4 units) 0.25 x 2.08.
+        let b = Ns2Drop { bytes: true, ..w };
+        assert_eq!(b.modify_p(0.25, 3, 3120, 1040), 1.0);
+        assert!((b.modify_p(0.25, 2, 2080, 1040) - 0.52).abs() < 1e-15);
+        // The profile turns it on, with wait_ as ns-2's default; Linux's hred keeps its test.
+        let c = HredConfig::default();
+        assert!(c.average_on(Rate(2_000_000), Stack::Linux).ns2.is_none());
+        let a: Args = HRED.defaults(Stack::Ns2_2013);
+        let c2 = HredConfig::from_args(&a).unwrap();
+        assert_eq!(c2.average_on(Rate(2_000_000), Stack::Ns2_2013).ns2, Some(Ns2Drop { wait: true, bytes: false, mean: 500 }));
+    }
+
+    /// A steady average of 11 packets (queue held at 11, so the EWMA stays exactly there) with
+    /// min 3, max 35, max_p 0.5: Pb = 0.5 x 8/32 = 1/8. With wait_, the mark after the c-th
+    /// arrival has probability 0 for c < 8, then 1/8, 1/7, ..., 1: the gaps are uniform on
+    /// 8..15. Without, 1/7, 1/6, ..., 1 from c = 1: uniform on 1..7.
+    #[test]
+    fn ns2_mark_gaps_are_uniform_between_1_over_pb_and_2_over_pb() {
+        for (wait, lo, hi) in [(true, 8usize, 15usize), (false, 1, 7)] {
+            let c = HredConfig { limit: 1000, min: 3.0, max: 35.0, max_p: 0.5, wq: 2f64.powi(-30), wait, ..HredConfig::default() };
+            let mut q = Red::new("hred", c.average_on(Rate(2_000_000), Stack::Ns2_2013), c.flags, Limit::Packets(1000), Stream::new(9, "hred-ns2"));
+            fill(&mut q, 11, 11.0);
+            let mut gaps = [0u64; 20];
+            let (mut since, mut first) = (0usize, true);
+            for _ in 0..160_000 {
+                since += 1;
+                if q.enqueue(pkt(1040, Ecn::NotEct), Time::ZERO) == Enqueued::Dropped {
+                    if !first {
+                        gaps[since.min(19)] += 1;
+                    }
+                    first = false;
+                    since = 0;
+                } else {
+                    q.dequeue(Time::ZERO);
+                }
+                assert_eq!(q.avg.avg, 11.0);
+            }
+            let n: u64 = gaps.iter().sum();
+            let share = 1.0 / (hi - lo + 1) as f64;
+            for (g, &k) in gaps.iter().enumerate() {
+                if (lo..=hi).contains(&g) {
+                    let f = k as f64 / n as f64;
+                    assert!((f - share).abs() < 0.01, "wait {wait} gap {g}: {f} vs {share}");
+                } else {
+                    assert_eq!(k, 0, "wait {wait}: gap {g}");
+                }
+            }
+        }
+    }
+
+    /// ns-2 needs more than one packet queued for an early drop, and with ECN marks only while
+    /// Pb <= mark_p_ 0.1 (drops above).
+    #[test]
+    fn ns2_region_needs_two_packets_and_ecn_stops_above_mark_p() {
+        let c = HredConfig { wq: 2f64.powi(-30), ..HredConfig::default() };
+        let mut q = Red::new("hred", c.average_on(Rate(2_000_000), Stack::Ns2_2013), c.flags, Limit::Packets(100), Stream::new(9, "hred-ns2"));
+        fill(&mut q, 1, 79.0); // Pb 0.99
+        for _ in 0..100 {
+            assert_eq!(q.enqueue(pkt(1040, Ecn::NotEct), Time::ZERO), Enqueued::Queued);
+            q.dequeue(Time::ZERO);
+        }
+        for ecn in [false, true] {
+            let c = HredConfig { wq: 2f64.powi(-30), flags: Flags { ecn, ..Flags::default() }, ..HredConfig::default() };
+            for (avg, marks) in [(8.0, true), (10.0, false)] {
+                // Pb = 0.65 x 5/37 = 0.088 (<= 0.1) and 0.65 x 7/37 = 0.123.
+                let mut q = Red::new("hred", c.average_on(Rate(2_000_000), Stack::Ns2_2013), c.flags, Limit::Packets(100), Stream::new(9, "x"));
+                fill(&mut q, 5, avg);
+                let (mut ce, mut dropped) = (0, 0);
+                for _ in 0..3000 {
+                    match q.enqueue(pkt(1040, Ecn::Ect0), Time::ZERO) {
+                        Enqueued::Dropped => dropped += 1,
+                        Enqueued::Queued => ce += (q.dequeue(Time::ZERO).unwrap().ecn == Ecn::Ce) as u32,
+                    }
+                }
+                assert!(ce + dropped > 50, "{ecn} {avg}");
+                assert_eq!((ce > 0, dropped > 0), (ecn && marks, !(ecn && marks)), "ecn {ecn} avg {avg}: {ce} marks {dropped} drops");
+            }
+        }
     }
 }

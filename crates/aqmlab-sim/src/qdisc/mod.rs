@@ -17,6 +17,7 @@ pub mod fq_codel;
 mod hred;
 mod lfq;
 mod pie;
+mod pie_ns2;
 mod queue;
 mod red;
 mod sce;

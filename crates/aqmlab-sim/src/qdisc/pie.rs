@@ -113,8 +113,12 @@ impl PieConfig {
 }
 
 impl QdiscConfig for PieConfig {
+    /// Linux's PIE, or on the `ns2-2013` profile the 2013 ns-2 code ([`super::pie_ns2`]).
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(Pie::new(*self, ctx.mtu, ctx.rng.clone()))
+        match ctx.stack {
+            Stack::Ns2_2013 => super::pie_ns2::build(self, ctx),
+            _ => Box::new(Pie::new(*self, ctx.mtu, ctx.rng.clone())),
+        }
     }
 }
 
@@ -476,19 +480,32 @@ pub const PIE: QdiscKind = QdiscKind {
     name: "pie",
     doc: "Proportional Integral controller Enhanced (sch_pie.c, RFC 8033)",
     params: &[
-        Param::uint("limit", 1, u32::MAX as u64, 1000).unit("packets").doc("queue limit"),
-        Param::time("target", Time::from_millis(15)).doc("target queue delay (QDELAY_REF)").check(at_least_1us),
-        Param::time("tupdate", Time::from_millis(15)).doc("probability update interval").check(at_least_1us),
+        Param::uint("limit", 1, u32::MAX as u64, 1000)
+            .unit("packets")
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Uint(50))])
+            .doc("queue limit (ns2-2013: ns-default.tcl Queue limit_ 50)"),
+        Param::time("target", Time::from_millis(15))
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Time(Time::from_millis(20)))])
+            .doc("target queue delay (QDELAY_REF; ns2-2013: qdelay_ref_ 20ms)")
+            .check(at_least_1us),
+        Param::time("tupdate", Time::from_millis(15))
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Time(Time::from_millis(30)))])
+            .doc("probability update interval (ns2-2013: tUpdate_ 30ms)")
+            .check(at_least_1us),
         Param::uint("alpha", 1, 32, 2).unit("1/16 Hz").doc("integral gain"),
         Param::uint("beta", 1, 32, 20).unit("1/16 Hz").doc("proportional gain"),
         Param::flag("ecn", false).words(&[("noecn", Value::Bool(false))]).doc("mark ECN-capable packets instead of dropping"),
         Param::flag("bytemode", false).words(&[("nobytemode", Value::Bool(false))]).doc("scale the probability by packet size"),
         Param::flag("dq_rate_estimator", false)
             .words(&[("no_dq_rate_estimator", Value::Bool(false)), ("nodq_rate_estimator", Value::Bool(false))])
-            .doc("queue delay from the departure rate instead of packet timestamps"),
-        Param::time("max_burst", Time::from_millis(150)).doc("burst allowance (not tc: Linux fixes 150ms)"),
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Bool(true))])
+            .doc("queue delay from the departure rate instead of packet timestamps (ns2-2013: always, the flag is ignored)"),
+        Param::time("max_burst", Time::from_millis(150))
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Time(Time::from_millis(100)))])
+            .doc("burst allowance (not tc: Linux fixes 150ms; ns2-2013: burst_allowance_ 100ms)"),
         Param::new("dq_threshold", Type::Limit, Value::Limit(Limit::Bytes(QUEUE_THRESHOLD)))
-            .doc("departure-rate measurement cycle, needs dq_rate_estimator (not tc: Linux fixes 16384 bytes)"),
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Limit(Limit::Packets(10)))])
+            .doc("departure-rate measurement cycle, needs dq_rate_estimator (not tc: Linux fixes 16384 bytes; ns2-2013: 10 packets)"),
     ],
     build: |a| Ok(Arc::new(PieConfig::from_args(a)?)),
 };

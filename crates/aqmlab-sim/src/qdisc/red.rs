@@ -62,6 +62,9 @@ pub(super) enum Verdict {
     HardMark,
 }
 
+/// ns-2 RED's `mark_p_` (with `use_mark_p_` on): ECN marks only while Pb is at most this.
+const NS2_MARK_P: f64 = 0.1;
+
 /// The numeric side of a RED variant: how the average queue is kept and compared.
 pub(super) trait Average: fmt::Debug {
     /// Average update at an arrival to a busy queue (`red_calc_qavg_no_idle_time`).
@@ -84,6 +87,13 @@ pub(super) trait Average: fmt::Debug {
     const HARD_REGION_DROPS: bool = false;
     /// Whether the queue sees idle-time dequeues (ns-2's link; not Linux under HTB).
     const DEQUEUES_WHEN_EMPTY: bool = false;
+    /// ns-2 `REDQueue::drop_early` instead of the cached-draw test: the probability
+    /// (`modify_p`) of marking an arrival of `size` bytes that is the `count`-th
+    /// (`count_bytes` bytes) since the last mark, and the unmodified Pb it came from; a fresh
+    /// uniform draw per arrival decides. `None` (the default): Linux's [`Average::reached`].
+    fn ns2_prob(&self, _count: u64, _count_bytes: u64, _size: u32) -> Option<(f64, f64)> {
+        None
+    }
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>);
 }
 
@@ -155,6 +165,10 @@ pub(super) struct Red<A: Average> {
     qcount: i64,
     /// Cached random number.
     q_r: u64,
+    /// ns-2 `edv_.count`, `edv_.count_bytes` and `edv_.old` (only with [`Average::ns2_prob`]).
+    ns2_count: u64,
+    ns2_count_bytes: u64,
+    ns2_old: bool,
     /// Start of the current idle period (`qidlestart`), if the queue is idle.
     idle_since: Option<Time>,
     /// Next Adaptive RED tick (the kernel timer), armed at the first call.
@@ -177,6 +191,9 @@ impl<A: Average> Red<A> {
             queue: PacketQueue::for_limit(limit),
             qcount: -1,
             q_r: 0,
+            ns2_count: 0,
+            ns2_count_bytes: 0,
+            ns2_old: false,
             // `__red_change` starts an idle period when the child is empty at creation.
             idle_since: Some(Time::ZERO),
             next_adapt: None,
@@ -238,6 +255,34 @@ impl<A: Average> Red<A> {
         }
     }
 
+    /// ns-2 `REDQueue::enque`'s drop logic for an arrival of `size` bytes with `qlen`
+    /// packets queued: count the arrival; in the region (average at least min_th and more
+    /// than one packet queued) the first arrival only starts the count, later ones are marked
+    /// with `modify_p`'s probability (a fresh draw each), ECN only while Pb <= `mark_p_` 0.1
+    /// (beyond, [`Verdict::HardMark`], a drop); outside the region the count restarts.
+    /// `use_mark_p_` is on (ns-default.tcl), so a high average forces nothing by itself.
+    fn ns2_action(&mut self, qlen: usize, size: u32) -> Verdict {
+        self.ns2_count += 1;
+        self.ns2_count_bytes += size as u64;
+        if self.avg.zone() == Zone::Below || qlen <= 1 {
+            self.ns2_old = false;
+            return Verdict::DontMark;
+        }
+        if !self.ns2_old {
+            self.ns2_count = 1;
+            self.ns2_count_bytes = size as u64;
+            self.ns2_old = true;
+            return Verdict::DontMark;
+        }
+        let (pa, pb) = self.avg.ns2_prob(self.ns2_count, self.ns2_count_bytes, size).expect("ns-2 RED");
+        if self.rng.uniform() <= pa {
+            self.ns2_count = 0;
+            self.ns2_count_bytes = 0;
+            return if self.flags.ecn && pb > NS2_MARK_P { Verdict::HardMark } else { Verdict::ProbMark };
+        }
+        Verdict::DontMark
+    }
+
     fn congestion_drop(&mut self) -> Enqueued {
         self.stats.drops += 1;
         Enqueued::Dropped
@@ -260,7 +305,9 @@ impl<A: Average> Qdisc for Red<A> {
             Some(t0) => self.avg.update_after_idle(now - t0, backlog),
             None => self.avg.update(backlog),
         }
-        match self.action() {
+        let ns2 = self.avg.ns2_prob(1, 0, 0).is_some();
+        let verdict = if ns2 { self.ns2_action(backlog.packets, pkt.wire_len) } else { self.action() };
+        match verdict {
             Verdict::DontMark => {}
             Verdict::ProbMark => {
                 if !self.flags.ecn {
@@ -290,6 +337,11 @@ impl<A: Average> Qdisc for Red<A> {
             }
         }
         if !self.queue.fits(self.limit, &pkt) {
+            if ns2 {
+                // ns-2: a forced drop restarts the count (Philip Liu's fix).
+                self.ns2_count = 0;
+                self.ns2_count_bytes = 0;
+            }
             self.red.pdrop += 1;
             self.stats.overlimit_drop();
             return Enqueued::Dropped;

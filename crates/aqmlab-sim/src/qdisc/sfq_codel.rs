@@ -16,7 +16,7 @@
 
 use super::codel::{CodelCounters, CodelFlow, CodelParams, MtuGuard};
 use super::flow_table::{codel_totals, FlowEntry, FlowTable};
-use super::{codel, Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats};
+use super::{codel, Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Value};
 use crate::profile::Stack;
 use crate::packet::Packet;
 use crate::time::Time;
@@ -187,7 +187,9 @@ impl Qdisc for SfqCodel {
 
 impl QdiscConfig for SfqCodelConfig {
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(SfqCodel::new(self, ctx.mtu, ctx.rng.next_u32()))
+        // The ns2-2013 profile runs sfqcodel.cc's own CoDel law per bin.
+        let c = SfqCodelConfig { codel: CodelParams { law: codel::Law::sfq(ctx.stack), ..self.codel }, ..*self };
+        Box::new(SfqCodel::new(&c, ctx.mtu, ctx.rng.next_u32()))
     }
 }
 
@@ -198,7 +200,10 @@ pub const SFQ_CODEL: QdiscKind = QdiscKind {
     name: "sfq_codel",
     doc: "ns-2's SFQ-CoDel: stochastic fair queueing over bins, CoDel per bin",
     params: &[
-        Param::uint("limit", 1, u32::MAX as u64, 1000).unit("packets").doc("buffer limit, all bins"),
+        Param::uint("limit", 1, u32::MAX as u64, 1000)
+            .unit("packets")
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Uint(50))])
+            .doc("buffer limit, all bins (ns2-2013: ns-default.tcl Queue limit_ 50)"),
         Param::uint("flows", 1, 65536, 1024).doc("number of hash bins (ns-2 maxbins_)"),
         Param::uint("quantum", 0, 1 << 20, 0).unit("bytes").doc("DRR credit per turn; 0: one packet per turn"),
         codel::TARGET,

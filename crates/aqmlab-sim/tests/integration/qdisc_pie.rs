@@ -103,3 +103,25 @@ fn load_transient_study_variants_run() {
         assert!(out.series.get("bottleneck", "avg_dq_rate").is_some());
     }
 }
+
+/// On the `ns2-2013` profile (the 2013 ns-2 PIE, docs/algorithms/pie.md) the study's default
+/// PIE never completes a departure-rate measurement at 2 Mbit/s: a 10-packet cycle lasts
+/// longer than tUpdate 30 ms and every update without an estimate restarts it. So there is
+/// never an estimate, p stays 0 and only the buffer limits the queue. PIEthresh (5 packets)
+/// measures, raises p and keeps the queue well below that.
+#[test]
+fn ns2_2013_default_pie_is_a_fifo_at_2_mbit_and_pie_thresh_is_not() {
+    let run = |q: &str| {
+        Dumbbell::new("2Mbit", q).stack("ns2-2013").duration("20s").flow(Flow::new("reno").rtt("162ms").count(2)).run_output()
+    };
+    let fifo = run("pie limit 100 target 20ms max_burst 100ms dq_rate_estimator dq_threshold 10 tupdate 30ms");
+    assert_eq!(max_of(&fifo, "prob"), 0.0);
+    assert_eq!(max_of(&fifo, "avg_dq_rate"), 0.0);
+    assert!(fifo.summary.bottleneck.drops > 0, "tail drops only");
+    let thresh = run("pie limit 100 target 20ms max_burst 100ms dq_rate_estimator dq_threshold 5 tupdate 30ms");
+    assert!(max_of(&thresh, "prob") > 0.0);
+    assert!(max_of(&thresh, "avg_dq_rate") > 0.0);
+    let (f, t) = (fifo.summary.bottleneck.sojourn_ms.mean.unwrap(), thresh.summary.bottleneck.sojourn_ms.mean.unwrap());
+    eprintln!("ns2-2013 2 Mbit/s, 2 reno: mean sojourn default PIE {f:.0} ms, PIEthresh {t:.0} ms");
+    assert!(t < 0.5 * f, "PIEthresh {t} ms vs default {f} ms");
+}
