@@ -17,6 +17,7 @@ pub mod profile;
 pub mod qdisc;
 pub mod rng;
 pub mod scenario;
+pub mod schema;
 pub mod sim;
 pub mod tcp;
 pub mod time;
