@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -172,6 +172,8 @@ def run(
     seed: int | None = None,
     overrides: Iterable[str] = (),
     name: str | None = None,
+    progress: Callable[[float], Any] | None = None,
+    control: _sim.RunControl | None = None,
 ) -> RunResult:
     """Runs one scenario and returns its :class:`RunResult`.
 
@@ -181,6 +183,13 @@ def run(
     ``"flows[0].rtt=40ms"``); ``name`` labels the run (default: the scenario's ``name``,
     else the file's stem). Bad input raises :class:`aqmlab.ScenarioError` (a ``ValueError``)
     whose message is one line, prefixed with the file name when read from a file.
+
+    ``progress``, if given, is called with the fraction of simulated time done (0.0 to 1.0,
+    increasing, the last call 1.0) once per sampling step (``[metrics] step``), from the
+    calling thread; an exception it raises stops the run and propagates. ``control`` (an
+    :class:`aqmlab.RunControl`) lets another thread read ``control.progress`` and stop the run
+    with ``control.cancel()``, which makes this call raise :class:`aqmlab.RunCancelled`.
+    Ctrl-C (``KeyboardInterrupt``) stops a run at the next step too.
     """
     if isinstance(overrides, str):
         overrides = [overrides]
@@ -191,7 +200,7 @@ def run(
             raise ScenarioError(f"seed: {seed} is out of range 0..2^64-1")
     text, prefix, default_name = load_scenario(scenario)
     try:
-        summary_json, time, columns = _sim.run(text, seed, overrides)
+        summary_json, time, columns = _sim.run(text, seed, overrides, progress, control)
     except ScenarioError as e:
         if prefix is not None:
             raise ScenarioError(f"{prefix}: {e}") from None

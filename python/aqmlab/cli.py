@@ -159,6 +159,43 @@ def _check_out_dir(out: Path) -> None:
         _bad_input(f"--out {out}: not writable")
 
 
+class _RunProgress:
+    """A progress bar for one run on a terminal (stderr), shown only once the run has taken
+    more than a second: quick runs print nothing extra."""
+
+    DELAY = 1.0
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.bar: Any = None
+        self.task: Any = None
+
+    def update(self, fraction: float) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.monotonic() - self.start < self.DELAY or fraction >= 1.0:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(
+                TextColumn("simulating"), BarColumn(), TaskProgressColumn(), TimeRemainingColumn(),
+                console=Console(stderr=True), transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("run", total=1.0)
+        self.bar.update(self.task, completed=fraction)
+
+    def __enter__(self) -> "_RunProgress":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
 @app.command("run")
 def run_cmd(
     scenario: str = typer.Argument(..., metavar="SCENARIO.toml", help="Scenario file (TOML); - reads it from stdin."),
@@ -192,9 +229,20 @@ def run_cmd(
         except ScenarioError as e:
             _bad_input(str(e) if isinstance(source, Path) else f"{shown}: {e}")
             return
+        existed = out.exists()
         _check_out_dir(out)
+        try:
+            with _RunProgress(enabled=not quiet) as bar:
+                result = api_run(text, name=name, progress=bar.update)
+        except KeyboardInterrupt:
+            # Nothing is written for an interrupted run; a directory made for it goes too.
+            if not existed:
+                try:
+                    out.rmdir()
+                except OSError:
+                    pass
+            raise
         atomic_write_text(out / SCENARIO, text)
-        result = api_run(text, name=name)
         if result.summary.get("name") is None and isinstance(source, Path):
             result.summary["name"] = result.name = source.stem
         written = write_outputs(result, out, plot=not no_plot, flent=flent, command=shlex.join(["aqmlab", *sys.argv[1:]]))
@@ -245,6 +293,36 @@ def check_cmd(
     else:
         flows = sum(int(f.get("count", 1)) if isinstance(f.get("count", 1), int) else 1 for f in doc.get("flows", []))
         print(f"{shown}: ok ({flows} TCP flows, duration {doc.get('duration')}, stack {doc.get('stack', 'linux')})")
+
+
+scenario_app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="The scenario format: its JSON Schema (for editors).",
+)
+app.add_typer(scenario_app, name="scenario")
+
+
+@scenario_app.command("schema")
+def scenario_schema_cmd(
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="FILE", help="Write the schema to FILE instead of stdout."),
+) -> None:
+    """Print the JSON Schema (draft-07) of the scenario TOML format, generated from the engine's
+    scenario structs. Editors that read JSON Schema for TOML (Taplo, VS Code's Even Better TOML)
+    then complete and check keys: put '#:schema ./aqmlab-scenario.schema.json' on a scenario's
+    first line, or map scenarios/*.toml to it in .taplo.toml (README)."""
+    from ._sim import scenario_schema
+
+    text = scenario_schema()
+    if out is None:
+        sys.stdout.write(text)
+        return
+    from .output import atomic_write_text
+
+    try:
+        atomic_write_text(out, text)
+    except OSError as e:
+        _bad_input(f"--out {out}: cannot write it ({e.strerror})")
 
 
 suite_app = typer.Typer(
