@@ -22,6 +22,7 @@ EXIT_BAD_INPUT = 2
 
 app = typer.Typer(
     add_completion=True,
+    rich_markup_mode=None,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="aqmlab: deterministic packet-level simulator of AQM and TCP congestion control.",
@@ -297,6 +298,7 @@ def check_cmd(
 
 scenario_app = typer.Typer(
     add_completion=False,
+    rich_markup_mode=None,
     no_args_is_help=True,
     help="The scenario format: its JSON Schema (for editors).",
 )
@@ -327,6 +329,7 @@ def scenario_schema_cmd(
 
 suite_app = typer.Typer(
     add_completion=False,
+    rich_markup_mode=None,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Suites: named matrices of scenarios (the studies' experiments). See docs/suites.md.",
