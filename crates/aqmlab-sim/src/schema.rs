@@ -184,11 +184,27 @@ pub fn scenario_schema() -> Value {
     });
     let root = settings.into_generator().into_root_schema_for::<Scenario>();
     let mut v = serde_json::to_value(root).expect("schema serialises");
+    drop_null_defaults(&mut v);
     if let Value::Object(m) = &mut v {
         m.insert("$id".into(), json!("https://aqmlab.invalid/aqmlab-scenario.schema.json"));
         m.insert("title".into(), json!("aqmlab scenario"));
     }
     v
+}
+
+/// Removes `"default": null` (what schemars writes for an omitted `Option` key): TOML has no
+/// null, so an editor must not offer it.
+fn drop_null_defaults(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if m.get("default") == Some(&Value::Null) {
+                m.remove("default");
+            }
+            m.values_mut().for_each(drop_null_defaults);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_null_defaults),
+        _ => {}
+    }
 }
 
 /// [`scenario_schema`] as pretty JSON text.
@@ -211,6 +227,7 @@ mod tests {
         assert_eq!(v["additionalProperties"], json!(false));
         let req: Vec<&str> = v["required"].as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
         assert_eq!(req, ["bottleneck", "duration"]);
+        assert!(!scenario_schema_text().contains("\"default\": null"), "TOML has no null");
         // Doc comments become descriptions.
         assert!(props["probes"]["description"].as_str().unwrap().contains("Latency probes"));
     }
