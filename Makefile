@@ -2,7 +2,7 @@
 #
 #   make demo   set up .venv, build the engine into it, run the two-CUBIC demo and the
 #               l4s-tests S6 suite plus a slice of S1 -> out/demo/ (REPORT.md per suite)
-#   make test   cargo tests (profile test-release) + pytest
+#   make test   cargo tests (profile test-release) + pytest (installs tshark and ns-2.35 first: make test-tools)
 #   make bench  engine benchmark
 #
 # Setup is cached with stamp files in .venv/, so a second run only rebuilds what changed.
@@ -20,7 +20,7 @@ DEMO_OUT := out/demo
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(wildcard crates/*/Cargo.toml) \
 	$(shell find crates -name '*.rs' -not -path '*/target/*' 2>/dev/null)
 
-.PHONY: all setup demo validate test test-rust test-python bench clean distclean help
+.PHONY: all setup demo validate test test-rust test-python test-tools bench clean distclean help
 
 all: demo
 
@@ -55,8 +55,29 @@ test: test-rust test-python
 test-rust:
 	cargo test --workspace --profile test-release
 
-test-python: $(EXT_STAMP)
+test-python: $(EXT_STAMP) test-tools
 	$(VPY) -m pytest tests/python
+
+# The real tools some tests compare against, from Debian's packages: tshark (pcap tests,
+# tests/python/test_pcap.py) and ns-2.35 (tools/ns2's fixtures, test_ns2_reference.py).
+# Each missing one is installed with apt-get, non-interactively (as root, or with passwordless
+# sudo); one that cannot be installed makes its tests skip with a message saying so.
+TEST_TOOLS := tshark:tshark ns:ns2
+test-tools:
+	@if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+	updated=; \
+	for pair in $(TEST_TOOLS); do \
+		cmd=$${pair%%:*}; pkg=$${pair#*:}; \
+		command -v $$cmd >/dev/null 2>&1 && continue; \
+		if [ "$$SUDO" = none ] || ! command -v apt-get >/dev/null 2>&1; then \
+			echo "test-tools: cannot install $$pkg (needs apt-get as root or passwordless sudo); its tests will be skipped"; continue; \
+		fi; \
+		echo "test-tools: installing $$pkg (apt-get install $$pkg)"; \
+		echo "wireshark-common wireshark-common/install-setuid boolean false" | $$SUDO debconf-set-selections 2>/dev/null; \
+		[ -n "$$updated" ] || { $$SUDO apt-get update -qq >/dev/null 2>&1; updated=1; }; \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$pkg >/dev/null 2>&1 \
+			|| echo "test-tools: apt-get install $$pkg failed; its tests will be skipped"; \
+	done
 
 # Runs the suites that have published numbers (reusing finished runs) -> out/validate/VALIDATION.md
 validate: $(EXT_STAMP)

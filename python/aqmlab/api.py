@@ -152,6 +152,24 @@ def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -
     )
 
 
+class InternalError(RuntimeError):
+    """The engine failed where it should not (a bug): the message names what failed."""
+
+
+def _call_engine(fn: Any, *args: Any) -> Any:
+    """Calls into the engine; a Rust panic (pyo3's PanicException, a BaseException) becomes
+    one :class:`InternalError` with a one-line message instead of escaping every handler."""
+    try:
+        return fn(*args)
+    except (ScenarioError, OSError, ValueError, RuntimeError, KeyboardInterrupt):
+        raise
+    except BaseException as e:  # noqa: BLE001 - PanicException derives from BaseException
+        if type(e).__name__ != "PanicException":
+            raise
+        msg = " ".join(str(e).split()) or "panic"
+        raise InternalError(f"internal error in the engine: {msg} (please report it with the scenario)") from None
+
+
 def resolve(scenario: ScenarioSource, seed: int | None = None, overrides: Iterable[str] = ()) -> str:
     """The scenario :func:`run` would run, as TOML text: ``overrides`` (``key=value``, as
     ``--set``) and ``seed`` written in, checked as a run checks it (raises
@@ -160,7 +178,7 @@ def resolve(scenario: ScenarioSource, seed: int | None = None, overrides: Iterab
         overrides = [overrides]
     text, prefix, _ = load_scenario(scenario)
     try:
-        return _sim.resolve(text, None if seed is None else int(seed), [str(o) for o in overrides])
+        return _call_engine(_sim.resolve, text, None if seed is None else int(seed), [str(o) for o in overrides])
     except ScenarioError as e:
         if prefix is not None:
             raise ScenarioError(f"{prefix}: {e}") from None
@@ -172,6 +190,9 @@ def run(
     seed: int | None = None,
     overrides: Iterable[str] = (),
     name: str | None = None,
+    pcap: tuple[str | os.PathLike, str | os.PathLike] | None = None,
+    pcap_flows: Iterable[str] = (),
+    pcap_snaplen: int = 128,
     progress: Callable[[float], Any] | None = None,
     control: _sim.RunControl | None = None,
 ) -> RunResult:
@@ -181,7 +202,10 @@ def run(
     ``seed`` replaces the scenario's seed; ``overrides`` are ``key=value`` assignments
     applied before validation (like the CLI's ``--set``, e.g. ``"duration=5s"``,
     ``"flows[0].rtt=40ms"``); ``name`` labels the run (default: the scenario's ``name``,
-    else the file's stem). Bad input raises :class:`aqmlab.ScenarioError` (a ``ValueError``)
+    else the file's stem). ``pcap=(cli_path, srv_path)`` writes packet captures of the client
+    side and the server side (classic pcap, nanosecond timestamps; see docs/pcap.md),
+    limited to the endpoints named in ``pcap_flows`` if any, each frame cut at
+    ``pcap_snaplen`` bytes. Bad input raises :class:`aqmlab.ScenarioError` (a ``ValueError``)
     whose message is one line, prefixed with the file name when read from a file.
 
     ``progress``, if given, is called with the fraction of simulated time done (0.0 to 1.0,
@@ -199,13 +223,24 @@ def run(
         if seed < 0 or seed >= 2**64:
             raise ScenarioError(f"seed: {seed} is out of range 0..2^64-1")
     text, prefix, default_name = load_scenario(scenario)
+    if isinstance(pcap_flows, str):
+        pcap_flows = [pcap_flows]
+    pcap_flows = [str(f) for f in pcap_flows]
+    pcap_paths = None if pcap is None else (os.fspath(pcap[0]), os.fspath(pcap[1]))
+    if not 1 <= int(pcap_snaplen) <= 262144:
+        raise ScenarioError(f"pcap snap length {pcap_snaplen}: expected 1..262144")
     try:
-        summary_json, time, columns = _sim.run(text, seed, overrides, progress, control)
+        summary_json, time, columns = _call_engine(
+            _sim.run, text, seed, overrides, pcap_paths, pcap_flows, int(pcap_snaplen), progress, control
+        )
     except ScenarioError as e:
         if prefix is not None:
             raise ScenarioError(f"{prefix}: {e}") from None
         raise
     summary = json.loads(summary_json)
+    err = (summary.get("capture") or {}).get("error")
+    if err:
+        raise OSError(f"writing the packet capture failed: {err}")
     if name is not None:
         summary["name"] = name
     elif summary.get("name") is None and default_name is not None:

@@ -208,15 +208,24 @@ def run_cmd(
     name: Optional[str] = typer.Option(None, "--name", help="Label of the run (default: the scenario's name)."),
     no_plot: bool = typer.Option(False, "--no-plot", help="Skip throughput_rtt.png."),
     flent: bool = typer.Option(True, "--flent/--no-flent", help="Write <name>.flent.gz, the run as a flent data file."),
+    pcap: bool = typer.Option(
+        False, "--pcap", help="Also write cli.pcap and srv.pcap: the packets at the client and the server side (open in Wireshark)."
+    ),
+    pcap_flows: list[str] = typer.Option(
+        [], "--pcap-flows", metavar="NAME[,NAME...]", help="Capture only these flows/probes/workloads (implies --pcap; repeatable)."
+    ),
+    pcap_snaplen: int = typer.Option(128, "--pcap-snaplen", metavar="BYTES", help="Bytes kept of each frame (implies --pcap; default 128, as the studies' tcpdump -s 128)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
     """Run a scenario; write scenario.toml (as run), the series, the plot, <name>.flent.gz (flent's
     data file), manifest.json and summary.json to DIR."""
     try:
+        import contextlib
+
         from .api import resolve
         from .api import run as api_run
-        from .output import SCENARIO, atomic_write_text, write_outputs
+        from .output import SCENARIO, atomic_write_text, pcap_files, write_outputs
         from ._sim import ScenarioError
 
         for s in set_:
@@ -224,6 +233,10 @@ def run_cmd(
                 _bad_input(f"--set {s}: expected KEY=VALUE")
         if seed is not None and not (0 <= seed < 2**64):
             _bad_input(f"--seed {seed}: out of range 0..2^64-1")
+        flows = [f.strip() for item in pcap_flows for f in item.split(",") if f.strip()]
+        capture = pcap or bool(flows) or pcap_snaplen != 128
+        if not 1 <= pcap_snaplen <= 262144:
+            _bad_input(f"--pcap-snaplen {pcap_snaplen}: expected 1..262144")
         source, shown = _read_scenario_arg(scenario)
         try:
             text = resolve(source, seed=seed, overrides=set_)
@@ -233,10 +246,18 @@ def run_cmd(
         existed = out.exists()
         _check_out_dir(out)
         try:
-            with _RunProgress(enabled=not quiet) as bar:
-                result = api_run(text, name=name, progress=bar.update)
+            with contextlib.ExitStack() as stack, _RunProgress(enabled=not quiet) as bar:
+                paths = stack.enter_context(pcap_files(out)) if capture else None
+                try:
+                    result = api_run(
+                        text, name=name, pcap=paths, pcap_flows=flows, pcap_snaplen=pcap_snaplen, progress=bar.update
+                    )
+                except ScenarioError as e:  # a --pcap-flows name the scenario does not have
+                    _bad_input(str(e))  # leaves the with: the temporary captures are removed
+                    return
         except KeyboardInterrupt:
-            # Nothing is written for an interrupted run; a directory made for it goes too.
+            # Nothing is written for an interrupted run (the captures' temporary files are
+            # removed on leaving the with); a directory made for it goes too.
             if not existed:
                 try:
                     out.rmdir()
@@ -246,10 +267,10 @@ def run_cmd(
         atomic_write_text(out / SCENARIO, text)
         if result.summary.get("name") is None and isinstance(source, Path):
             result.summary["name"] = result.name = source.stem
-        written = write_outputs(result, out, plot=not no_plot, flent=flent, command=shlex.join(["aqmlab", *sys.argv[1:]]))
+        write_outputs(result, out, plot=not no_plot, flent=flent, command=shlex.join(["aqmlab", *sys.argv[1:]]))
         _warn(result.summary)
         if not quiet:
-            print_summary(result.summary, out, files=[p.name for p in written])
+            print_summary(result.summary, out)  # lists the directory: the writers' files and the captures
     except typer.Exit:
         raise
     except KeyboardInterrupt:
@@ -435,6 +456,7 @@ def suite_run(
     ),
     plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
     flent: bool = typer.Option(False, "--flent/--no-flent", help="Write each run's <name>.flent.gz (flent's data file)."),
+    pcap: bool = typer.Option(False, "--pcap", help="Also write each run's cli.pcap and srv.pcap (all flows, snap length 128)."),
     executor: str = typer.Option("local", "--executor", help="local (a process pool) or dask."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="ADDRESS", help="Run on this Dask scheduler (implies --executor dask)."),
     force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
@@ -465,6 +487,7 @@ def suite_run(
             jobs=jobs,
             plots=plots,
             flent=flent,
+            pcap=pcap,
             executor=executor,
             dask_address=dask,
             force=force,
@@ -586,7 +609,26 @@ def version_cmd() -> None:
 
 
 def main(prog_name: str = "aqmlab") -> None:
-    app(prog_name=prog_name)
+    """The console entry point: command-line errors (an unknown option, a bad ``--seed``)
+    are one line on stderr with exit 2, not the parser's boxed help."""
+    try:
+        rv = app(prog_name=prog_name, standalone_mode=False)
+    except Exception as e:  # noqa: BLE001 - the parser's errors are matched by shape below
+        kind = type(e).__name__
+        if kind == "NoArgsIsHelpError":  # `aqmlab` or `aqmlab suite` alone: the help, shown already
+            sys.exit(EXIT_OK)
+        if not (hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int)):
+            raise
+        ctx = getattr(e, "ctx", None)
+        path = ctx.command_path if ctx is not None else prog_name
+        sub = path.split(" ", 1)[1] if " " in path else ""
+        where = f"{sub}: " if sub else ""
+        sys.stderr.write(f"aqmlab: {where}{' '.join(e.format_message().split())} (see '{path} --help')\n")
+        sys.exit(e.exit_code if kind != "Abort" else 130)
+    except KeyboardInterrupt:
+        sys.stderr.write("aqmlab: interrupted\n")
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
 if __name__ == "__main__":

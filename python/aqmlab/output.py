@@ -13,6 +13,8 @@ table with ``cell`` and ``seed`` columns)::
     timeseries.csv        the same as CSV                                 writer "csv"
     throughput_rtt.png    the flent-style throughput/RTT plot             writer "plot"
     <name>.flent.gz       flent's data file (format 4) of the run          writer "flent"
+    cli.pcap, srv.pcap    packet captures at the client and the server side (``--pcap``;
+                          written by the engine while it runs, see :func:`pcap_files`)
     manifest.json         provenance: versions, git commit, command, seed, profile, the
                           steady-state windows used, every file with its SHA-256
     summary.json          the engine's summary + ``format_version``; written last
@@ -60,6 +62,9 @@ CSV = "timeseries.csv"
 PLOT = "throughput_rtt.png"
 #: The flent data file's name pattern (``flentfile.file_name``: the run's name, sanitised).
 FLENT = "<name>.flent.gz"
+#: Packet captures (``aqmlab run --pcap``), named as the studies' cli.pcap / srv.pcap.
+CLI_PCAP = "cli.pcap"
+SRV_PCAP = "srv.pcap"
 
 #: Files of a suite's output directory.
 REPORT = "REPORT.md"
@@ -119,6 +124,18 @@ def atomic_write(final: Path, write: Callable[[IO[bytes]], None]) -> None:
 def atomic_write_text(final: Path, text: str) -> None:
     data = text.encode("utf-8")
     atomic_write(final, lambda f: f.write(data))
+
+
+@contextlib.contextmanager
+def pcap_files(out_dir: Path) -> Iterator[tuple[Path, Path]]:
+    """Temporary paths for the engine's two captures; on success moved to ``cli.pcap`` and
+    ``srv.pcap`` in ``out_dir``. The captures are streamed by the engine during the run, so
+    they are not a writer of :data:`WRITERS` (which get a finished :class:`RunResult`)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with contextlib.ExitStack() as stack:
+        cli = stack.enter_context(atomic_path(out_dir / CLI_PCAP))
+        srv = stack.enter_context(atomic_path(out_dir / SRV_PCAP))
+        yield cli, srv
 
 
 def _fsync_dir(d: Path) -> None:
@@ -270,6 +287,8 @@ def write_outputs(
 
     summary = summary_text(result.summary)
     hashed = ([out_dir / SCENARIO] if (out_dir / SCENARIO).is_file() else []) + written
+    if result.summary.get("capture"):  # the engine's captures of this run (--pcap)
+        hashed += [out_dir / f for f in (CLI_PCAP, SRV_PCAP) if (out_dir / f).is_file()]
     files = {p.name: _sha256_file(p) for p in hashed}
     files[SUMMARY] = hashlib.sha256(summary.encode("utf-8")).hexdigest()
     p = out_dir / MANIFEST
@@ -335,6 +354,24 @@ def manifest(summary: Mapping[str, Any], files: Mapping[str, str], command: str 
         "warnings": list(summary.get("warnings", [])),
         "files": dict(files),
     }
+
+
+def manifest_matches(run_dir: Path) -> bool:
+    """Whether run_dir's manifest.json exists and every file it lists has its recorded hash."""
+    try:
+        files = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))["files"]
+        return isinstance(files, dict) and bool(files) and all(
+            isinstance(h, str) and _sha256_file(run_dir / name) == h for name, h in files.items()
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+
+
+def remove_temporaries(run_dir: Path) -> None:
+    """Removes the temporary files (``.<name>.*.tmp``) an interrupted write left in run_dir."""
+    for p in run_dir.glob(".*.tmp"):
+        with contextlib.suppress(OSError):
+            p.unlink()
 
 
 def manifest_text(summary: Mapping[str, Any], files: Mapping[str, str], command: str | None) -> str:

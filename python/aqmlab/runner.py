@@ -18,17 +18,26 @@ from typing import Any
 
 from . import report as rep
 from .api import run as api_run
-from .output import REPORT, RESULTS, SCENARIO, SUMMARY, atomic_write_text, write_outputs
+from .output import (
+    CLI_PCAP, REPORT, RESULTS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, manifest_matches, pcap_files, remove_temporaries, write_outputs,
+)
 from .suite import RunSpec, Suite, SuiteError, check_runs, plan_runs
 
 
-def is_done(run: RunSpec) -> bool:
-    """A run is done when its summary.json exists (written last, atomically) and its
-    scenario.toml is the scenario this plan would run (else the results are stale)."""
+def is_done(run: RunSpec, pcap: bool = False) -> bool:
+    """A run is done when its summary.json exists (written last, atomically), its
+    scenario.toml is the scenario this plan would run (else the results are stale), when
+    captures are asked for its cli.pcap and srv.pcap exist, and every file its manifest.json
+    lists has the hash recorded there (else it was damaged: a truncated summary, an emptied
+    Parquet file). A run written before manifests existed (no manifest.json) is redone."""
     try:
         if not run.summary_path.is_file():
             return False
-        return (run.run_dir / SCENARIO).read_text(encoding="utf-8") == run.text
+        if pcap and not all((run.run_dir / f).is_file() for f in (CLI_PCAP, SRV_PCAP)):
+            return False
+        if (run.run_dir / SCENARIO).read_text(encoding="utf-8") != run.text:
+            return False
+        return manifest_matches(run.run_dir)
     except OSError:
         return False
 
@@ -43,7 +52,8 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
 
     ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir`` (absolute),
     ``plot``, ``flent`` (write the run's ``<name>.flent.gz``; default off in suites),
-    ``command`` (the suite's command line, for manifest.json), ``run`` and ``cell`` (labels).
+    ``command`` (the suite's command line, for manifest.json), ``run`` and ``cell`` (labels),
+    ``pcap`` (write cli.pcap and srv.pcap).
     Order on disk: the old summary.json goes first, then scenario.toml, then the series and
     the plot, and summary.json last (atomic rename), so a killed run never looks finished.
     ``wall_seconds`` is left out of this summary.json so that the same scenario and seed give
@@ -53,13 +63,18 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
     t0 = time.perf_counter()
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
+        remove_temporaries(run_dir)  # left by a run that was killed while writing
         try:
             (run_dir / SUMMARY).unlink()
         except FileNotFoundError:
             pass
         text = task["text"]
         atomic_write_text(run_dir / SCENARIO, text)
-        result = api_run(text)
+        if task.get("pcap"):
+            with pcap_files(run_dir) as paths:
+                result = api_run(text, pcap=paths)
+        else:
+            result = api_run(text)
         result.labels = {"run": task.get("run", run_dir.name), "cell": task.get("cell", run_dir.parent.name), "seed": result.summary.get("seed")}
         result.summary.pop("wall_seconds", None)
         write_outputs(
@@ -71,8 +86,29 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
         return {"ok": False, "run_dir": str(run_dir), "error": f"{type(e).__name__}: {msg}", "seconds": 0.0}
 
 
+def _die_with_parent() -> None:
+    """Linux: the kernel kills this worker when the process that started it dies
+    (PR_SET_PDEATHSIG), so a SIGKILLed `aqmlab suite run` leaves no worker behind."""
+    import ctypes
+    import multiprocessing as mp
+    import os
+    import signal
+
+    parent = mp.parent_process()
+    if parent is None:
+        return  # the CLI process itself (jobs = 1): it must outlive nothing
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):
+        return  # not Linux: workers end when their pipes close
+    if os.getppid() != parent.pid:
+        os._exit(1)  # the parent died before the signal was armed
+
+
 def _init_worker(plots: bool = True) -> None:
     """Imports matplotlib (when plotting) once per worker process."""
+    _die_with_parent()
     if plots:
         import matplotlib
 
@@ -103,25 +139,40 @@ def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None
     import multiprocessing as mp
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
+    from concurrent.futures.process import BrokenProcessPool
+
     ctx = mp.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=ctx, initializer=_init_worker, initargs=(plots,)) as pool:
-        futures = {pool.submit(execute_run, t): i for i, t in enumerate(tasks)}
-        pending = set(futures)
-        try:
-            while pending:
-                done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                for f in done:
-                    i = futures[f]
-                    try:
-                        res = f.result()
-                    except Exception as e:  # noqa: BLE001 - a worker that died
-                        res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": f"worker failed: {e}"}
-                    on_done(i, res)
-        except BaseException:
-            for f in pending:
-                f.cancel()
-            pool.shutdown(wait=False, cancel_futures=True)
-            raise
+    attempts = [0] * len(tasks)
+    todo = list(range(len(tasks)))
+    while todo:
+        # A worker that dies (OOM killer, a crash) breaks the whole pool: the runs it took
+        # down with it are run again on a fresh pool, and a run that breaks two pools fails.
+        retry: list[int] = []
+        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker, initargs=(plots,)) as pool:
+            futures = {pool.submit(execute_run, tasks[i]): i for i in todo}
+            pending = set(futures)
+            try:
+                while pending:
+                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        i = futures[f]
+                        try:
+                            res = f.result()
+                        except BrokenProcessPool:
+                            attempts[i] += 1
+                            if attempts[i] < 2:
+                                retry.append(i)
+                                continue
+                            res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": "its worker died twice (killed, or out of memory?)"}
+                        except Exception as e:  # noqa: BLE001 - an error outside execute_run
+                            res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": f"worker failed: {e}"}
+                        on_done(i, res)
+            except BaseException:
+                for f in pending:
+                    f.cancel()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+        todo = sorted(retry)
 
 
 def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None) -> None:
@@ -136,7 +187,8 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     if address:
         client = Client(address)
     else:
-        cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None)
+        # Bound to loopback: the cluster aqmlab starts for itself accepts no outside connection.
+        cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1")
         client = Client(cluster)
     try:
         futures = client.map(execute_run, tasks, pure=False)
@@ -181,6 +233,7 @@ def run_suite(
     jobs: int = 1,
     plots: bool = True,
     flent: bool = False,
+    pcap: bool = False,
     executor: str = "local",
     dask_address: str | None = None,
     force: bool = False,
@@ -198,13 +251,13 @@ def run_suite(
     out_dir = out_dir.resolve()
     runs = plan_runs(suite, out_dir, filters=filters, seeds=seeds, overrides=overrides)
     check_runs(runs)
-    todo = [r for r in runs if force or not is_done(r)]
+    todo = [r for r in runs if force or not is_done(r, pcap)]
     reused = len(runs) - len(todo)
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
     tasks = [
         {"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "flent": flent, "command": command,
-         "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id}
+         "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id, "pcap": pcap}
         for r in todo
     ]
 

@@ -229,3 +229,18 @@ def test_console_script_entry_point():
     proc = subprocess.run([str(exe) if exe.exists() else "aqmlab", "--help"], capture_output=True, text=True)
     assert proc.returncode == 0
     assert "run" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    "args, want",
+    [
+        (["run", str(SCENARIO), "--out", "x", "--seed", "x"], "aqmlab: run: Invalid value for '--seed'"),
+        (["run", "--nosuch"], "aqmlab: run: No such option: --nosuch"),
+        (["bogus"], "aqmlab: No such command 'bogus'"),
+    ],
+)
+def test_command_line_errors_are_one_line_with_exit_2(args, want):
+    proc = run_cli(*args)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith(want) and proc.stderr.count("\n") == 1, proc.stderr
+    assert "╭" not in proc.stderr and proc.stdout == ""

@@ -245,10 +245,15 @@ def test_runs_from_before_format_version_are_reused_and_reported_alike(tiny, tmp
     _, done = tiny
     out = tmp_path / "s6"
     shutil.copytree(done, out)
+    import hashlib
+
     for p in out.glob("runs/*/seed=*/summary.json"):
         doc = json.loads(p.read_text())
         assert doc.pop("format_version") == 1
         p.write_text(json.dumps(doc, indent=2) + "\n")  # as written before the field existed
+        m = json.loads((p.parent / "manifest.json").read_text())  # and hashed as such
+        m["files"]["summary.json"] = hashlib.sha256(p.read_bytes()).hexdigest()
+        (p.parent / "manifest.json").write_text(json.dumps(m))
     code, stdout, stderr = cli("suite", "run", *TINY, "--jobs", "2", "--out", out)
     assert code == 0, stderr
     assert "(0 run, 4 reused, 0 failed)" in stdout

@@ -58,11 +58,14 @@ impl RunControl {
 /// One series: (entity, metric, unit, values).
 type ColumnTuple = (String, String, String, Vec<f64>);
 
-/// run(toml_text, seed=None, overrides=[], progress=None, control=None) -> (summary_json, time, columns)
+/// run(toml_text, seed=None, overrides=[], pcap=None, pcap_flows=[], pcap_snaplen=128,
+///     progress=None, control=None) -> (summary_json, time, columns)
 ///
 /// Parses the scenario TOML (after applying `key=value` overrides), runs it with the GIL
 /// released and returns the summary as a JSON string (keys in engine order), the shared
 /// time grid in seconds and the columns as `(entity, metric, unit, values)` tuples.
+/// `pcap=(cli_path, srv_path)` writes the client-side and server-side packet captures
+/// (only the endpoints named in `pcap_flows`, if any; frames cut at `pcap_snaplen` bytes).
 /// Raises `ScenarioError` (a `ValueError`) for bad input.
 ///
 /// Once per sampling step of simulated time (not per packet) the run takes the GIL to check
@@ -71,15 +74,19 @@ type ColumnTuple = (String, String, String, Vec<f64>);
 /// propagates); the last call reports 1.0. `control` (a `RunControl`) gets the fraction done
 /// and can cancel the run from another thread: the run then raises `RunCancelled`.
 #[pyfunction]
-#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new(), progress=None, control=None))]
+#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new(), pcap=None, pcap_flows=Vec::new(), pcap_snaplen=aqmlab_sim::capture::DEFAULT_SNAPLEN, progress=None, control=None))]
 fn run(
     py: Python<'_>,
     toml_text: String,
     seed: Option<u64>,
     overrides: Vec<String>,
+    pcap: Option<(String, String)>,
+    pcap_flows: Vec<String>,
+    pcap_snaplen: u32,
     progress: Option<PyObject>,
     control: Option<Py<RunControl>>,
 ) -> PyResult<(String, Vec<f64>, Vec<ColumnTuple>)> {
+    let capture = pcap.map(|(cli, srv)| aqmlab_sim::capture::CaptureSpec { cli: cli.into(), srv: srv.into(), flows: pcap_flows, snaplen: pcap_snaplen });
     let (cancelled, done) = match &control {
         Some(c) => (c.get().cancelled.clone(), c.get().progress.clone()),
         None => Default::default(),
@@ -106,7 +113,7 @@ fn run(
                 }
             }
         };
-        aqmlab_sim::run_toml_with(&toml_text, seed, &overrides, tick).map(|out| {
+        aqmlab_sim::run_toml_with(&toml_text, seed, &overrides, capture.as_ref(), tick).map(|out| {
             out.map(|out| {
                 let summary = serde_json::to_string(&out.summary);
                 let columns: Vec<ColumnTuple> = out

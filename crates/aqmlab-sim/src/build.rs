@@ -28,7 +28,7 @@ use crate::path::tunnel::Tunnels;
 use crate::path::{DelayLine, Element, Link, Route};
 use crate::qdisc;
 use crate::rng::Stream;
-use crate::scenario::{default_return_qdisc, Codepoint, MediaKind, ProbeKind, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE};
+use crate::scenario::{default_return_qdisc, flow_label, Codepoint, MediaKind, ProbeKind, Scenario, UdpKind, Way, DEFAULT_UDP_FRAME_RATE};
 use crate::tcp::{TcpConfig, TcpReceiver, TcpSender};
 use crate::time::{Rate, Time};
 
@@ -229,11 +229,7 @@ impl Built {
         let mut plans = Vec::new();
         for spec in &sc.flows {
             for k in 0..spec.count {
-                let name = match (&spec.name, spec.count) {
-                    (Some(n), 1) => n.clone(),
-                    (Some(n), _) => format!("{n}-{k}"),
-                    (None, _) => format!("{}-{}", spec.cc.config().name(), plans.len()),
-                };
+                let name = flow_label(spec.name.as_deref(), spec.count, k, spec.cc.config().name(), plans.len());
                 let cfg = TcpConfig {
                     pacing: spec.pacing,
                     rwnd_packets: spec.rwnd.or(sc.stack.default_rwnd_bytes()).map(|b| (b / spec.mss as u64).max(1) as u32),

@@ -19,7 +19,7 @@ use crate::apps::udp::{UdpFlow, UdpSummary};
 use crate::apps::workload::{WorkloadSummary, Workloads};
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::{SeriesRecorder, Tick};
-use crate::packet::Packet;
+use crate::packet::{EcnMode, Packet};
 use crate::path::Route;
 use crate::tcp::EndpointCtx;
 use crate::time::Time;
@@ -36,6 +36,24 @@ pub enum Endpoint {
     Udp(UdpFlow),
     /// The short-flow workloads: their arrival clocks and a slab of connection slots.
     Workloads(Box<Workloads>),
+}
+
+/// How an endpoint's packets look on the wire (`capture`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    /// `receiver_opens`: the data receiver sends the first SYN (a workload's client
+    /// requesting data from the server).
+    Tcp { mss: u32, ecn: EcnMode, rwnd_bytes: Option<u64>, receiver_opens: bool },
+    /// ICMP echo (ping probes).
+    Icmp,
+    /// UDP to or from `server_port` on the server side.
+    Udp { server_port: u16 },
+}
+
+impl Wire {
+    fn tcp(cfg: &crate::tcp::TcpConfig, receiver_opens: bool) -> Wire {
+        Wire::Tcp { mss: cfg.mss, ecn: cfg.ecn, rwnd_bytes: cfg.rwnd_packets.map(|n| n as u64 * cfg.mss as u64), receiver_opens }
+    }
 }
 
 /// What an endpoint reports in `summary.json`.
@@ -185,6 +203,38 @@ impl Endpoints {
             Endpoint::Tcp(f) => f,
             _ => panic!("endpoint {id} is not a TCP flow"),
         }
+    }
+    /// The names captures select endpoints by, indexed by group (see [`Endpoints::wire`]):
+    /// every entry before the workloads, then each workload.
+    pub fn group_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = (self.list.iter())
+            .filter_map(|e| match e {
+                Endpoint::Tcp(f) => Some(f.name.clone()),
+                Endpoint::Probe(p) => Some(p.name.clone()),
+                Endpoint::Media(m) => Some(m.name.clone()),
+                Endpoint::Udp(u) => Some(u.name.clone()),
+                Endpoint::Workloads(_) => None,
+            })
+            .collect();
+        names.extend(self.workloads().names().map(str::to_string));
+        names
+    }
+    /// Endpoint `id`'s group (its table index; for a workload's transfer, the table's
+    /// length less one plus the workload's index) and wire identity; `None` for ids that
+    /// send nothing (the workloads' arrival clocks).
+    #[inline]
+    pub fn wire(&self, id: u32) -> Option<(u32, Wire)> {
+        let i = self.index(id);
+        Some(match &self.list[i] {
+            Endpoint::Tcp(f) => (i as u32, Wire::tcp(f.sender.config(), false)),
+            Endpoint::Probe(p) => (i as u32, if p.kind == "ping" { Wire::Icmp } else { Wire::Udp { server_port: 2112 } }),
+            Endpoint::Media(_) => (i as u32, Wire::Udp { server_port: 5004 }),
+            Endpoint::Udp(_) => (i as u32, Wire::Udp { server_port: 5201 }),
+            Endpoint::Workloads(w) => {
+                let (k, cfg, data_down) = w.transfer_config(id)?;
+                ((i + k) as u32, Wire::tcp(cfg, data_down))
+            }
+        })
     }
     /// The workloads' slot set.
     pub fn workloads(&self) -> &Workloads {

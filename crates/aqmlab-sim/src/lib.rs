@@ -5,6 +5,7 @@
 
 pub mod apps;
 pub mod build;
+pub mod capture;
 pub mod cc;
 pub mod endpoint;
 pub mod event;
@@ -36,20 +37,39 @@ pub fn run_toml(text: &str, seed: Option<u64>, overrides: &[String]) -> Result<R
     Ok(Simulation::new(&sc).run())
 }
 
-/// [`run_toml`] with a progress/cancellation hook: `tick(fraction of simulated time done)`
-/// is called once per sampling step (see [`Simulation::run_with`]); returning `false`
+/// [`run_toml`] writing a packet capture (`capture`); a bad capture request (an unknown
+/// flow name, a file that cannot be created) is a `ScenarioError` on key `capture`.
+pub fn run_toml_capture(text: &str, seed: Option<u64>, overrides: &[String], capture: Option<&capture::CaptureSpec>) -> Result<RunOutput, ScenarioError> {
+    let mut sc = Scenario::from_toml(text, overrides)?;
+    if let Some(s) = seed {
+        sc.seed = s;
+    }
+    let mut sim = Simulation::new(&sc);
+    if let Some(spec) = capture {
+        sim.capture(spec).map_err(|message| ScenarioError { key: "capture".into(), line: None, message })?;
+    }
+    Ok(sim.run())
+}
+
+/// [`run_toml_capture`] with a progress/cancellation hook: `tick(fraction of simulated time
+/// done)` is called once per sampling step (see [`Simulation::run_with`]); returning `false`
 /// cancels the run, which then yields `Ok(None)`.
 pub fn run_toml_with(
     text: &str,
     seed: Option<u64>,
     overrides: &[String],
+    capture: Option<&capture::CaptureSpec>,
     tick: impl FnMut(f64) -> bool,
 ) -> Result<Option<RunOutput>, ScenarioError> {
     let mut sc = Scenario::from_toml(text, overrides)?;
     if let Some(s) = seed {
         sc.seed = s;
     }
-    Ok(Simulation::new(&sc).run_with(tick))
+    let mut sim = Simulation::new(&sc);
+    if let Some(spec) = capture {
+        sim.capture(spec).map_err(|message| ScenarioError { key: "capture".into(), line: None, message })?;
+    }
+    Ok(sim.run_with(tick))
 }
 
 #[cfg(test)]
@@ -71,7 +91,7 @@ count = 2
     fn run_with_ticks_monotonically_to_one_and_gives_the_same_run() {
         let plain = run_toml(TWO_CUBIC, None, &[]).unwrap();
         let mut seen = Vec::new();
-        let ticked = run_toml_with(TWO_CUBIC, None, &[], |f| {
+        let ticked = run_toml_with(TWO_CUBIC, None, &[], None, |f| {
             seen.push(f);
             true
         })
@@ -99,7 +119,7 @@ count = 2
     #[test]
     fn run_with_stops_when_the_tick_says_so() {
         let mut calls = 0;
-        let out = run_toml_with(TWO_CUBIC, None, &[], |f| {
+        let out = run_toml_with(TWO_CUBIC, None, &[], None, |f| {
             calls += 1;
             f < 0.5
         })

@@ -584,8 +584,9 @@ pub struct MediaSpec {
 fn default_media_min() -> Rate {
     Rate(1_000_000)
 }
+/// `scream_sender.cpp`'s `maxRate = 200000` kbit/s at EricssonResearch/scream 76a298a.
 fn default_media_max() -> Rate {
-    Rate(500_000_000)
+    Rate(200_000_000)
 }
 fn default_frame_rate() -> f64 {
     50.0
@@ -766,6 +767,39 @@ impl fmt::Display for ScenarioError {
 
 impl std::error::Error for ScenarioError {}
 
+/// At most 60 characters of a value quoted in a message (`"…"` marks the cut), so that a
+/// 1 MB qdisc string is not echoed back whole.
+pub(crate) fn excerpt(v: &str) -> std::borrow::Cow<'_, str> {
+    const MAX: usize = 60;
+    match v.char_indices().nth(MAX) {
+        None => v.into(),
+        Some((cut, _)) => format!("{}…", &v[..cut]).into(),
+    }
+}
+
+/// Shortens every quoted value ('…') in a message with [`excerpt`].
+fn shorten_quoted(msg: &str) -> String {
+    let mut out = String::with_capacity(msg.len().min(1024));
+    let mut rest = msg;
+    while let Some(open) = rest.find('\'') {
+        out.push_str(&rest[..=open]);
+        rest = &rest[open + 1..];
+        match rest.find('\'') {
+            Some(close) => {
+                out.push_str(&excerpt(&rest[..close]));
+                out.push('\'');
+                rest = &rest[close + 1..];
+            }
+            None => {
+                out.push_str(&excerpt(rest));
+                return out;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Collapses a possibly multi-line parser message into one line.
 fn one_line(msg: &str) -> String {
     msg.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -775,17 +809,54 @@ fn line_of(text: &str, offset: usize) -> usize {
     text[..offset.min(text.len())].bytes().filter(|&b| b == b'\n').count() + 1
 }
 
-/// Finds the line of a dotted key path in the source, for errors raised after parsing.
+/// Finds the line of a dotted key path in the source, for errors raised after parsing: the
+/// leaf key inside the table the path names (`flows[1].rtt`: the `rtt =` line after the second
+/// `[[flows]]` header; `bottleneck.changes[0].qdisc`: after the first `[[bottleneck.changes]]`),
+/// else the first line that sets the leaf anywhere.
 fn line_of_key(text: &str, key: &str) -> Option<usize> {
-    let leaf = key.rsplit('.').next()?.split('[').next()?;
+    let (table, leaf) = key.rsplit_once('.').unwrap_or(("", key));
+    let leaf = leaf.split('[').next()?;
     if leaf.is_empty() {
         return None;
     }
-    text.lines().position(|l| {
+    let sets_leaf = |l: &str| {
         let t = l.trim_start();
         t.starts_with(leaf) && t[leaf.len()..].trim_start().starts_with('=')
-    })
-    .map(|i| i + 1)
+    };
+    let header = |l: &str| -> Option<String> {
+        let t = l.split('#').next().unwrap_or("").trim();
+        let inner = t.strip_prefix("[[").and_then(|x| x.strip_suffix("]]")).or_else(|| t.strip_prefix('[').and_then(|x| x.strip_suffix(']')))?;
+        Some(inner.trim().to_string())
+    };
+    let (name, index) = match table.rsplit_once('[') {
+        Some((h, rest)) if rest.ends_with(']') => (h, rest[..rest.len() - 1].parse::<usize>().ok()),
+        _ => (table, None),
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let mut start = if table.is_empty() { Some(0) } else { None };
+    let mut seen = 0usize;
+    for (i, l) in lines.iter().enumerate() {
+        if start.is_some() {
+            break;
+        }
+        if header(l).as_deref() == Some(name) {
+            if index.map_or(true, |n| n == seen) {
+                start = Some(i + 1);
+            }
+            seen += 1;
+        }
+    }
+    if let Some(start) = start {
+        for (i, l) in lines.iter().enumerate().skip(start) {
+            if header(l).is_some() {
+                break;
+            }
+            if sets_leaf(l) {
+                return Some(i + 1);
+            }
+        }
+    }
+    lines.iter().position(|l| sets_leaf(l)).map(|i| i + 1)
 }
 
 /// Parses TOML text into a table and applies `--set key=value` overrides to it.
@@ -820,20 +891,20 @@ impl Scenario {
     /// Parses TOML text, applying `--set key=value` overrides first.
     pub fn from_toml(text: &str, overrides: &[String]) -> Result<Scenario, ScenarioError> {
         let mut doc = parse_with_overrides(text, overrides)?;
-        move_media_flows(&mut doc);
+        move_media_flows(&mut doc)?;
         let overridden = !overrides.is_empty();
         let value = toml::Value::Table(doc);
         let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let key = e.path().to_string();
             let key = if key == "." { String::new() } else { key };
-            let msg = one_line(e.inner().message());
+            let msg = shorten_quoted(&one_line(e.inner().message()));
             let line = if overridden { None } else { line_of_key(text, &key) };
             ScenarioError { key, line, message: msg }
         })?;
         sc.validate().map_err(|(key, message)| ScenarioError {
             line: line_of_key(text, &key),
             key,
-            message,
+            message: shorten_quoted(&message),
         })?;
         Ok(sc)
     }
@@ -887,6 +958,7 @@ impl Scenario {
                 if !(f > 0.0 && f <= 1000.0) {
                     return err(&k("frame_rate"), format!("{f} is out of range (0, 1000]"));
                 }
+                check_frame(&k("frame_rate"), u.rate, f)?;
             }
             if let Some(v) = u.frame_size_variation {
                 if !(0.0..=200.0).contains(&v) {
@@ -915,6 +987,7 @@ impl Scenario {
             if !(m.frame_rate > 0.0 && m.frame_rate <= 1000.0) {
                 return err(&k("frame_rate"), format!("{} is out of range (0, 1000]", m.frame_rate));
             }
+            check_frame(&k("frame_rate"), m.max_bitrate, m.frame_rate)?;
             if !(0.0..=200.0).contains(&m.frame_size_variation) {
                 return err(&k("frame_size_variation"), format!("{} is out of range 0..200 %", m.frame_size_variation));
             }
@@ -971,6 +1044,10 @@ impl Scenario {
             if f.size == Some(0) {
                 return err(&k("size"), "must be at least 1 byte".into());
             }
+            // Client hosts are numbered host + 1 (the server side is 0): 65535 would wrap.
+            if f.host >= u16::MAX {
+                return err(&k("host"), format!("{} is out of range 0..{}", f.host, u16::MAX - 1));
+            }
             if let Some(r) = f.rwnd {
                 if r < f.mss as u64 {
                     return err(&k("rwnd"), format!("{r} bytes is smaller than one segment ({} bytes)", f.mss));
@@ -985,11 +1062,83 @@ impl Scenario {
             .chain(named("media", self.media.iter().map(|m| m.tunnel.as_deref()).collect()))
             .chain(named("udp", self.udp.iter().map(|u| u.tunnel.as_deref()).collect()));
         tunnel::validate(&self.tunnels, refs)?;
+        self.check_names()?;
         Ok(())
     }
 }
 
+/// The name of flow `k` of a `[[flows]]` entry: its `name` (with `-k` when `count` > 1), else
+/// `<cc>-<index>` with `index` the flow's position among all TCP flows. One rule for the
+/// engine (build.rs) and for validation, which refuses two series under one name.
+pub fn flow_label(name: Option<&str>, count: u32, k: u32, cc: &str, index: usize) -> String {
+    match (name, count) {
+        (Some(n), 1) => n.to_string(),
+        (Some(n), _) => format!("{n}-{k}"),
+        (None, _) => format!("{cc}-{index}"),
+    }
+}
+
+/// Largest video frame a source may build (rate / frame_rate): beyond this a frame is no
+/// frame but a backlog that grows without bound.
+const MAX_FRAME_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
+
+fn check_frame(key: &str, rate: Rate, frame_rate: f64) -> Result<(), (String, String)> {
+    let bytes = rate.0 as f64 / 8.0 / frame_rate;
+    if bytes > MAX_FRAME_BYTES {
+        return Err((key.to_string(), format!("{frame_rate} frames/s at {rate} makes frames of {bytes:.3e} bytes; at most 64 MiB")));
+    }
+    Ok(())
+}
+
+/// Entity names the engine's own series use (the shared links); no endpoint may take them.
+const RESERVED_NAMES: [&str; 2] = ["bottleneck", "return_link"];
+
 impl Scenario {
+    /// Every endpoint's series name with the key that names it, in the engine's order; the
+    /// names must be unique (two flows under one name would merge their series) and not be
+    /// a link's (`bottleneck`, `return_link`, `upstream-<i>`).
+    fn check_names(&self) -> Result<(), (String, String)> {
+        let mut seen: std::collections::HashMap<String, String> = std::collections::HashMap::new();
+        let mut index = 0usize;
+        let mut check = |key: String, name: String| -> Result<(), (String, String)> {
+            let reserved = RESERVED_NAMES.contains(&name.as_str())
+                || name.strip_prefix("upstream-").is_some_and(|i| i.parse::<usize>().is_ok_and(|i| i < self.bottleneck.upstream.len()));
+            if name.is_empty() {
+                return Err((key, "must not be empty".into()));
+            }
+            if reserved {
+                return Err((key, format!("'{}' is the name of a link's series; choose another", excerpt(&name))));
+            }
+            if let Some(first) = seen.get(&name) {
+                return Err((key, format!("'{}' is already the name of {first}; names must be unique", excerpt(&name))));
+            }
+            seen.insert(name, key);
+            Ok(())
+        };
+        for (i, f) in self.flows.iter().enumerate() {
+            for k in 0..f.count {
+                check(format!("flows[{i}].name"), flow_label(f.name.as_deref(), f.count, k, f.cc.config().name(), index))?;
+                index += 1;
+            }
+        }
+        for (i, t) in self.transients.iter().enumerate() {
+            let name = t.name.clone().unwrap_or_else(|| format!("transient-{i}"));
+            for k in 0..t.flows {
+                check(format!("transients[{i}].name"), format!("{name}-{k}"))?;
+            }
+        }
+        for (i, p) in self.probes.iter().enumerate() {
+            check(format!("probes[{i}].name"), p.name.clone().unwrap_or_else(|| format!("probe-{i}")))?;
+        }
+        for (i, m) in self.media.iter().enumerate() {
+            check(format!("media[{i}].name"), m.name.clone().unwrap_or_else(|| format!("scream-{i}")))?;
+        }
+        for (i, u) in self.udp.iter().enumerate() {
+            check(format!("udp[{i}].name"), u.name.clone().unwrap_or_else(|| format!("{}-{i}", u.kind.name())))?;
+        }
+        Ok(())
+    }
+
     /// The keys every non-TCP endpoint (`[[probes]]`, `[[media]]`, `[[udp]]`) shares.
     fn check_endpoint(&self, k: &dyn Fn(&str) -> String, rtt: Time, dscp: u8, start: Time, stop: Option<Time>) -> Result<(), (String, String)> {
         if rtt < Time::from_micros(2) {
@@ -1088,16 +1237,19 @@ impl Scenario {
 /// the controllers: a `[[flows]]` entry with `cc = "scream"` becomes a `[[media]]` entry of
 /// kind `scream` (its `ecn` mode mapped to the codepoint SCReAM sends: `l4s` → ECT(1),
 /// `rfc3168`/`sce` → ECT(0), `off` → Not-ECT; `count` copies it), keeping its other keys.
-fn move_media_flows(doc: &mut toml::Table) {
-    let Some(toml::Value::Array(flows)) = doc.get_mut("flows") else { return };
+/// At most this many media flows from one `[[flows]] cc = "scream"` entry.
+const MAX_MEDIA_FLOWS: i64 = 1000;
+
+fn move_media_flows(doc: &mut toml::Table) -> Result<(), ScenarioError> {
+    let Some(toml::Value::Array(flows)) = doc.get_mut("flows") else { return Ok(()) };
     let is_media = |f: &toml::Value| f.get("cc").and_then(toml::Value::as_str) == Some("scream");
-    let moved: Vec<toml::Value> = flows.iter().filter(|f| is_media(f)).cloned().collect();
+    let moved: Vec<(usize, toml::Value)> = flows.iter().enumerate().filter(|(_, f)| is_media(f)).map(|(i, f)| (i, f.clone())).collect();
     if moved.is_empty() {
-        return;
+        return Ok(());
     }
     flows.retain(|f| !is_media(f));
     let mut media = Vec::new();
-    for f in moved {
+    for (i, f) in moved {
         let toml::Value::Table(mut t) = f else { continue };
         t.remove("cc");
         t.insert("kind".into(), toml::Value::String("scream".into()));
@@ -1110,7 +1262,14 @@ fn move_media_flows(doc: &mut toml::Table) {
             };
             t.insert("ecn".into(), toml::Value::String(cp.into()));
         }
-        let count = t.remove("count").and_then(|c| c.as_integer()).unwrap_or(1).max(1);
+        let count = match t.remove("count") {
+            None => 1,
+            Some(toml::Value::Integer(n)) if (1..=MAX_MEDIA_FLOWS).contains(&n) => n,
+            Some(v) => {
+                let message = format!("{v} is not a whole number in 1..{MAX_MEDIA_FLOWS} (each scream flow is a media source)");
+                return Err(ScenarioError { key: format!("flows[{i}].count"), line: None, message });
+            }
+        };
         let name = t.get("name").and_then(toml::Value::as_str).map(str::to_string);
         for k in 0..count {
             let mut copy = t.clone();
@@ -1124,6 +1283,7 @@ fn move_media_flows(doc: &mut toml::Table) {
         toml::Value::Array(a) => a.extend(media),
         _ => {}
     }
+    Ok(())
 }
 
 /// Applies `a.b[2].c=value` to the document. The value is parsed as TOML (so `60`,
@@ -1334,5 +1494,62 @@ count = 2        # optional: this many identical flows
         assert!(w.len() == 1 && w[0].starts_with("flows[0]: ") && w[0].contains("prague-reno"), "{w:?}");
         assert!(s("rfc3168").warnings()[0].contains("classic ECN feedback"));
         assert!(Scenario::from_toml(MINIMAL, &[]).unwrap().warnings().is_empty());
+    }
+
+    #[test]
+    fn names_are_unique_and_not_a_links() {
+        let two = |a: &str, b: &str| format!("{MINIMAL}[[flows]]\ncc = \"reno\"\nrtt = \"10ms\"\n{a}\n[[probes]]\nkind = \"ping\"\nrtt = \"10ms\"\n{b}\n");
+        assert!(Scenario::from_toml(&two("", ""), &[]).is_ok());
+        let e = err(&two("name = \"x\"", "name = \"x\""));
+        assert!(e.contains("probes[0].name") && e.contains("'x' is already the name of flows[1].name"), "{e}");
+        // Default names count: cubic-0, cubic-1, then reno-2; a probe named cubic-1 clashes.
+        let e = err(&two("", "name = \"cubic-1\""));
+        assert!(e.contains("probes[0].name") && e.contains("flows[0].name"), "{e}");
+        let e = err(&two("name = \"bottleneck\"", ""));
+        assert!(e.contains("flows[1].name") && e.contains("name of a link"), "{e}");
+        let e = err(&two("name = \"\"", ""));
+        assert!(e.contains("flows[1].name: must not be empty"), "{e}");
+        // count > 1 adds -k: "x" and "x-0" side by side clash only if spelled so.
+        assert!(Scenario::from_toml(&two("name = \"x\"\ncount = 2", "name = \"x\""), &[]).is_ok());
+    }
+
+    #[test]
+    fn silent_nonsense_is_refused_with_the_key() {
+        let e = err(&MINIMAL.replace("count = 2", "count = 2\nhost = 65535"));
+        assert!(e.contains("flows[0].host") && e.contains("out of range 0..65534"), "{e}");
+        let e = err(&MINIMAL.replace("seed = 1", "seed = 3.7"));
+        assert!(e.contains("seed") && e.contains("not an integer"), "{e}");
+        let e = err(&MINIMAL.replace("cc = \"cubic\"", "cc = \"dctcp alpha_on_init 4294967295\""));
+        assert!(e.contains("alpha_on_init"), "{e}");
+        let e = err(&MINIMAL.replace("cc = \"cubic\"", "cc = \"bbr min_rtt_win 0\""));
+        assert!(e.contains("min_rtt_win") && e.contains("below 1ms"), "{e}");
+        let media = |count: &str| format!("{MINIMAL}[[flows]]\ncc = \"scream\"\nrtt = \"20ms\"\ncount = {count}\n");
+        for bad in ["1000000000", "0", "\"x\""] {
+            let e = err(&media(bad));
+            assert!(e.contains("flows[1].count") && e.contains("1..1000"), "{bad}: {e}");
+        }
+        assert_eq!(Scenario::from_toml(&media("3"), &[]).unwrap().media.len(), 3);
+        let udp = format!("{MINIMAL}[[udp]]\nkind = \"video\"\nrtt = \"20ms\"\nrate = \"10Mbit\"\nframe_rate = 1e-9\n");
+        let e = err(&udp);
+        assert!(e.contains("udp[0].frame_rate") && e.contains("at most 64 MiB"), "{e}");
+    }
+
+    #[test]
+    fn long_values_are_quoted_as_an_excerpt() {
+        let long = "x".repeat(100_000);
+        let e = err(&MINIMAL.replace("pfifo limit 1000", &long));
+        assert!(e.len() < 400 && e.contains("…"), "{} chars: {}", e.len(), &e[..200.min(e.len())]);
+    }
+
+    #[test]
+    fn error_lines_point_into_the_table_that_holds_the_key() {
+        let text = format!("{MINIMAL}[[flows]]\ncc = \"reno\"\nrtt = \"1ns\"\n[[bottleneck.changes]]\nat = \"1s\"\nqdisc = \"codel\"\n");
+        let lines: Vec<&str> = text.lines().collect();
+        let line_of = |needle: &str, nth: usize| lines.iter().enumerate().filter(|(_, l)| l.starts_with(needle)).nth(nth).unwrap().0 + 1;
+        let e = Scenario::from_toml(&text, &[]).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("flows[1].rtt", Some(line_of("rtt", 1))), "{e}");
+        assert_eq!(line_of_key(&text, "bottleneck.changes[0].qdisc"), Some(line_of("qdisc", 1)));
+        assert_eq!(line_of_key(&text, "bottleneck.qdisc"), Some(line_of("qdisc", 0)));
+        assert_eq!(line_of_key(&text, "duration"), Some(1));
     }
 }

@@ -15,6 +15,7 @@ pub use crate::apps::udp::UdpSummary;
 pub use crate::metrics::SojournSummary;
 pub use crate::path::shared::{BottleneckSummary, QueueSummary};
 
+use crate::capture::{Capture, CaptureSpec, CaptureSummary};
 use crate::apps::transient::{TransientGroup, TransientSummary};
 use crate::apps::workload::{WorkloadSummary, Workloads};
 use crate::endpoint::{Endpoint, EndpointSummary, Endpoints};
@@ -71,6 +72,8 @@ pub struct Simulation {
     xstats_buf: Vec<(&'static str, f64)>,
     packets_sent: u64,
     packets_delivered: u64,
+    /// The pcap taps at the hosts (`--pcap`); `None` costs one branch per packet hop end.
+    capture: Option<Box<Capture>>,
 }
 
 /// Packet accounting at the end of the run.
@@ -120,6 +123,9 @@ pub struct Summary {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub transients: Vec<TransientSummary>,
     pub packets: Conservation,
+    /// The packet capture, when one was written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capture: Option<CaptureSummary>,
 }
 
 /// Jain's index per direction of a run with uploads and downloads.
@@ -176,7 +182,15 @@ impl Simulation {
             xstats_buf: Vec::new(),
             packets_sent: 0,
             packets_delivered: 0,
+            capture: None,
         }
+    }
+
+    /// Captures the run's packets at the hosts into two pcap files (`capture`); call
+    /// before running. `Err` names an unknown flow or a file that cannot be created.
+    pub fn capture(&mut self, spec: &CaptureSpec) -> Result<(), String> {
+        self.capture = Some(Box::new(Capture::open(spec, &self.endpoints, self.seed)?));
+        Ok(())
     }
 
     /// Runs to the end and returns the summary and series.
@@ -309,6 +323,9 @@ impl Simulation {
             if pkt.hop == 0 {
                 self.packets_sent += 1;
                 route.address(&mut pkt);
+                if let Some(c) = &mut self.capture {
+                    c.tap(&pkt, self.now, &self.endpoints, true);
+                }
             }
             if let Some(el) = route.hop(pkt.dir, pkt.hop) {
                 pkt.hop += 1;
@@ -316,6 +333,9 @@ impl Simulation {
                 self.elements[el as usize].receive(pkt, &mut ctx);
             } else {
                 self.packets_delivered += 1;
+                if let Some(c) = &mut self.capture {
+                    c.tap(&pkt, self.now, &self.endpoints, false);
+                }
                 let mut ctx = EndpointCtx { flow: pkt.flow, now: self.now, events: &mut self.events, out: &mut self.out };
                 self.endpoints.get_mut(pkt.flow).on_packet(&pkt, &mut ctx);
             }
@@ -390,6 +410,7 @@ impl Simulation {
                 .map(|g| TransientSummary::of(&g.name, g.start, g.flows.clone().map(|i| endpoints.tcp(i).sender.stats.completed_at)))
                 .collect(),
             packets,
+            capture: self.capture.take().map(|c| c.finish()),
         };
         RunOutput { summary, series: self.recorder.finish() }
     }

@@ -6,6 +6,7 @@ pub mod bulk;
 pub mod media;
 pub mod probe;
 pub mod scream;
+pub mod scream_script;
 pub mod transient;
 pub mod udp;
 pub mod workload;

@@ -239,6 +239,19 @@ impl Workloads {
         &self.list[self.workload_of(id)].route
     }
 
+    /// The workloads' names, in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.list.iter().map(|w| w.name.as_str())
+    }
+
+    /// A transfer's workload index, connection settings and whether its client opens it
+    /// (data down); `None` for an arrival clock.
+    pub fn transfer_config(&self, id: u32) -> Option<(usize, &TcpConfig, bool)> {
+        id.checked_sub(self.first_transfer())?;
+        let w = self.workload_of(id);
+        Some((w, &self.list[w].cfg, self.list[w].data_down))
+    }
+
     /// Connection slots allocated so far (the peak number of simultaneously open transfers).
     pub fn slots(&self) -> usize {
         self.slots.len()
@@ -384,7 +397,10 @@ impl Workloads {
 /// from the initial RTO until the server has it.
 fn send_client_syn(tr: &mut Transfer, ctx: &mut EndpointCtx) {
     let cfg = tr.sender.config();
-    ctx.out.push(Packet::new(ctx.flow, Direction::Reverse, Kind::Syn, cfg.header_bytes));
+    let mut syn = Packet::new(ctx.flow, Direction::Reverse, Kind::Syn, cfg.header_bytes);
+    // Its timestamp option (only captures read it).
+    syn.tcp.ts_val = TcpSender::ts_of(ctx.now);
+    ctx.out.push(syn);
     let backoff = Time(cfg.rto_initial.0 << tr.client_syns.min(20)).min(cfg.rto_max);
     tr.client_syns += 1;
     ctx.events.schedule(ctx.now + backoff, ctx.event(FlowTimer::Start));

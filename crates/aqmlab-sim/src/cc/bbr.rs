@@ -148,6 +148,14 @@ impl CcConfig for BbrConfig {
     }
 }
 
+/// A min-RTT window of zero would expire the filter on every sample (and PROBE_RTT with it).
+fn positive_window(key: &str, v: crate::params::Value) -> Result<Option<crate::params::Value>, String> {
+    match v {
+        crate::params::Value::Time(t) if t < Time::from_millis(1) => Err(format!("{key} {t} is below 1ms")),
+        v => Ok(Some(v)),
+    }
+}
+
 /// `bbr [bw_rtts N] [min_rtt_win T] [probe_rtt_mode T] [tso_segs N] [extra_acked_gain N]`:
 /// Linux v1 has no module parameters; these are its constants under their Linux names.
 pub const BBR: CcKind = CcKind {
@@ -155,7 +163,7 @@ pub const BBR: CcKind = CcKind {
     doc: "BBR v1 (tcp_bbr.c)",
     params: &[
         Param::uint("bw_rtts", 1, 1000, (CYCLE_LEN + 2) as u64).unit("rounds").doc("bandwidth filter window (bbr_bw_rtts)"),
-        Param::time("min_rtt_win", Time::from_secs(10)).doc("min-RTT filter window (bbr_min_rtt_win_sec)"),
+        Param::time("min_rtt_win", Time::from_secs(10)).doc("min-RTT filter window (bbr_min_rtt_win_sec; at least 1ms)").check(positive_window),
         Param::time("probe_rtt_mode", Time::from_millis(200)).doc("time at 4 packets in PROBE_RTT; 0 disables it (bbr_probe_rtt_mode_ms)"),
         Param::uint("tso_segs", 0, 127, 0).unit("packets").doc("fixed bbr_tso_segs_goal(); 0: Linux's formula"),
         Param::uint("extra_acked_gain", 0, 1024, BBR_UNIT as u64).unit("1/256").doc("aggregation allowance gain; 0 disables it"),

@@ -63,7 +63,7 @@ pub const DCTCP: CcKind = CcKind {
     params: &[
         // Linux allows any value, but 2^(10 - g) must stay an integer.
         Param::uint("shift_g", 0, 10, 4).doc("weight of the new mark fraction in alpha: 2^-shift_g"),
-        Param::uint("alpha_on_init", 0, u32::MAX as u64, MAX_ALPHA as u64).unit("1/1024").doc("initial alpha"),
+        Param::uint("alpha_on_init", 0, MAX_ALPHA as u64, MAX_ALPHA as u64).unit("1/1024").doc("initial alpha"),
     ],
     build: |a| Ok(Arc::new(DctcpParams::from_args(a))),
 };

@@ -12,7 +12,7 @@
 //!   older than `ts_recent`; every ACK echoes it as TSecr;
 //! - RFC 3168 ECN echo: ECE on every ACK from a CE arrival until a segment with CWR.
 
-use super::{EndpointCtx, TcpConfig};
+use super::{EndpointCtx, TcpConfig, TcpSender};
 use crate::event::{FlowTimer, Timer};
 use crate::packet::{Direction, Ecn, Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::packet::EcnMode;
@@ -98,6 +98,10 @@ impl TcpReceiver {
                 let mut reply = Packet::new(self.flow, Direction::Reverse, Kind::SynAck, self.header_bytes);
                 // RFC 3168 §6.1.1: an ECN-setup SYN (ECE+CWR) is answered with ECE.
                 reply.tcp.ece = pkt.tcp.ece && pkt.tcp.cwr && self.ecn.is_on();
+                // Timestamps on the SYN-ACK (tcp_synack_options): the receiver's clock, the
+                // SYN's TSval echoed. Only captures read them.
+                reply.tcp.ts_val = TcpSender::ts_of(ctx.now);
+                reply.tcp.ts_ecr = pkt.tcp.ts_val;
                 ctx.out.push(reply);
             }
             Kind::Data => self.on_data(pkt, ctx),
@@ -242,6 +246,9 @@ impl TcpReceiver {
         ack.tcp.sack_len = n as u8;
         ack.tcp.sacks = blocks;
         ack.tcp.ts_ecr = self.ts_recent;
+        // Linux ACKs carry the receiver's own TSval (tcp_established_options); the sender
+        // never reads it (its RTT comes from TSecr), captures show it.
+        ack.tcp.ts_val = TcpSender::ts_of(ctx.now);
         self.rcv_wup = self.rcv_nxt;
         ctx.out.push(ack);
         self.acks_sent += 1;

@@ -153,9 +153,10 @@ fn prague_on_the_slot_path_is_held_by_the_fallback_and_by_burst_step_marks() {
         let n = |f: &dyn Fn(&aqmlab_sim::tcp::sender::AckTrace) -> bool| h.iter().filter(|a| f(a)).count();
         eprintln!("{} ACKs: cwnd-limited {}, write queue empty {}, rwnd room <= cwnd {}", h.len(), n(&|a| a.is_cwnd_limited), n(&|a| a.write_queue_empty), n(&|a| a.rwnd_room <= a.cwnd));
         // v0.5's gate (`prague_update_cwnd`) also grows a paced flow with queued data, so
-        // the queued data and the window room are what matter; cwnd-limited almost always.
+        // the queued data and the window room are what matter. `is_cwnd_limited` is printed
+        // but not the criterion: the 5.4 base's `tcp_cwnd_validate` (this profile's) updates
+        // it only after a send, so it lags on ACKs that send nothing (about 90 % set here).
         assert!(h.iter().all(|a| !a.write_queue_empty && a.rwnd_room > a.cwnd && a.cc_var("in_loss") == Some(0.0)), "growth was gated");
-        assert!(n(&|a| a.is_cwnd_limited) * 100 >= 99 * h.len(), "cwnd-limited");
     }
     // The marks: a tenth of the deliveries or so with detection off, α following them.
     let (del, ce) = late(&t_off).iter().fold((0, 0), |(d, c), a| (d + a.delivered as u64, c + a.ce as u64));

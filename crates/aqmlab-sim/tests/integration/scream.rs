@@ -42,16 +42,16 @@ fn scream_keeps_a_share_as_prague_flows_join_and_the_l_queue_stays_short() {
         return;
     }
     let prague = |k: u32| Flow::new("prague").name(format!("prague{k}")).ecn("l4s").rtt("25ms").start(format!("{}s", 20 * k))
-        // gso = false: with Prague's GSO pairs SCReAM's share with 3 Prague flows falls to
-        // 4.8 Mbit/s, below this test's bound of 5 (open, reported in issue 11).
+        // gso = false: Prague's GSO pairs lower SCReAM's share further (issue 11).
         .gso(false);
     let out = Dumbbell::new("100Mbit", "dualpi2").duration("100s").media(video_l4s()).flows((1..=4).map(prague)).run_output();
     for k in 0..5 {
         let (from, to) = (20.0 * k as f64 + 5.0, 20.0 * (k + 1) as f64);
         let rate = mean(&out, "video", "bitrate", from, to);
         println!("{} Prague flows: SCReAM {rate:.1} Mbit/s", k);
-        // A positive share: at least a fifth of an equal share of the link.
-        assert!(rate > 100.0 / (k + 1) as f64 / 5.0, "{k} Prague flows: SCReAM at {rate} Mbit/s");
+        // The 2024 controller (76a298a) keeps more than 45 % of an equal share (the 2026 one
+        // read before kept 20-30 %; the test record reports more than an equal share).
+        assert!(rate > 0.45 * 100.0 / (k + 1) as f64, "{k} Prague flows: SCReAM at {rate} Mbit/s");
     }
     let l = out.summary.bottleneck.queues.iter().find(|q| q.name == "L").expect("L queue");
     assert!(l.sojourn_ms.p99.unwrap() < 5.0, "L-queue p99 {:?}", l.sojourn_ms);

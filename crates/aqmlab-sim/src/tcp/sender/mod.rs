@@ -174,6 +174,9 @@ pub struct TcpSender {
     backoff: u32,
     rto_timer: Timer,
     syn_sent_at: Time,
+    /// The receiver's latest TSval (Linux `rx_opt.ts_recent`, stored from every in-sequence
+    /// ACK by `tcp_store_ts_recent`), echoed as TSecr on data. Only captures read it.
+    peer_ts: u32,
     syn_retransmitted: bool,
     /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
     no_sample_rto: Time,
@@ -290,6 +293,7 @@ impl TcpSender {
             backoff: 0,
             rto_timer: Timer::default(),
             syn_sent_at: Time::ZERO,
+            peer_ts: 0,
             syn_retransmitted: false,
             pacing_timer: Timer::default(),
             reorder_timer: Timer::default(),
@@ -423,6 +427,9 @@ impl TcpSender {
     /// Handles a packet from the receiver.
     pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
         self.tp.now = ctx.now;
+        if pkt.tcp.ts_val.wrapping_sub(self.peer_ts) as i32 > 0 {
+            self.peer_ts = pkt.tcp.ts_val;
+        }
         match pkt.kind {
             Kind::SynAck if self.phase == Phase::SynSent => {
                 self.phase = Phase::Established;

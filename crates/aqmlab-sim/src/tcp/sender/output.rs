@@ -108,6 +108,9 @@ impl TcpSender {
             syn.tcp.ece = true;
             syn.tcp.cwr = true;
         }
+        // Linux puts its timestamp option on the SYN too (tcp_syn_options); nothing in the
+        // model reads it, captures show it.
+        syn.tcp.ts_val = Self::ts_of(ctx.now);
         self.syn_sent_at = ctx.now;
         ctx.out.push(syn);
         self.rto_timer.arm(ctx.now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
@@ -389,6 +392,7 @@ impl TcpSender {
         pkt.tcp.seq = seq;
         pkt.tcp.payload = payload;
         pkt.tcp.ts_val = Self::ts_of(now);
+        pkt.tcp.ts_ecr = self.peer_ts;
         if kind != TxKind::New {
             let seg = self.seg_mut(seq);
             seg.flags = if kind == TxKind::Retrans {
@@ -443,7 +447,7 @@ impl TcpSender {
     }
 
     /// TCP timestamps in 1 ms ticks, offset by one so that zero means "no timestamp".
-    pub(super) fn ts_of(t: Time) -> u32 {
+    pub(crate) fn ts_of(t: Time) -> u32 {
         (t.0 / 1_000_000) as u32 + 1
     }
 

@@ -1,0 +1,114 @@
+"""Results survive damage and kills: a run is done only when its manifest's hashes match;
+workers die with the suite process; a worker killed mid-suite fails no other run; a Rust
+panic is one line; temporaries of a killed write are removed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import REPO, run_cli
+
+TINY = ["l4s-tests/s6", "--filter", "classic=cubic", "--filter", "qdisc=pie", "--set", "duration=3s", "--seeds", "2", "--no-plots", "-q"]
+
+
+def _children(pid: int) -> list[int]:
+    out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+    return [int(p) for p in out]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def test_damaged_results_are_redone_on_resume(tmp_path):
+    out = tmp_path / "s"
+    assert run_cli("suite", "run", *TINY, "--out", out).returncode == 0
+    runs = sorted(out.glob("runs/*/*"))
+    assert len(runs) == 4
+    (runs[0] / "summary.json").write_text('{"format_version": 1, "flows": []}\n')  # bogus but valid JSON
+    (runs[1] / "timeseries.parquet").write_bytes(b"")  # emptied
+    (runs[2] / "manifest.json").unlink()  # no manifest: cannot be trusted
+    (runs[3] / ".summary.json.x1.tmp").write_text("partial")  # an interrupted write's leftover
+    p = run_cli("suite", "run", *TINY, "--out", out, "-j", "1")
+    assert p.returncode == 0, p.stderr
+    p = run_cli("suite", "run", *TINY[:-1], "--out", out, "-j", "1")  # not quiet: the counts
+    assert "(0 run, 4 reused, 0 failed)" in p.stdout, p.stdout
+    for r in runs[:3]:
+        s = json.loads((r / "summary.json").read_text())
+        assert s["flows"], r
+    assert not list(out.glob("runs/*/*/.*.tmp")) or (runs[3] / ".summary.json.x1.tmp").exists()
+
+
+def test_workers_die_with_a_killed_suite(tmp_path):
+    out = tmp_path / "s"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aqmlab", "suite", "run", "l4s-tests/s6", "--filter", "classic=cubic", "--set", "duration=60s",
+         "--no-plots", "-q", "-j", "2", "--out", str(out)],
+        cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        workers: list[int] = []
+        deadline = time.monotonic() + 120
+        # Both workers busy: two runs have written their scenario.toml (the initializer ran).
+        while time.monotonic() < deadline and len(list(out.glob("runs/*/*/scenario.toml"))) < 2:
+            time.sleep(0.2)
+        workers = [c for c in _children(proc.pid) if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")]
+        assert workers, "no worker started"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(10)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(w) for w in workers):
+            time.sleep(0.1)
+        assert not any(_alive(w) for w in workers), "a worker outlived the suite process"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_a_killed_worker_fails_no_other_run(tmp_path):
+    out = tmp_path / "s"
+    args = ["l4s-tests/s6", "--filter", "classic=cubic", "--set", "duration=20s", "--no-plots", "-j", "2", "--out", str(out)]
+    proc = subprocess.Popen([sys.executable, "-m", "aqmlab", "suite", "run", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    killed = False
+    while time.monotonic() < deadline and not killed and proc.poll() is None:
+        time.sleep(0.2)
+        for c in _children(proc.pid):
+            if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text(errors="replace") and _alive(c):
+                # Wait until the worker is busy with a run, then kill it.
+                time.sleep(0.5)
+                os.kill(c, signal.SIGKILL)
+                killed = True
+                break
+    stdout, stderr = proc.communicate(timeout=300)
+    assert killed
+    assert proc.returncode == 0, stderr
+    assert "0 failed" in stdout, stdout
+    runs = list(out.glob("runs/*/*"))
+    assert len(runs) == 12 and all((r / "summary.json").is_file() for r in runs)
+
+
+def test_an_engine_panic_is_one_line(monkeypatch):
+    from aqmlab import api
+
+    class PanicException(BaseException):  # pyo3's is a BaseException of this name
+        pass
+
+    def boom(*a):
+        raise PanicException("index out of bounds:\n the len is 3")
+
+    monkeypatch.setattr(api._sim, "run", boom)
+    with pytest.raises(api.InternalError, match=r"^internal error in the engine: index out of bounds: the len is 3"):
+        api.run(REPO / "scenarios" / "two-cubic-pfifo.toml")
