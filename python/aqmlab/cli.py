@@ -615,7 +615,10 @@ def main(prog_name: str = "aqmlab") -> None:
         rv = app(prog_name=prog_name, standalone_mode=False)
     except Exception as e:  # noqa: BLE001 - the parser's errors are matched by shape below
         kind = type(e).__name__
-        if kind == "NoArgsIsHelpError":  # `aqmlab` or `aqmlab suite` alone: the help, shown already
+        if kind == "NoArgsIsHelpError":  # `aqmlab` or `aqmlab suite` alone: the help
+            ctx = getattr(e, "ctx", None)
+            if ctx is not None:  # plain help (rich_markup_mode=None) is not printed by the parser here
+                sys.stdout.write(ctx.get_help() + "\n")
             sys.exit(EXIT_OK)
         if not (hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int)):
             raise

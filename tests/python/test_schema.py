@@ -92,3 +92,11 @@ def test_cli_prints_and_writes_the_schema(tmp_path: Path) -> None:
     proc = run_cli("scenario", "schema", "--out", out)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(out.read_text()) == printed
+
+
+def test_a_command_group_alone_prints_its_help() -> None:
+    for args in [(), ("scenario",), ("suite",)]:
+        proc = run_cli(*args)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.startswith(f"Usage: aqmlab {' '.join(args)}".rstrip() + " [OPTIONS] COMMAND"), proc.stdout
+        assert "Commands:" in proc.stdout
