@@ -48,7 +48,7 @@ demo: $(EXT_STAMP)
 	$(VENV)/bin/aqmlab run $(DEMO_SCENARIO) --out $(DEMO_OUT)
 	$(VENV)/bin/aqmlab suite run l4s-tests/s6 --out $(DEMO_OUT)/s6
 	$(VENV)/bin/aqmlab suite run l4s-tests/s1 --filter rate=50Mbit --filter rtt=20/20 --out $(DEMO_OUT)/s1
-	@echo "plot: $(DEMO_OUT)/throughput_rtt.png; reports: $(DEMO_OUT)/s6/REPORT.md, $(DEMO_OUT)/s1/REPORT.md"
+	@echo "plot: $(DEMO_OUT)/throughput_rtt.png, HTML report: $(DEMO_OUT)/report.html; suite reports: $(DEMO_OUT)/s6/REPORT.md and index.html, $(DEMO_OUT)/s1/REPORT.md and index.html"
 
 test: test-rust test-python
 
@@ -59,10 +59,11 @@ test-python: $(EXT_STAMP) test-tools
 	$(VPY) -m pytest tests/python
 
 # The real tools some tests compare against, from Debian's packages: tshark (pcap tests,
-# tests/python/test_pcap.py) and ns-2.35 (tools/ns2's fixtures, test_ns2_reference.py).
+# tests/python/test_pcap.py), ns-2.35 (tools/ns2's fixtures, test_ns2_reference.py) and
+# chromium (tests/python/test_html.py loads the HTML reports headless).
 # Each missing one is installed with apt-get, non-interactively (as root, or with passwordless
 # sudo); one that cannot be installed makes its tests skip with a message saying so.
-TEST_TOOLS := tshark:tshark ns:ns2
+TEST_TOOLS := tshark:tshark ns:ns2 chromium:chromium
 test-tools:
 	@if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
 	updated=; \

@@ -215,11 +215,12 @@ def run_cmd(
         [], "--pcap-flows", metavar="NAME[,NAME...]", help="Capture only these flows/probes/workloads (implies --pcap; repeatable)."
     ),
     pcap_snaplen: int = typer.Option(128, "--pcap-snaplen", metavar="BYTES", help="Bytes kept of each frame (implies --pcap; default 128, as the studies' tcpdump -s 128)."),
+    html: bool = typer.Option(True, "--html/--no-html", help="Write report.html (tables, interactive plots; opens from disk)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print nothing on success."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
     """Run a scenario; write scenario.toml (as run), the series, the plot, <name>.flent.gz (flent's
-    data file), manifest.json and summary.json to DIR."""
+    data file), report.html, manifest.json and summary.json to DIR."""
     try:
         import contextlib
 
@@ -267,7 +268,7 @@ def run_cmd(
         atomic_write_text(out / SCENARIO, text)
         if result.summary.get("name") is None and isinstance(source, Path):
             result.summary["name"] = result.name = source.stem
-        write_outputs(result, out, plot=not no_plot, flent=flent, command=shlex.join(["aqmlab", *sys.argv[1:]]))
+        write_outputs(result, out, plot=not no_plot, flent=flent, html=html, command=shlex.join(["aqmlab", *sys.argv[1:]]))
         _warn(result.summary)
         if not quiet:
             print_summary(result.summary, out)  # lists the directory: the writers' files and the captures
@@ -454,9 +455,12 @@ def suite_run(
     set_: list[str] = typer.Option(
         [], "--set", metavar="KEY=VALUE", help="Override a scenario key in every run, e.g. duration=5s (repeatable)."
     ),
-    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
+    plots: Optional[bool] = typer.Option(
+        None, "--plots/--no-plots", help="Write each run's throughput_rtt.png (default: on up to 200 runs, off above)."
+    ),
     flent: bool = typer.Option(False, "--flent/--no-flent", help="Write each run's <name>.flent.gz (flent's data file)."),
     pcap: bool = typer.Option(False, "--pcap", help="Also write each run's cli.pcap and srv.pcap (all flows, snap length 128)."),
+    html: bool = typer.Option(False, "--html/--no-html", help="Write each run's report.html (interactive plots; one plotly.min.js in DIR)."),
     executor: str = typer.Option("local", "--executor", help="local (a process pool) or dask."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="ADDRESS", help="Run on this Dask scheduler (implies --executor dask)."),
     force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
@@ -488,6 +492,7 @@ def suite_run(
             plots=plots,
             flent=flent,
             pcap=pcap,
+            html=html,
             executor=executor,
             dask_address=dask,
             force=force,
@@ -497,7 +502,7 @@ def suite_run(
         if not quiet:
             print(
                 f"{s.name}: {len(res.runs)} runs ({res.ran} run, {res.reused} reused, {len(res.failed)} failed) "
-                f"in {time.perf_counter() - t0:.1f} s; wrote {out_dir}/REPORT.md and {out_dir}/results.csv"
+                f"in {time.perf_counter() - t0:.1f} s; wrote {out_dir}/REPORT.md, {out_dir}/index.html and {out_dir}/results.csv"
             )
         for run, err in res.failed[:10]:
             sys.stderr.write(f"aqmlab: {run.rel_dir}: {err}\n")
@@ -553,7 +558,9 @@ def validate_cmd(
         True, "--linux/--no-linux", help="Also rerun each suite with stack=linux (today's stack) into DIR/<suite>@linux and show it beside the study's profile."
     ),
     dry_run: bool = typer.Option(False, "--dry-run", help="Print the passes and runs that would be run (and how many are finished); run nothing."),
-    plots: bool = typer.Option(True, "--plots/--no-plots", help="Write each run's throughput_rtt.png."),
+    plots: Optional[bool] = typer.Option(
+        None, "--plots/--no-plots", help="Write each run's throughput_rtt.png (default: in suites of up to 200 runs)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
@@ -595,6 +602,53 @@ def validate_cmd(
             command=shlex.join(parts),
         )
         if not quiet:
+            print(f"wrote {path}")
+
+    _guard(debug, go)
+
+
+@app.command("plot")
+def plot_cmd(
+    run_dirs: list[Path] = typer.Argument(None, metavar="RUN_DIR...", help="Finished run directories (with summary.json)."),
+    kind: str = typer.Option("tcp_delivery_with_rtt", "--kind", "-k", metavar="NAME", help="Plot kind (flent's names; --list)."),
+    overlay: bool = typer.Option(False, "--overlay", help="Draw every run in one figure (each run a line style)."),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", metavar="FILE",
+        help="Output PNG (default: RUN_DIR/<kind>.png per run; with --overlay, <kind>-overlay.png here). "
+        "Several runs without --overlay: FILE's name gets -1, -2, ...",
+    ),
+    list_: bool = typer.Option(False, "--list", help="List the plot kinds and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
+) -> None:
+    """Re-plot finished runs, or overlay several in one figure (flent's plot names)."""
+
+    def go() -> None:
+        from . import plot as _plot
+        from .data import load
+
+        if list_:
+            for k in _plot.KINDS.values():
+                print(f"{k.name:24s} {k.help}")
+            return
+        if not run_dirs:
+            _bad_input("plot: give at least one RUN_DIR (or --list)")
+        if kind not in _plot.KINDS:
+            _bad_input(f"--kind {kind}: unknown (known: {', '.join(_plot.KINDS)})")
+        results = []
+        for d in run_dirs:
+            try:
+                results.append(load(d))
+            except FileNotFoundError as e:
+                _bad_input(str(e))
+        if overlay or len(results) == 1 and out is not None:
+            path = out if out is not None else (run_dirs[0] / f"{kind}.png" if len(results) == 1 else Path(f"{kind}-overlay.png"))
+            labels = [str(d).rstrip("/") for d in run_dirs] if len(run_dirs) > 1 else None
+            _plot.plot(results, path, kind, labels=labels)
+            print(f"wrote {path}")
+            return
+        for i, (d, r) in enumerate(zip(run_dirs, results), start=1):
+            path = d / f"{kind}.png" if out is None else out.with_name(f"{out.stem}-{i}{out.suffix or '.png'}")
+            _plot.plot([r], path, kind)
             print(f"wrote {path}")
 
     _guard(debug, go)

@@ -13,13 +13,17 @@ table with ``cell`` and ``seed`` columns)::
     timeseries.csv        the same as CSV                                 writer "csv"
     throughput_rtt.png    the flent-style throughput/RTT plot             writer "plot"
     <name>.flent.gz       flent's data file (format 4) of the run          writer "flent"
+    report.html           the run's static HTML report: summary tables, interactive plots,
+                          links to every file (plotly.js inlined, or ``../../../plotly.min.js``
+                          in a suite run with ``--html``)                  writer "html"
     cli.pcap, srv.pcap    packet captures at the client and the server side (``--pcap``;
                           written by the engine while it runs, see :func:`pcap_files`)
     manifest.json         provenance: versions, git commit, command, seed, profile, the
                           steady-state windows used, every file with its SHA-256
     summary.json          the engine's summary + ``format_version``; written last
 
-A suite's output directory holds ``REPORT.md``, ``results.csv`` and ``runs/``.
+A suite's output directory holds ``REPORT.md``, ``index.html`` (REPORT.md as HTML, with links
+to every run's files), ``results.csv``, ``runs/`` and, with ``--html``, ``plotly.min.js``.
 
 Every file is written to a temporary file in the output directory and then moved into
 place with ``os.replace``, so an interrupted run never leaves a half-written file under
@@ -35,6 +39,7 @@ Adding a format is adding one function.
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import json
@@ -60,6 +65,7 @@ MANIFEST = "manifest.json"
 PARQUET = "timeseries.parquet"
 CSV = "timeseries.csv"
 PLOT = "throughput_rtt.png"
+HTML = "report.html"
 #: The flent data file's name pattern (``flentfile.file_name``: the run's name, sanitised).
 FLENT = "<name>.flent.gz"
 #: Packet captures (``aqmlab run --pcap``), named as the studies' cli.pcap / srv.pcap.
@@ -68,6 +74,7 @@ SRV_PCAP = "srv.pcap"
 
 #: Files of a suite's output directory.
 REPORT = "REPORT.md"
+INDEX = "index.html"
 RESULTS = "results.csv"
 RUNS = "runs"
 
@@ -250,6 +257,20 @@ def write_flent(result: RunResult, path: Path) -> None:
     flentfile.write(result, path)
 
 
+#: What the html writer needs besides the result, set by :func:`write_outputs`: ``files``
+#: (every file name the run directory will hold) and ``js_src`` (None: inline plotly.js).
+_HTML_CONTEXT: contextvars.ContextVar[dict[str, Any]] = contextvars.ContextVar("aqmlab_html_context", default={})
+
+
+@writer("html", file=HTML)
+def write_html(result: RunResult, path: Path) -> None:
+    from . import htmlreport  # plotly only where a report is made
+
+    ctx = _HTML_CONTEXT.get()
+    files = ctx.get("files") or [HTML, SUMMARY]
+    path.write_text(htmlreport.run_report(result, files, ctx.get("js_src")), encoding="utf-8")
+
+
 def summary_text(summary: Mapping[str, Any]) -> str:
     """summary.json's text: ``format_version`` first, then the summary in engine order."""
     doc = {"format_version": FORMAT_VERSION, **{k: v for k, v in summary.items() if k != "format_version"}}
@@ -263,27 +284,34 @@ def write_outputs(
     plot: bool = True,
     csv: bool = True,
     flent: bool = True,
+    html: bool = True,
     formats: Iterable[str] | None = None,
     command: str | None = None,
+    html_js: str | None = None,
 ) -> list[Path]:
     """Writes the files of the writers in ``formats`` (default: every registered writer,
-    less ``csv``, ``plot`` or ``flent`` when that argument is False), in registration
+    less ``csv``, ``plot``, ``flent`` or ``html`` when that argument is False), in registration
     order, then manifest.json (``command``: the command line that made the run) and, last,
-    summary.json."""
+    summary.json. ``html_js``: where report.html loads plotly.js from (a relative path; None
+    inlines it)."""
     names = list(WRITERS) if formats is None else list(formats)
     unknown = [n for n in names if n not in WRITERS]
     if unknown:
         raise ValueError(f"unknown output format {', '.join(unknown)} (known: {', '.join(WRITERS)})")
-    skip = {n for n, on in (("csv", csv), ("plot", plot), ("flent", flent)) if not on}
+    skip = {n for n, on in (("csv", csv), ("plot", plot), ("flent", flent), ("html", html)) if not on}
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    for w in WRITERS.values():
-        if w.name not in names or w.name in skip:
-            continue
-        p = out_dir / w.filename(result)
-        with atomic_path(p) as tmp:
-            w.write(result, tmp)
-        written.append(p)
+    active = [w for w in WRITERS.values() if w.name in names and w.name not in skip]
+    planned = ([SCENARIO] if (out_dir / SCENARIO).is_file() else []) + [w.filename(result) for w in active] + [MANIFEST, SUMMARY]
+    token = _HTML_CONTEXT.set({"files": planned, "js_src": html_js})
+    try:
+        for w in active:
+            p = out_dir / w.filename(result)
+            with atomic_path(p) as tmp:
+                w.write(result, tmp)
+            written.append(p)
+    finally:
+        _HTML_CONTEXT.reset(token)
 
     summary = summary_text(result.summary)
     hashed = ([out_dir / SCENARIO] if (out_dir / SCENARIO).is_file() else []) + written

@@ -1,135 +1,455 @@
-"""The flent-style ``tcp_delivery_with_rtt`` plot: per-flow throughput over per-flow RTT."""
+"""Plots of finished runs: the per-run ``throughput_rtt.png`` (flent's ``tcp_delivery_with_rtt``
+shape) and the kinds of ``aqmlab plot`` (named after flent's plots where one maps).
+
+Every kind takes one or several :class:`~aqmlab.api.RunResult` (several: overlaid in one figure,
+each run's lines prefixed with its label). The series are read once per run with one
+``groupby`` (:func:`series_map`), not with one boolean filter of the whole table per line.
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from .api import RunResult
 
 #: Above this many flows the per-flow lines are drawn thin and without a legend entry each.
-MAX_LEGEND_FLOWS = 12
-
+MAX_LEGEND_FLOWS = 8
 
 #: Goodput per sampling step is bursty (a whole window of in-order data can arrive at once
 #: after a loss is repaired), so it is drawn as a moving average over about this long.
 GOODPUT_SMOOTHING_S = 1.0
 
+Series = tuple[Any, Any]  # (time s, values) numpy arrays
 
-def _step(s) -> float:
-    idx = s.index.to_numpy()
-    return float(idx[1] - idx[0]) if len(idx) > 1 else 0.0
-
-
-def _smoothing_ticks(s) -> int:
-    step = _step(s)
-    if step <= 0:
-        return 1
-    return max(1, int(round(GOODPUT_SMOOTHING_S / step)))
+#: The bottleneck's per-interval drop and mark counts (packets); the qdisc's own counters
+#: (e.g. DualPI2's cumulative ``step_marks``) are other series.
+MARKS_DROPS = ("drops", "ce_marks", "sce_marks")
 
 
-def _secs(win: int, s) -> str:
-    return f"{win * _step(s):g} s"
+def series_map(result: RunResult) -> dict[tuple[str, str], Series]:
+    """Every series of a run as ``{(entity, metric): (time, value)}``, sorted by time."""
+    ts = result.timeseries
+    out: dict[tuple[str, str], Series] = {}
+    if ts is None or not len(ts):
+        return out
+    t = ts["time"].to_numpy()
+    v = ts["value"].to_numpy(dtype=float)
+    for key, idx in ts.groupby(["flow", "metric"], observed=True, sort=False).indices.items():
+        out[(str(key[0]), str(key[1]))] = (t[idx], v[idx])
+    return out
+
+
+def _smooth(t, v, seconds: float):
+    """A trailing moving average over about ``seconds`` (``min_periods=1``), and its window."""
+    import numpy as np
+
+    if len(t) < 2:
+        return v, 1
+    win = max(1, int(round(seconds / float(t[1] - t[0])))) if t[1] > t[0] else 1
+    if win <= 1:
+        return v, 1
+    c = np.cumsum(np.nan_to_num(v))
+    n = np.cumsum(~np.isnan(v))
+    s = c.copy()
+    s[win:] = c[win:] - c[:-win]
+    k = n.copy()
+    k[win:] = n[win:] - n[:-win]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(k > 0, s / np.maximum(k, 1), np.nan), win
 
 
 def _title(summary: dict[str, Any]) -> str:
     name = summary.get("name") or "aqmlab run"
     bn = summary.get("bottleneck", {})
-    parts = [str(name)]
-    qdisc = bn.get("qdisc")
-    rate = bn.get("rate_mbps")
     detail = []
-    if qdisc:
-        detail.append(str(qdisc))
-    if rate is not None:
-        detail.append(f"{rate:g} Mbit/s")
-    if detail:
-        parts.append(" @ ".join(detail))
-    return " \u2014 ".join(parts)
+    if bn.get("qdisc"):
+        detail.append(str(bn["qdisc"]))
+    if bn.get("rate_mbps") is not None:
+        detail.append(f"{bn['rate_mbps']:g} Mbit/s")
+    return " \u2014 ".join([str(name)] + ([" @ ".join(detail)] if detail else []))
 
 
-def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
-    """Writes a two-panel PNG: throughput (Mbit/s) on top, TCP RTT and queue delay (ms) below."""
+def _cap(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+def _join(parts: Sequence[str]) -> str:
+    parts = list(dict.fromkeys(parts))
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def _udp_names(summary: dict[str, Any]) -> list[str]:
+    return [u["name"] for u in summary.get("udp", [])]
+
+
+def _probe_names(summary: dict[str, Any]) -> list[str]:
+    return [p["name"] for p in summary.get("probes", [])]
+
+
+def tcp_flows(result: RunResult, sm: dict[tuple[str, str], Series] | None = None) -> list[str]:
+    """The TCP flows: the summary's ``flows``, then every other entity with TCP series (the
+    flows of ``[[transients]]`` and workloads, which the summary lists elsewhere)."""
+    names = list(result.flows)
+    keys = sm.keys() if sm is not None else result.units.keys()
+    for e, m in keys:
+        if m in ("srtt", "cwnd", "delivery_rate") and e not in names:
+            names.append(e)
+    return names
+
+
+def total_throughput(result: RunResult, sm: dict[tuple[str, str], Series] | None = None) -> Series | None:
+    """The sum over every TCP flow (delivery rate, else goodput) and UDP flow (received rate),
+    on the sampling grid of the first series; None when the run has no rate series."""
+    import numpy as np
+
+    sm = series_map(result) if sm is None else sm
+    parts = []
+    for f in tcp_flows(result, sm):
+        s = sm.get((f, "delivery_rate")) or sm.get((f, "goodput"))
+        if s is not None:
+            parts.append(s)
+    for u in _udp_names(result.summary):
+        if (u, "rate") in sm:
+            parts.append(sm[(u, "rate")])
+    if not parts:
+        return None
+    t = max((p[0] for p in parts), key=len)
+    tot = np.zeros(len(t))
+    for pt, pv in parts:
+        tot += np.interp(t, pt, np.nan_to_num(pv), left=0.0, right=0.0) if len(pt) != len(t) or not np.array_equal(pt, t) else np.nan_to_num(pv)
+    return t, tot
+
+
+# --------------------------------------------------------------------------------------
+# Kinds
+# --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Run:
+    result: RunResult
+    label: str  # prefix of every line of this run ("" for a single run)
+    sm: dict[tuple[str, str], Series]
+    style: str  # line style of this run when overlaid
+
+
+_STYLES = ["-", "--", ":", "-."]
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    help: str
+    panels: int
+    draw: Callable[[list[Any], list[_Run]], list[str]]  # returns each panel's title
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def kind(name: str, help: str, panels: int = 1):
+    def deco(fn):
+        KINDS[name] = Kind(name, help, panels, fn)
+        return fn
+
+    return deco
+
+
+def _lbl(run: _Run, text: str, show: bool = True) -> str | None:
+    if not show:
+        return None
+    return f"{run.label}: {text}" if run.label else text
+
+
+def _color(colors: list[str], i: int) -> str:
+    return colors[i % len(colors)]
+
+
+def _draw_throughput(ax, runs: list[_Run], colors: list[str], *, per_flow: bool = True, totals: bool = True) -> list[str]:
+    drawn: list[str] = []
+    for r_i, run in enumerate(runs):
+        res, sm = run.result, run.sm
+        flows = tcp_flows(res, sm)
+        many = len(flows) > MAX_LEGEND_FLOWS
+        lw = 0.6 if many else 1.2
+        ls = run.style
+        # UDP/media first, thin and translucent, so that they do not hide the TCP lines.
+        for u in _udp_names(res.summary):
+            if per_flow and (u, "rate") in sm:
+                t, v = sm[(u, "rate")]
+                ax.plot(t, v, color="tab:brown", lw=0.7, alpha=0.5, ls=ls, zorder=1, label=_lbl(run, f"{u} received"))
+                drawn.append("UDP received rate")
+        has_goodput = False
+        for i, f in enumerate(flows if per_flow else []):
+            c = _color(colors, i)
+            show = not many
+            # One legend entry per flow (its colour); the line styles are keyed once below.
+            if (f, "delivery_rate") in sm:
+                t, v = sm[(f, "delivery_rate")]
+                ax.plot(t, v, color=c, lw=lw, ls=ls, zorder=3, label=_lbl(run, f, show))
+                drawn.append("TCP delivery rate")
+                show = False
+            if (f, "goodput") in sm:
+                t, v = sm[(f, "goodput")]
+                sv, win = _smooth(t, v, GOODPUT_SMOOTHING_S)
+                avg = f" ({win * float(t[1] - t[0]):g} s avg)" if win > 1 else ""
+                ax.plot(t, sv, color=c, lw=lw * 0.8, ls="--" if ls == "-" else ls, alpha=0.8, zorder=2, label=_lbl(run, f, show))
+                drawn.append(f"goodput{avg}")
+                has_goodput = True
+        if has_goodput and "TCP delivery rate" in drawn and r_i == len(runs) - 1 and len(runs) == 1:
+            ax.plot([], [], color="grey", lw=1.2, label="delivery rate (solid)")
+            ax.plot([], [], color="grey", lw=1.0, ls="--", label=f"goodput{avg} (dashed)")
+        if many and per_flow and flows:
+            ax.plot([], [], color="grey", lw=lw, label=_lbl(run, f"{len(flows)} TCP flows"))
+        if totals:
+            tot = total_throughput(res, sm)
+            if tot is not None and (len(flows) + len(_udp_names(res.summary)) > 1 or not per_flow):
+                ax.plot(tot[0], tot[1], color="black" if len(runs) == 1 else _color(colors, r_i), lw=1.6, ls=ls,
+                        alpha=0.9, zorder=4, label=_lbl(run, "total"))
+                drawn.append("total")
+        rate = res.summary.get("bottleneck", {}).get("rate_mbps")
+        if r_i == 0 or len(runs) > 1:
+            if ("bottleneck", "rate") in sm:
+                t, v = sm[("bottleneck", "rate")]
+                ax.step(t, v, where="post", color="grey", lw=0.8, ls="-.", zorder=1, label=_lbl(run, "link rate"))
+                drawn.append("link rate")
+            elif rate:
+                ax.axhline(rate, color="grey", lw=0.8, ls="-.", zorder=1, label=_lbl(run, f"link rate ({rate:g} Mbit/s)"))
+                drawn.append("link rate")
+    ax.set_ylabel("Throughput (Mbit/s)")
+    return drawn
+
+
+def _queue_metrics(sm: dict[tuple[str, str], Series]) -> list[str]:
+    """The bottleneck's per-sub-queue delays (e.g. DualPI2's C and L), else its one queue delay."""
+    subs = sorted(m for (e, m) in sm if e == "bottleneck" and m.startswith("qdelay_") and m != "qdelay_max")
+    return subs or (["qdelay"] if ("bottleneck", "qdelay") in sm else [])
+
+
+def _draw_delay(ax, runs: list[_Run], colors: list[str], *, tcp: bool = True, probes: bool = True, udp: bool = True,
+                queues: bool = True, flow_labels: bool = True) -> list[str]:
+    """``flow_labels`` False: the TCP lines get one legend entry (the flows' colours are keyed
+    in the panel above)."""
+    drawn: list[str] = []
+    for run in runs:
+        res, sm = run.result, run.sm
+        flows = tcp_flows(res, sm)
+        many = len(flows) > MAX_LEGEND_FLOWS
+        lw = 0.6 if many else 1.2
+        ls = run.style
+        if udp:
+            for u in _udp_names(res.summary):
+                if (u, "owd") in sm:
+                    t, v = sm[(u, "owd")]
+                    ax.plot(t, v, color="tab:brown", lw=0.7, alpha=0.5, ls=ls, zorder=1, label=_lbl(run, f"{u} one-way delay"))
+                    drawn.append("UDP one-way delay")
+        if tcp:
+            keyed = False
+            for i, f in enumerate(flows):
+                if (f, "srtt") in sm:
+                    t, v = sm[(f, "srtt")]
+                    ax.plot(t, v, color=_color(colors, i), lw=lw, ls=ls, zorder=3,
+                            label=_lbl(run, f"{f} srtt", not many and flow_labels))
+                    drawn.append("TCP RTT (srtt)")
+                    if not keyed and (many or not flow_labels):
+                        ax.plot([], [], color="grey", lw=lw, ls=ls, label=_lbl(run, "TCP srtt (flow colours)"))
+                        keyed = True
+        if probes:
+            for p in _probe_names(res.summary):
+                if (p, "rtt") in sm:
+                    t, v = sm[(p, "rtt")]
+                    ax.plot(t, v, color="grey", lw=0.8, ls=ls, zorder=2, label=_lbl(run, f"{p} RTT"))
+                    drawn.append("ping RTT")
+        if queues:
+            for j, m in enumerate(_queue_metrics(sm)):
+                t, v = sm[("bottleneck", m)]
+                name = "bottleneck" if m == "qdelay" else m[len("qdelay_"):]
+                ax.plot(t, v, color="black", lw=1.0, ls=[":", "--", "-."][j % 3] if len(runs) == 1 else ls, zorder=2,
+                        label=_lbl(run, f"{name} queue delay"))
+                drawn.append("queue delay")
+    ax.set_ylabel("Delay (ms)")
+    return drawn
+
+
+@kind("tcp_delivery_with_rtt", "per-flow throughput (delivery rate, goodput, total) over TCP RTT and queue delay", panels=2)
+def _k_delivery_with_rtt(axes, runs):
+    import matplotlib.pyplot as plt
+
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    a = _draw_throughput(axes[0], runs, colors)
+    b = _draw_delay(axes[1], runs, colors, flow_labels=False)
+    return ["Throughput: " + _join(a) if a else "Throughput", _cap(_join(b)) if b else "Delay"]
+
+
+@kind("totals", "total throughput of every flow, and the ping / mean TCP RTT", panels=2)
+def _k_totals(axes, runs):
+    import numpy as np
+    import matplotlib.pyplot as plt
+
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    a = _draw_throughput(axes[0], runs, colors, per_flow=False)
+    drawn = []
+    for r_i, run in enumerate(runs):
+        probes = [run.sm[(p, "rtt")] for p in _probe_names(run.result.summary) if (p, "rtt") in run.sm]
+        if probes:
+            for t, v in probes:
+                axes[1].plot(t, v, color=_color(colors, r_i), lw=1.0, ls=run.style, label=_lbl(run, "ping RTT"))
+            drawn.append("ping RTT")
+            continue
+        rtts = [run.sm[(f, "srtt")] for f in tcp_flows(run.result, run.sm) if (f, "srtt") in run.sm]
+        if rtts:
+            t = rtts[0][0]
+            stack = np.vstack([np.interp(t, a_, b_) for a_, b_ in rtts])
+            n = np.sum(~np.isnan(stack), axis=0)
+            m = np.where(n > 0, np.nansum(stack, axis=0) / np.maximum(n, 1), np.nan)
+            axes[1].plot(t, m, color=_color(colors, r_i), lw=1.0, ls=run.style, label=_lbl(run, "mean TCP srtt"))
+            drawn.append("mean TCP RTT")
+    axes[1].set_ylabel("Delay (ms)")
+    return ["Total throughput" if a else "Throughput", _cap(_join(drawn)) or "Delay"]
+
+
+@kind("tcp_rtt", "per-flow TCP RTT (srtt)")
+def _k_tcp_rtt(axes, runs):
+    import matplotlib.pyplot as plt
+
+    b = _draw_delay(axes[0], runs, plt.rcParams["axes.prop_cycle"].by_key()["color"], probes=False, udp=False, queues=False)
+    axes[0].set_ylabel("TCP RTT (ms)")
+    return [_join(b) or "TCP RTT"]
+
+
+@kind("tcp_cwnd", "per-flow congestion window")
+def _k_tcp_cwnd(axes, runs):
+    import matplotlib.pyplot as plt
+
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    unit = None
+    for run in runs:
+        for i, f in enumerate(tcp_flows(run.result, run.sm)):
+            if (f, "cwnd") in run.sm:
+                t, v = run.sm[(f, "cwnd")]
+                unit = unit or run.result.units.get((f, "cwnd"))
+                axes[0].plot(t, v, color=_color(colors, i), lw=1.0, ls=run.style, label=_lbl(run, f"{f} cwnd"))
+    axes[0].set_ylabel(f"cwnd ({unit})" if unit else "cwnd")
+    return ["TCP congestion window"]
+
+
+@kind("qdelay", "bottleneck queue delay per queue (e.g. DualPI2's C and L)")
+def _k_qdelay(axes, runs):
+    b = _draw_delay(axes[0], runs, [], tcp=False, probes=False, udp=False)
+    axes[0].set_ylabel("Queue delay (ms)")
+    return [_cap(_join(b)) or "Queue delay"]
+
+
+@kind("ping_cdf", "CDF of the ping RTT (of the TCP srtt samples when the run has no ping probe)")
+def _k_ping_cdf(axes, runs):
+    import numpy as np
+    import matplotlib.pyplot as plt
+
+    colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    what = []
+    for r_i, run in enumerate(runs):
+        vals = [run.sm[(p, "rtt")][1] for p in _probe_names(run.result.summary) if (p, "rtt") in run.sm]
+        name = "ping RTT"
+        if not vals:
+            vals = [run.sm[(f, "srtt")][1] for f in tcp_flows(run.result, run.sm) if (f, "srtt") in run.sm]
+            name = "TCP srtt"
+        if not vals:
+            continue
+        v = np.sort(np.concatenate(vals))
+        v = v[~np.isnan(v)]
+        if not len(v):
+            continue
+        axes[0].plot(v, np.arange(1, len(v) + 1) / len(v), color=_color(colors, r_i), ls=run.style, label=_lbl(run, name) or name)
+        what.append(name)
+    axes[0].set_xlabel("Delay (ms)")
+    axes[0].set_ylabel("Cumulative probability")
+    axes[0].set_ylim(0, 1.02)
+    return ["CDF of " + _join(what) if what else "CDF"]
+
+
+@kind("marks_drops", "bottleneck ECN marks and drops per interval")
+def _k_marks_drops(axes, runs):
+    drawn = []
+    for run in runs:
+        for m in [m for m in MARKS_DROPS if ("bottleneck", m) in run.sm]:
+            t, v = run.sm[("bottleneck", m)]
+            axes[0].plot(t, v, lw=1.0, ls=run.style, label=_lbl(run, m))
+            drawn.append(m.replace("_", " "))
+    axes[0].set_ylabel("packets per interval")
+    return ["Bottleneck " + _join(drawn) if drawn else "No marks or drops recorded"]
+
+
+# --------------------------------------------------------------------------------------
+# Drawing
+# --------------------------------------------------------------------------------------
+
+
+def run_label(result: RunResult, i: int) -> str:
+    lab = result.labels or {}
+    run = lab.get("run") or result.name or result.summary.get("name") or f"run {i + 1}"
+    seed = lab.get("seed", result.summary.get("seed"))
+    return f"{run}" + (f" (seed {seed})" if seed is not None and f"seed={seed}" not in str(run) else "")
+
+
+def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name: str = "tcp_delivery_with_rtt",
+         labels: Sequence[str] | None = None):
+    """Draws ``kind_name`` for ``results`` (several: overlaid, each run a line style) into ``path``
+    (a PNG). ``path`` None returns the figure instead (the caller closes it)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
     import matplotlib.pyplot as plt
 
-    summary = result.summary
-    flows = result.flows
-    many = len(flows) > MAX_LEGEND_FLOWS
-    have = set(result.units)
-
-    fig, (ax_tp, ax_rtt) = plt.subplots(2, 1, sharex=True, figsize=(10, 7.5), dpi=100)
+    if kind_name not in KINDS:
+        raise KeyError(f"unknown plot kind '{kind_name}' (known: {', '.join(KINDS)})")
+    k = KINDS[kind_name]
+    overlay = len(results) > 1
+    labels = list(labels) if labels is not None else [run_label(r, i) for i, r in enumerate(results)]
+    runs = [_Run(r, labels[i] if overlay else "", series_map(r), _STYLES[i % len(_STYLES)] if overlay else "-")
+            for i, r in enumerate(results)]
+    fig, axes = plt.subplots(k.panels, 1, sharex=kind_name != "ping_cdf", figsize=(12, 3.8 * k.panels + 0.4), dpi=100,
+                             squeeze=False)
+    axes = list(axes[:, 0])
     try:
-        colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-        lw = 0.6 if many else 1.2
-        for i, flow in enumerate(flows):
-            c = colors[i % len(colors)]
-            label = None if many else flow
-            if (flow, "delivery_rate") in have:
-                s = result.series(flow, "delivery_rate")
-                ax_tp.plot(s.index, s.values, color=c, lw=lw, label=f"{label} delivery rate" if label else None)
-            if (flow, "goodput") in have:
-                s = result.series(flow, "goodput")
-                win = _smoothing_ticks(s)
-                sm = s.rolling(win, min_periods=1).mean() if win > 1 else s
-                avg = f" ({_secs(win, s)} avg)" if win > 1 else ""
-                ax_tp.plot(
-                    sm.index, sm.values, color=c, lw=lw * 0.8, ls="--", alpha=0.8,
-                    label=f"{label} goodput{avg}" if label else None,
-                )
-            if (flow, "srtt") in have:
-                s = result.series(flow, "srtt")
-                ax_rtt.plot(s.index, s.values, color=c, lw=lw, label=f"{label} srtt" if label else None)
-        # Per sub-queue delay (e.g. DualPI2's C and L queues) when the discipline has several.
-        # (qdelay_max is the per-interval maximum of the whole queue, not a sub-queue)
-        sub_queues = sorted(m for (e, m) in have if e == "bottleneck" and m.startswith("qdelay_") and m != "qdelay_max")
-        for j, metric in enumerate(sub_queues):
-            s = result.series("bottleneck", metric)
-            ax_rtt.plot(s.index, s.values, color="black", lw=1.0, ls=[":", "--", "-."][j % 3],
-                        label=f"{metric[len('qdelay_'):]} queue delay")
-        if not sub_queues and ("bottleneck", "qdelay") in have:
-            s = result.series("bottleneck", "qdelay")
-            ax_rtt.plot(s.index, s.values, color="black", lw=1.0, ls=":", label="bottleneck queue delay")
-        for probe in summary.get("probes", []):
-            name = probe["name"]
-            if (name, "rtt") in have:
-                s = result.series(name, "rtt")
-                ax_rtt.plot(s.index, s.values, color="grey", lw=0.8, label=f"{name} RTT")
-
-        for udp in summary.get("udp", []):
-            name = udp["name"]
-            if (name, "rate") in have:
-                s = result.series(name, "rate")
-                ax_tp.plot(s.index, s.values, color="tab:brown", lw=0.8, label=f"{name} received")
-            if (name, "owd") in have:
-                s = result.series(name, "owd")
-                ax_rtt.plot(s.index, s.values, color="tab:brown", lw=0.8, label=f"{name} one-way delay")
-
-        rate = summary.get("bottleneck", {}).get("rate_mbps")
-        if ("bottleneck", "rate") in have:
-            # The rate over time, so scheduled rate changes show as steps.
-            s = result.series("bottleneck", "rate")
-            ax_tp.step(s.index, s.values, where="post", color="grey", lw=0.8, ls="-.", label="link rate")
-        elif rate:
-            ax_tp.axhline(rate, color="grey", lw=0.8, ls="-.", label=f"link rate ({rate:g} Mbit/s)")
-
-        ax_tp.set_ylabel("Throughput (Mbit/s)")
-        ax_tp.set_title("Per-flow throughput: delivery rate and goodput" + (f" ({len(flows)} flows)" if many else ""), fontsize=10)
-        ax_rtt.set_ylabel("TCP RTT / queue delay (ms)")
-        ax_rtt.set_title("TCP RTT (srtt), probe RTT, UDP one-way delay and bottleneck queue delay", fontsize=10)
-        ax_rtt.set_xlabel("Time (s)")
-        for ax in (ax_tp, ax_rtt):
+        titles = k.draw(axes, runs)
+        for ax, title in zip(axes, titles):
+            # an explicit y skips matplotlib's title placement, which measures the tick labels
+            # of every axis (a fifth of the plotting time)
+            ax.set_title(title, fontsize=10, y=1.0, pad=6)
             ax.grid(True, alpha=0.3)
-            ax.set_ylim(bottom=0)
-            ax.set_xlim(left=0)
-            if ax.get_legend_handles_labels()[0]:
-                ax.legend(loc="upper right", fontsize=8, ncol=2 if not many else 1, framealpha=0.8)
-        fig.suptitle(_title(summary), fontsize=12)
-        # Fixed margins instead of tight_layout(), which measures every tick label and took
-        # about a third of the plotting time (suites plot every run).
-        fig.subplots_adjust(left=0.075, right=0.98, bottom=0.07, top=0.91, hspace=0.16)
-        fig.savefig(path, format="png")
-    finally:
+            if kind_name != "ping_cdf":
+                ax.set_ylim(bottom=0)
+                ax.set_xlim(left=0)
+            handles, labs = ax.get_legend_handles_labels()
+            if handles:
+                # Outside the axes, on the right, so it never covers the data.
+                ax.legend(handles, labs, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7.5, frameon=False,
+                          ncol=1 if len(labs) <= 14 else 2)
+        if kind_name != "ping_cdf":
+            axes[-1].set_xlabel("Time (s)")
+        fig.suptitle(_title(results[0].summary) if not overlay else f"{k.name}: {len(results)} runs", fontsize=12)
+        # Fixed margins instead of tight_layout(), which measures every tick label (a third
+        # of the plotting time when suites plot every run); the right margin holds the legend.
+        fig.subplots_adjust(left=0.06, right=0.8, bottom=0.08 if k.panels > 1 else 0.13, top=0.9 if k.panels > 1 else 0.84,
+                            hspace=0.22)
+        if path is None:
+            return fig
+        # zlib level 1: a third of the PNG-writing time for a file about 1.3x larger
+        # (overlays carry long labels: let the figure grow to hold the legend)
+        fig.savefig(path, format="png", pil_kwargs={"compress_level": 1}, bbox_inches="tight" if overlay else None)
+    except BaseException:
         plt.close(fig)
+        raise
+    plt.close(fig)
+    return None
+
+
+def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
+    """Writes the run's two-panel PNG: throughput (per flow, total, link rate) on top, TCP RTT,
+    ping, UDP one-way delay and queue delay below (flent's ``tcp_delivery_with_rtt``)."""
+    plot([result], path, "tcp_delivery_with_rtt")

@@ -759,10 +759,12 @@ def report_markdown(outcome: Any, command: str | None = None, *, plot_links_colu
         lines += [f"Source: {suite.source}", ""]
     if command:
         lines += [f"Made by `{command}`.", ""]
+    # name the plot (and the HTML report) only when the runs have them (big suites skip plots)
+    extra = [f for f in (PLOT, "report.html") if any((r.run_dir / f).is_file() for r in runs)]
     lines += [
         f"{len(runs)} runs: {cells} cells x {len(seeds)} seed{'s' if len(seeds) != 1 else ''}. "
-        f"Per-run files are in `{run_rel_dir('<cell>', '<seed>')}/` ({SCENARIO}, {SUMMARY}, "
-        f"{PARQUET}, {PLOT}); every run's metrics are in `{RESULTS}`.",
+        f"Per-run files are in `{run_rel_dir('<cell>', '<seed>')}/` ({', '.join([SCENARIO, SUMMARY, PARQUET, *extra])}); "
+        f"every run's metrics are in `{RESULTS}`; `index.html` is this report as HTML with links to every run's files.",
         "",
     ]
     specs = suite.tables or [{"kind": "metrics"}]

@@ -16,10 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import htmlreport
 from . import report as rep
 from .api import run as api_run
 from .output import (
-    CLI_PCAP, REPORT, RESULTS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, manifest_matches, pcap_files, remove_temporaries, write_outputs,
+    CLI_PCAP, INDEX, REPORT, RESULTS, RUNS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, manifest_matches, pcap_files,
+    remove_temporaries, write_outputs,
 )
 from .suite import RunSpec, Suite, SuiteError, check_runs, plan_runs
 
@@ -51,7 +53,8 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
     """Runs one scenario and writes its files; the unit of work sent to every executor.
 
     ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir`` (absolute),
-    ``plot``, ``flent`` (write the run's ``<name>.flent.gz``; default off in suites),
+    ``plot``, ``flent`` (write the run's ``<name>.flent.gz``; default off in suites), ``html``
+    (write the run's report.html, loading plotly.js from ``html_js``; default off in suites),
     ``command`` (the suite's command line, for manifest.json), ``run`` and ``cell`` (labels),
     ``pcap`` (write cli.pcap and srv.pcap).
     Order on disk: the old summary.json goes first, then scenario.toml, then the series and
@@ -78,7 +81,8 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
         result.labels = {"run": task.get("run", run_dir.name), "cell": task.get("cell", run_dir.parent.name), "seed": result.summary.get("seed")}
         result.summary.pop("wall_seconds", None)
         write_outputs(
-            result, run_dir, plot=bool(task.get("plot", True)), csv=False, flent=bool(task.get("flent", False)), command=task.get("command")
+            result, run_dir, plot=bool(task.get("plot", True)), csv=False, flent=bool(task.get("flent", False)),
+            html=bool(task.get("html", False)), html_js=task.get("html_js"), command=task.get("command"),
         )
         return {"ok": True, "run_dir": str(run_dir), "seconds": time.perf_counter() - t0}
     except Exception as e:  # noqa: BLE001 - reported per run, the suite goes on
@@ -211,6 +215,11 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
 # --------------------------------------------------------------------------------------
 
 
+#: ``suite run`` without --plots/--no-plots plots each run only up to this many runs (a plot
+#: costs about as much as a short run; J-K's 5,600 plots took 12 of its 15 minutes).
+AUTO_PLOTS_MAX_RUNS = 200
+
+
 @dataclass
 class SuiteOutcome:
     suite: Suite
@@ -231,9 +240,10 @@ def run_suite(
     seeds: int | None = None,
     overrides: Sequence[tuple[str, Any]] = (),
     jobs: int = 1,
-    plots: bool = True,
+    plots: bool | None = True,
     flent: bool = False,
     pcap: bool = False,
+    html: bool = False,
     executor: str = "local",
     dask_address: str | None = None,
     force: bool = False,
@@ -241,7 +251,10 @@ def run_suite(
     report: bool = True,
     command: str | None = None,
 ) -> SuiteOutcome:
-    """Runs the suite's missing runs, then writes results.csv and REPORT.md into ``out_dir``.
+    """Runs the suite's missing runs, then writes results.csv, REPORT.md and index.html (REPORT.md
+    as HTML with links to every run's files) into ``out_dir``. ``html``: every run also writes
+    report.html, which loads the one plotly.min.js written into ``out_dir``. ``plots`` None:
+    plot each run when the suite has at most :data:`AUTO_PLOTS_MAX_RUNS` runs.
 
     Every cell is checked before any run starts. Run directories are absolute paths, so a
     worker in another directory (Dask) writes where the report reads; a run whose
@@ -251,17 +264,27 @@ def run_suite(
     out_dir = out_dir.resolve()
     runs = plan_runs(suite, out_dir, filters=filters, seeds=seeds, overrides=overrides)
     check_runs(runs)
+    if plots is None:
+        plots = len(runs) <= AUTO_PLOTS_MAX_RUNS
+        if not plots and progress:
+            sys.stderr.write(
+                f"aqmlab: {len(runs)} runs > {AUTO_PLOTS_MAX_RUNS}: no per-run throughput_rtt.png (--plots writes them; "
+                "`aqmlab plot RUN_DIR` draws one later)\n"
+            )
     todo = [r for r in runs if force or not is_done(r, pcap)]
     reused = len(runs) - len(todo)
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
     tasks = [
         {"text": r.text, "run_dir": str(r.run_dir), "plot": plots, "flent": flent, "command": command,
-         "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id, "pcap": pcap}
+         "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id, "pcap": pcap, "html": html,
+         "html_js": "../" * (r.rel_dir.count("/") + 1) + htmlreport.PLOTLY_JS}
         for r in todo
     ]
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    if html:
+        atomic_write_text(out_dir / htmlreport.PLOTLY_JS, htmlreport.plotly_js())
     prog = _Progress(suite.name, len(runs), reused, enabled=progress)
     with prog:
 
@@ -286,7 +309,21 @@ def run_suite(
         outcome.records = rep.load_records(runs)
         rep.write_results_csv(outcome.records, suite, out_dir / RESULTS)
         rep.write_report(outcome, out_dir / REPORT, command=command)
+        write_index(outcome, command=command)
     return outcome
+
+
+def write_index(outcome: SuiteOutcome, command: str | None = None) -> None:
+    """The suite's index.html: REPORT.md as HTML, links to the suite's files and every run's."""
+    out_dir = outcome.out_dir
+    runs = []
+    for r in outcome.runs:
+        if r.run_dir.is_dir():
+            files = sorted(p.name for p in r.run_dir.iterdir() if p.is_file() and not p.name.startswith("."))
+            runs.append((r.rel_dir, files))
+    top = [f for f in (REPORT, RESULTS, htmlreport.PLOTLY_JS) if (out_dir / f).is_file()]
+    md = (out_dir / REPORT).read_text(encoding="utf-8") if (out_dir / REPORT).is_file() else rep.report_markdown(outcome, command)
+    atomic_write_text(out_dir / INDEX, htmlreport.suite_index(f"{outcome.suite.title} ({outcome.suite.name})", md, runs, top))
 
 
 class _Progress:

@@ -646,7 +646,7 @@ def validate(
     filters: Mapping[str, list[str]] | None = None,
     overrides: Sequence[tuple[str, Any]] = (),
     seeds: int | None = None,
-    plots: bool = True,
+    plots: bool | None = None,
     only: Sequence[str] = (),
     linux: bool = True,
     progress: bool = True,

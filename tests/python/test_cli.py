@@ -12,7 +12,7 @@ import pytest
 from conftest import SCENARIO, SHORT, run_cli
 
 OUTPUTS = {"scenario.toml", "manifest.json", "summary.json", "timeseries.parquet", "timeseries.csv", "throughput_rtt.png",
-           "two-cubic-pfifo.flent.gz"}
+           "two-cubic-pfifo.flent.gz", "report.html"}
 
 
 def test_writes_every_output_file(demo_run):

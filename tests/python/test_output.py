@@ -56,9 +56,10 @@ def test_builtin_writers_name_the_layout_files():
         "csv": output.CSV,
         "plot": output.PLOT,
         "flent": output.FLENT,
+        "html": output.HTML,
     }
-    assert [output.PARQUET, output.CSV, output.PLOT, output.SUMMARY] == [
-        "timeseries.parquet", "timeseries.csv", "throughput_rtt.png", "summary.json"
+    assert [output.PARQUET, output.CSV, output.PLOT, output.HTML, output.SUMMARY] == [
+        "timeseries.parquet", "timeseries.csv", "throughput_rtt.png", "report.html", "summary.json"
     ]
 
 
@@ -72,7 +73,7 @@ def test_new_format_is_one_function_written_atomically_before_the_summary(result
         seen.append((path.parent, path.name, (tmp_path / "summary.json").exists(), (tmp_path / "flows.txt").exists()))
         path.write_text("\n".join(res.flows) + "\n")
 
-    written = output.write_outputs(result, tmp_path, plot=False, flent=False)
+    written = output.write_outputs(result, tmp_path, plot=False, flent=False, html=False)
     assert [p.name for p in written] == ["timeseries.parquet", "timeseries.csv", "flows.txt", "manifest.json", "summary.json"]
     assert len(seen) == 1
     parent, name, summary_existed, final_existed = seen[0]
@@ -91,7 +92,7 @@ def test_failing_new_writer_leaves_no_summary(result, tmp_path, monkeypatch):
         raise RuntimeError("disk went away")
 
     with pytest.raises(RuntimeError):
-        output.write_outputs(result, tmp_path, plot=False, csv=False, flent=False)
+        output.write_outputs(result, tmp_path, plot=False, csv=False, flent=False, html=False)
     assert {p.name for p in tmp_path.iterdir()} == {"timeseries.parquet"}
 
 

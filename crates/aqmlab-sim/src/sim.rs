@@ -85,6 +85,13 @@ pub struct Conservation {
     pub in_flight: u64,
 }
 
+impl Conservation {
+    /// Every packet sent was delivered, dropped or is still held.
+    pub fn conserved(&self) -> bool {
+        self.sent == self.delivered + self.dropped + self.in_flight
+    }
+}
+
 /// `summary.json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct Summary {
@@ -233,6 +240,9 @@ impl Simulation {
                 break;
             }
             let (at, ev) = self.events.pop().expect("peeked");
+            // Invariant, checked in every run: simulated time never goes back (an event
+            // scheduled in the past is a bug that would otherwise go unnoticed).
+            assert!(at >= self.now, "invariant violated: monotonic time: an event at {at} popped at {}", self.now);
             self.now = at;
             match ev {
                 Event::End => break,
@@ -383,6 +393,9 @@ impl Simulation {
             dropped: self.elements.iter().map(Element::drops).sum::<u64>(),
             in_flight: self.elements.iter().map(|e| e.held() as u64).sum(),
         };
+        // Invariant, checked in every run: every packet sent is delivered, dropped or still
+        // held by an element. A panic reaches the user as one "internal error" line.
+        assert!(packets.conserved(), "invariant violated: packet conservation: {packets:?}");
         let endpoints = &self.endpoints;
         let summary = Summary {
             name: self.name.clone(),
