@@ -16,11 +16,11 @@ and ``aqmlab check`` start without loading pandas.
 
 from typing import Any
 
-from ._sim import ScenarioError
+from ._sim import RunCancelled, RunControl, ScenarioError
 
 __version__ = "0.1.0"
 
-__all__ = ["RunResult", "ScenarioError", "load", "load_suite", "resolve", "run", "__version__"]
+__all__ = ["RunCancelled", "RunControl", "RunResult", "ScenarioError", "scenario_schema", "load", "load_suite", "resolve", "run", "__version__"]
 
 
 def __getattr__(name: str) -> Any:
@@ -28,6 +28,10 @@ def __getattr__(name: str) -> Any:
         from . import api
 
         return getattr(api, name)
+    if name == "scenario_schema":
+        from ._sim import scenario_schema
+
+        return scenario_schema
     if name in ("load", "load_suite"):
         from . import data
 

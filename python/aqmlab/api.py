@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -193,6 +193,8 @@ def run(
     pcap: tuple[str | os.PathLike, str | os.PathLike] | None = None,
     pcap_flows: Iterable[str] = (),
     pcap_snaplen: int = 128,
+    progress: Callable[[float], Any] | None = None,
+    control: _sim.RunControl | None = None,
 ) -> RunResult:
     """Runs one scenario and returns its :class:`RunResult`.
 
@@ -205,6 +207,13 @@ def run(
     limited to the endpoints named in ``pcap_flows`` if any, each frame cut at
     ``pcap_snaplen`` bytes. Bad input raises :class:`aqmlab.ScenarioError` (a ``ValueError``)
     whose message is one line, prefixed with the file name when read from a file.
+
+    ``progress``, if given, is called with the fraction of simulated time done (0.0 to 1.0,
+    increasing, the last call 1.0) once per sampling step (``[metrics] step``), from the
+    calling thread; an exception it raises stops the run and propagates. ``control`` (an
+    :class:`aqmlab.RunControl`) lets another thread read ``control.progress`` and stop the run
+    with ``control.cancel()``, which makes this call raise :class:`aqmlab.RunCancelled`.
+    Ctrl-C (``KeyboardInterrupt``) stops a run at the next step too.
     """
     if isinstance(overrides, str):
         overrides = [overrides]
@@ -221,7 +230,9 @@ def run(
     if not 1 <= int(pcap_snaplen) <= 262144:
         raise ScenarioError(f"pcap snap length {pcap_snaplen}: expected 1..262144")
     try:
-        summary_json, time, columns = _call_engine(_sim.run, text, seed, overrides, pcap_paths, pcap_flows, int(pcap_snaplen))
+        summary_json, time, columns = _call_engine(
+            _sim.run, text, seed, overrides, pcap_paths, pcap_flows, int(pcap_snaplen), progress, control
+        )
     except ScenarioError as e:
         if prefix is not None:
             raise ScenarioError(f"{prefix}: {e}") from None

@@ -22,6 +22,7 @@ EXIT_BAD_INPUT = 2
 
 app = typer.Typer(
     add_completion=True,
+    rich_markup_mode=None,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="aqmlab: deterministic packet-level simulator of AQM and TCP congestion control.",
@@ -159,6 +160,43 @@ def _check_out_dir(out: Path) -> None:
         _bad_input(f"--out {out}: not writable")
 
 
+class _RunProgress:
+    """A progress bar for one run on a terminal (stderr), shown only once the run has taken
+    more than a second: quick runs print nothing extra."""
+
+    DELAY = 1.0
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.start = time.monotonic()
+        self.bar: Any = None
+        self.task: Any = None
+
+    def update(self, fraction: float) -> None:
+        if not self.enabled:
+            return
+        if self.bar is None:
+            if time.monotonic() - self.start < self.DELAY or fraction >= 1.0:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeRemainingColumn
+
+            self.bar = Progress(
+                TextColumn("simulating"), BarColumn(), TaskProgressColumn(), TimeRemainingColumn(),
+                console=Console(stderr=True), transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("run", total=1.0)
+        self.bar.update(self.task, completed=fraction)
+
+    def __enter__(self) -> "_RunProgress":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
 @app.command("run")
 def run_cmd(
     scenario: str = typer.Argument(..., metavar="SCENARIO.toml", help="Scenario file (TOML); - reads it from stdin."),
@@ -206,16 +244,28 @@ def run_cmd(
         except ScenarioError as e:
             _bad_input(str(e) if isinstance(source, Path) else f"{shown}: {e}")
             return
+        existed = out.exists()
         _check_out_dir(out)
+        try:
+            with contextlib.ExitStack() as stack, _RunProgress(enabled=not quiet) as bar:
+                paths = stack.enter_context(pcap_files(out)) if capture else None
+                try:
+                    result = api_run(
+                        text, name=name, pcap=paths, pcap_flows=flows, pcap_snaplen=pcap_snaplen, progress=bar.update
+                    )
+                except ScenarioError as e:  # a --pcap-flows name the scenario does not have
+                    _bad_input(str(e))  # leaves the with: the temporary captures are removed
+                    return
+        except KeyboardInterrupt:
+            # Nothing is written for an interrupted run (the captures' temporary files are
+            # removed on leaving the with); a directory made for it goes too.
+            if not existed:
+                try:
+                    out.rmdir()
+                except OSError:
+                    pass
+            raise
         atomic_write_text(out / SCENARIO, text)
-        with contextlib.ExitStack() as stack:
-            paths = stack.enter_context(pcap_files(out)) if capture else None
-            try:
-                result = api_run(text, name=name, pcap=paths, pcap_flows=flows, pcap_snaplen=pcap_snaplen)
-            except ScenarioError as e:  # a --pcap-flows name the scenario does not have
-                (out / SCENARIO).unlink(missing_ok=True)
-                _bad_input(str(e))  # leaves the with: the temporary captures are removed
-                return
         if result.summary.get("name") is None and isinstance(source, Path):
             result.summary["name"] = result.name = source.stem
         write_outputs(result, out, plot=not no_plot, flent=flent, html=html, command=shlex.join(["aqmlab", *sys.argv[1:]]))
@@ -268,8 +318,40 @@ def check_cmd(
         print(f"{shown}: ok ({flows} TCP flows, duration {doc.get('duration')}, stack {doc.get('stack', 'linux')})")
 
 
+scenario_app = typer.Typer(
+    add_completion=False,
+    rich_markup_mode=None,
+    no_args_is_help=True,
+    help="The scenario format: its JSON Schema (for editors).",
+)
+app.add_typer(scenario_app, name="scenario")
+
+
+@scenario_app.command("schema")
+def scenario_schema_cmd(
+    out: Optional[Path] = typer.Option(None, "--out", "-o", metavar="FILE", help="Write the schema to FILE instead of stdout."),
+) -> None:
+    """Print the JSON Schema (draft-07) of the scenario TOML format, generated from the engine's
+    scenario structs. Editors that read JSON Schema for TOML (Taplo, VS Code's Even Better TOML)
+    then complete and check keys: put '#:schema ./aqmlab-scenario.schema.json' on a scenario's
+    first line, or map scenarios/*.toml to it in .taplo.toml (README)."""
+    from ._sim import scenario_schema
+
+    text = scenario_schema()
+    if out is None:
+        sys.stdout.write(text)
+        return
+    from .output import atomic_write_text
+
+    try:
+        atomic_write_text(out, text)
+    except OSError as e:
+        _bad_input(f"--out {out}: cannot write it ({e.strerror})")
+
+
 suite_app = typer.Typer(
     add_completion=False,
+    rich_markup_mode=None,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     help="Suites: named matrices of scenarios (the studies' experiments). See docs/suites.md.",
@@ -587,7 +669,10 @@ def main(prog_name: str = "aqmlab") -> None:
         rv = app(prog_name=prog_name, standalone_mode=False)
     except Exception as e:  # noqa: BLE001 - the parser's errors are matched by shape below
         kind = type(e).__name__
-        if kind == "NoArgsIsHelpError":  # `aqmlab` or `aqmlab suite` alone: the help, shown already
+        if kind == "NoArgsIsHelpError":  # `aqmlab` or `aqmlab suite` alone: the help
+            ctx = getattr(e, "ctx", None)
+            if ctx is not None:  # plain help (rich_markup_mode=None) is not printed by the parser here
+                sys.stdout.write(ctx.get_help() + "\n")
             sys.exit(EXIT_OK)
         if not (hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int)):
             raise

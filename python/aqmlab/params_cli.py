@@ -86,7 +86,7 @@ def _print_show(family: str, name: str) -> None:
 
 
 def _family_app(family: str, help_text: str) -> typer.Typer:
-    sub = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False, help=help_text)
+    sub = typer.Typer(add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False, help=help_text)
 
     @sub.command("list")
     def list_cmd() -> None:

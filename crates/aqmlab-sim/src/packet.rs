@@ -46,7 +46,7 @@ pub const MAX_UDP_PAYLOAD: u32 = 1500 - 20 - 8;
 pub const UDP_IP_ETH: u32 = 8 + 20 + 14;
 
 /// ECN use of a flow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum EcnMode {
     /// Not-ECT: AQMs drop instead of marking.

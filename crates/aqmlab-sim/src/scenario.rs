@@ -11,11 +11,12 @@ use crate::qdisc::QdiscSpec;
 use crate::time::{Rate, Time};
 use crate::units::{parse_bytes, parse_rate_with_unit, parse_time};
 use serde::de::{self, Deserializer};
+use schemars::JsonSchema;
 use serde::Deserialize;
 use std::fmt;
 
 /// A whole run.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Optional label used in reports.
@@ -26,6 +27,7 @@ pub struct Scenario {
     pub duration: Time,
     /// Seed of every random stream of the run.
     #[serde(default = "default_seed", deserialize_with = "de_seed")]
+    #[schemars(schema_with = "crate::schema::seed")]
     pub seed: u64,
     /// The era profile: which version of each algorithm runs (`profile.rs`; default `linux`).
     #[serde(default)]
@@ -37,6 +39,7 @@ pub struct Scenario {
     #[serde(default)]
     pub metrics: Metrics,
     #[serde(default)]
+    #[schemars(schema_with = "crate::schema::flows")]
     pub flows: Vec<FlowSpec>,
     /// Latency probes (isochronous UDP request/response, irtt-like).
     #[serde(default)]
@@ -68,7 +71,7 @@ fn default_seed() -> u64 {
 /// The end hosts (`[host]`): how their network stack hands packets to the path, and when
 /// their applications start. Defaults are those of a Linux netns testbed run by flent
 /// (docs/host.md has the mapping and the evidence).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HostSpec {
     /// TCP sends GSO skbs of `tcp_tso_segs` segments that leave the host back to back
@@ -107,7 +110,7 @@ fn default_true() -> bool {
 }
 
 /// The shared forward bottleneck.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Bottleneck {
     #[serde(deserialize_with = "de_rate")]
@@ -131,7 +134,7 @@ pub struct Bottleneck {
 }
 
 /// One scheduled change of a shared link (see `docs/path.md`).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LinkChange {
     #[serde(deserialize_with = "de_time")]
@@ -147,7 +150,7 @@ pub struct LinkChange {
 }
 
 /// Which shared link a change applies to.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ChangeDirection {
     /// The bottleneck (`[bottleneck]`, client to server).
@@ -170,7 +173,7 @@ impl ChangeDirection {
 
 /// A link ahead of the bottleneck (a cascaded bottleneck), shared by every flow's forward
 /// path.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpstreamLink {
     #[serde(deserialize_with = "de_rate")]
@@ -187,7 +190,7 @@ fn default_qdisc() -> QdiscSpec {
 }
 
 /// The shared reverse link carrying ACKs.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReturnPath {
     /// Defaults to the bottleneck rate.
@@ -202,7 +205,7 @@ pub(crate) fn default_return_qdisc() -> QdiscSpec {
 }
 
 /// Measurement settings.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Metrics {
     /// Sampling grid of every series (flent's step_size).
@@ -212,6 +215,7 @@ pub struct Metrics {
     /// `60s`, the window before the last second of the flow), or `"auto"` (the default): the
     /// second half of each flow's life, at most 60 s (`metrics::steady_window`). `None` is auto.
     #[serde(default, deserialize_with = "de_steady_window")]
+    #[schemars(schema_with = "crate::schema::steady_window")]
     pub steady_window: Option<Time>,
     /// Delay-spike thresholds (algorithms.md 5.5 / 4.3): for each, the longest contiguous
     /// time the bottleneck backlog exceeds this much time's worth of bytes at the link rate.
@@ -256,7 +260,7 @@ fn de_steady_window<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Time>, D::
 }
 
 /// One flow (or `count` identical flows).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FlowSpec {
     /// Congestion control by Linux name, optionally with parameters (`"cubic hystart 0"`).
@@ -271,6 +275,7 @@ pub struct FlowSpec {
     pub stop: Option<Time>,
     /// Transfer this many bytes, then finish (default: unlimited bulk).
     #[serde(default, deserialize_with = "de_opt_bytes")]
+    #[schemars(schema_with = "crate::schema::bytes")]
     pub size: Option<u64>,
     #[serde(default = "default_ecn")]
     pub ecn: EcnMode,
@@ -296,6 +301,7 @@ pub struct FlowSpec {
     /// Receive window limit in bytes (default: the profile's autotuning ceiling,
     /// [`Stack::default_rwnd_bytes`]: not limiting on `linux`, 3 MiB on the 2020-2024 kernels).
     #[serde(default, deserialize_with = "de_opt_bytes")]
+    #[schemars(schema_with = "crate::schema::bytes")]
     pub rwnd: Option<u64>,
     /// Multi-segment GSO sends for this flow (default: `[host] gso`, on).
     #[serde(default)]
@@ -327,7 +333,7 @@ pub struct FlowSpec {
 /// A short-flow workload as heistp/ccafct runs it: transfers arrive as a Poisson process
 /// (exponential inter-arrival times, first arrival at `start`), each a new TCP connection
 /// carrying a lognormally sized object. Defaults are ccafct's.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct WorkloadSpec {
     /// Label; defaults to `workload-<index>`. Names the random stream (`workload/<name>`).
@@ -347,8 +353,10 @@ pub struct WorkloadSpec {
     pub mean_interarrival: Time,
     /// 5th and 95th percentiles of the lognormal object size.
     #[serde(default = "default_size_p5", deserialize_with = "de_bytes")]
+    #[schemars(schema_with = "crate::schema::bytes")]
     pub size_p5: u64,
     #[serde(default = "default_size_p95", deserialize_with = "de_bytes")]
+    #[schemars(schema_with = "crate::schema::bytes")]
     pub size_p95: u64,
     /// First arrival.
     #[serde(default, deserialize_with = "de_time")]
@@ -382,7 +390,7 @@ fn default_size_p95() -> u64 {
 
 /// A load-transient group (Järvinen & Kojo): `flows` simultaneous finite transfers that
 /// split `total` bytes, all starting at `start` + U(0, `start_jitter`) (one draw per group).
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TransientSpec {
     /// Label; defaults to `transient-<index>`. Its flows are `<name>-<k>`.
@@ -392,6 +400,7 @@ pub struct TransientSpec {
     /// Bytes of the whole group; each flow carries `total / flows` (the remainder goes to
     /// the first flows, one byte each).
     #[serde(deserialize_with = "de_bytes")]
+    #[schemars(schema_with = "crate::schema::bytes")]
     pub total: u64,
     pub cc: crate::cc::CcSpec,
     #[serde(deserialize_with = "de_time")]
@@ -413,7 +422,7 @@ pub struct TransientSpec {
 }
 
 /// Which way a flow's data travels through the dumbbell.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Way {
     /// Client to server, over the bottleneck (`[bottleneck]`).
@@ -424,7 +433,7 @@ pub enum Way {
 }
 
 /// An ECN codepoint, for traffic that sets it directly (probes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 pub enum Codepoint {
     #[serde(rename = "not-ect")]
     NotEct,
@@ -449,7 +458,7 @@ impl Codepoint {
 }
 
 /// What a probe imitates.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum ProbeKind {
     /// irtt: UDP request/response; RTT and both one-way delays.
@@ -460,7 +469,7 @@ pub enum ProbeKind {
 }
 
 /// A latency probe: a request every `interval`, echoed by the far end.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ProbeSpec {
     /// Label; defaults to `probe-<index>`.
@@ -518,7 +527,7 @@ fn default_probe_ecn() -> Codepoint {
 }
 
 /// Media congestion controls.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum MediaKind {
     /// SCReAM v2 (`apps::scream`); ECT(1) selects its L4S mode.
@@ -527,7 +536,7 @@ pub enum MediaKind {
 
 /// A real-time video flow: an RTP-like source at a target bitrate set by its congestion
 /// control, with per-packet feedback from the receiver. Defaults are the SCReAM test tool's.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MediaSpec {
     /// Label; defaults to `<kind>-<index>`.
@@ -593,7 +602,7 @@ fn default_media_qdelay_target() -> Time {
 }
 
 /// What an unresponsive UDP source sends.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum UdpKind {
     /// Frames at `frame_rate`, each `rate / frame_rate` bytes sent as a burst of packets
@@ -615,7 +624,7 @@ impl UdpKind {
 /// An unresponsive UDP source and its receiver (`apps::udp`). `rate` counts UDP payload, as
 /// an encoder's bitrate or `iperf3 -u -b` does; each packet adds 42 bytes of UDP, IPv4 and
 /// Ethernet headers on the wire.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UdpSpec {
     /// Label; defaults to `<kind>-<index>`.

@@ -209,6 +209,30 @@ impl Simulation {
         self.finish(wall.elapsed().as_secs_f64())
     }
 
+    /// [`Simulation::run`], stopping every sampling step (`[metrics] step` of simulated
+    /// time, at least 1 ms) to call `tick(fraction done)`; `tick` returning `false` cancels
+    /// the run (`None`). The events run in the same order as in `run` (the slices only stop
+    /// between events), so the results are the same; the cost is one call per step, none per
+    /// packet. The last call reports 1.0.
+    pub fn run_with(mut self, mut tick: impl FnMut(f64) -> bool) -> Option<RunOutput> {
+        let wall = std::time::Instant::now();
+        let slice = self.step.max(Time::from_millis(1));
+        let mut t = Time::ZERO;
+        while t < self.end {
+            if !tick(t.as_secs_f64() / self.end.as_secs_f64()) {
+                return None;
+            }
+            t = Time(t.0.saturating_add(slice.0)).min(self.end);
+            self.run_until(t);
+        }
+        if !tick(1.0) {
+            return None;
+        }
+        self.now = self.end;
+        self.sample();
+        Some(self.finish(wall.elapsed().as_secs_f64()))
+    }
+
     /// Executes every event up to and including time `t` (or the end of the run).
     pub fn run_until(&mut self, t: Time) {
         while let Some(at) = self.events.peek_time() {

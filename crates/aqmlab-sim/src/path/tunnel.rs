@@ -22,7 +22,7 @@ use crate::qdisc::flow_bucket;
 use serde::{Deserialize, Serialize};
 
 /// Tunnel implementations, for their overhead, ECN and anti-replay defaults.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TunnelKind {
     /// WireGuard over IPv4: outer IP 20 + UDP 8 + data header 16 + Poly1305 tag 16 = 60 bytes,
@@ -38,7 +38,7 @@ pub enum TunnelKind {
 }
 
 /// How the outer flow key is chosen.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum SourcePort {
     /// One outer 5-tuple per direction: every inner flow lands in one FQ queue.
@@ -49,7 +49,7 @@ pub enum SourcePort {
 }
 
 /// A `[[tunnels]]` entry.
-#[derive(Clone, Debug, Deserialize)]
+#[derive(Clone, Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TunnelSpec {
     pub name: String,
