@@ -62,10 +62,37 @@ pub struct Scenario {
     /// The end hosts (`[host]`): GSO bursts, start-time spread, per-packet timing noise.
     #[serde(default)]
     pub host: HostSpec,
+    /// Ceilings on what the run may cost, checked before it starts (`[limits]`).
+    #[serde(default)]
+    pub limits: Limits,
 }
 
 fn default_seed() -> u64 {
     1
+}
+
+/// Ceilings on what a run may cost (`[limits]`), checked by validation before any work, so
+/// that a scenario that would run for hours or exhaust memory is refused with one line
+/// instead. Raise them for a run that really needs more.
+#[derive(Clone, Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Limits {
+    /// Packets the run may put on the bottleneck and return links, estimated from the links'
+    /// highest rates in full-size packets (and ACKs) and the UDP and media sources' rates in
+    /// their own packet sizes, over the duration. The default, 2e9, is about ten minutes of
+    /// engine time at 3 M packets per second.
+    #[serde(default = "default_max_packets")]
+    pub max_packets: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_packets: default_max_packets() }
+    }
+}
+
+fn default_max_packets() -> u64 {
+    2_000_000_000
 }
 
 /// The end hosts (`[host]`): how their network stack hands packets to the path, and when
@@ -925,6 +952,23 @@ impl Scenario {
         out
     }
 
+    /// The estimate `[limits] max_packets` is checked against: TCP at the highest bottleneck
+    /// (and, with downloads, return-link) rate in 1500-byte packets plus one ACK per two
+    /// segments, and every UDP and media source at its own rate and packet size.
+    pub fn packet_estimate(&self) -> f64 {
+        let secs = self.duration.as_secs_f64();
+        let peak = |base: Rate, changes: &[LinkChange]| changes.iter().filter_map(|c| c.rate).fold(base.0, |m, r| m.max(r.0)) as f64;
+        let mut bits_per_s = peak(self.bottleneck.rate, &self.bottleneck.changes);
+        let downloads = self.flows.iter().any(|f| f.direction == Way::Down) || self.workloads.iter().any(|w| w.direction == Way::Down);
+        if downloads {
+            bits_per_s += self.return_path.as_ref().and_then(|r| r.rate).map_or(bits_per_s, |r| r.0 as f64);
+        }
+        let tcp = bits_per_s / (8.0 * 1500.0) * 1.5;
+        let udp: f64 = self.udp.iter().map(|u| u.rate.0 as f64 / (8.0 * u.packet_size as f64)).sum();
+        let media: f64 = self.media.iter().map(|m| m.max_bitrate.0 as f64 / (8.0 * m.packet_size as f64)).sum();
+        (tcp + udp + media) * secs
+    }
+
     /// Range checks that serde cannot express.
     fn validate<'a>(&'a self) -> Result<(), (String, String)> {
         let err = |k: &str, m: String| Err((k.to_string(), m));
@@ -1084,6 +1128,13 @@ impl Scenario {
             }
         }
         self.check_names()?;
+        let packets = self.packet_estimate();
+        if packets > self.limits.max_packets as f64 {
+            return err(
+                "limits.max_packets",
+                format!("this run would send about {packets:.2e} packets, above the limit of {:.2e} (hours of engine time); shorten it, lower the rates, or raise [limits] max_packets", self.limits.max_packets as f64),
+            );
+        }
         Ok(())
     }
 }
@@ -1572,5 +1623,22 @@ count = 2        # optional: this many identical flows
         assert_eq!(line_of_key(&text, "bottleneck.changes[0].qdisc"), Some(line_of("qdisc", 1)));
         assert_eq!(line_of_key(&text, "bottleneck.qdisc"), Some(line_of("qdisc", 0)));
         assert_eq!(line_of_key(&text, "duration"), Some(1));
+    }
+
+    #[test]
+    fn runs_beyond_the_packet_limit_are_refused_before_any_work() {
+        // 100 Gbit/s for an hour: 1e11 / 12000 * 1.5 * 3600 = 4.5e10 packets.
+        let big = MINIMAL.replace("duration = \"60s\"", "duration = \"3600s\"").replace("50Mbit", "100Gbit");
+        let e = err(&big);
+        assert!(e.contains("limits.max_packets") && e.contains("4.50e10"), "{e}");
+        // Raising the ceiling accepts it; the default accepts the minimal run (3.8e5 packets).
+        assert!(Scenario::from_toml(&format!("{big}[limits]\nmax_packets = 100000000000\n"), &[]).is_ok());
+        let s = Scenario::from_toml(MINIMAL, &[]).unwrap();
+        assert!((s.packet_estimate() - 50e6 / 12000.0 * 1.5 * 60.0).abs() < 1.0, "{}", s.packet_estimate());
+        // A media source of 20 Gbit/s in 20-byte packets for 60 s: 7.5e9 packets. (At 10 Tbit/s
+        // its frames alone are refused: media[0].frame_rate.)
+        let media = |rate: &str| format!("{MINIMAL}[[media]]\nkind = \"scream\"\nrtt = \"20ms\"\nmax_bitrate = \"{rate}\"\npacket_size = 20\n");
+        assert!(err(&media("20Gbit")).contains("limits.max_packets"), "{}", err(&media("20Gbit")));
+        assert!(err(&media("10Tbit")).contains("media[0].frame_rate"), "{}", err(&media("10Tbit")));
     }
 }
