@@ -141,6 +141,25 @@ def _read_scenario_arg(scenario: str) -> tuple[str | Path, str]:
     return sp, scenario
 
 
+def _resolved_scenario(scenario: str, seed: Optional[int], set_: list[str]) -> tuple[str | Path, str, str]:
+    """Checks a SCENARIO argument with its --seed and --set and returns (source, the name to
+    show, the scenario TOML as it would run); bad input exits 2 with one line."""
+    from .api import resolve
+    from ._sim import ScenarioError
+
+    for s in set_:
+        if "=" not in s:
+            _bad_input(f"--set {s}: expected KEY=VALUE")
+    if seed is not None and not (0 <= seed < 2**64):
+        _bad_input(f"--seed {seed}: out of range 0..2^64-1")
+    source, shown = _read_scenario_arg(scenario)
+    try:
+        text = resolve(source, seed=seed, overrides=set_)
+    except ScenarioError as e:
+        _bad_input(str(e) if isinstance(source, Path) else f"{shown}: {e}")
+    return source, shown, text
+
+
 def _warn(summary_or_warnings: Any) -> None:
     """Prints a run's warnings (summary.json ``warnings``) on stderr."""
     ws = summary_or_warnings.get("warnings", []) if isinstance(summary_or_warnings, dict) else summary_or_warnings
@@ -224,26 +243,15 @@ def run_cmd(
     try:
         import contextlib
 
-        from .api import resolve
         from .api import run as api_run
         from .output import SCENARIO, atomic_write_text, pcap_files, write_outputs
         from ._sim import ScenarioError
 
-        for s in set_:
-            if "=" not in s:
-                _bad_input(f"--set {s}: expected KEY=VALUE")
-        if seed is not None and not (0 <= seed < 2**64):
-            _bad_input(f"--seed {seed}: out of range 0..2^64-1")
         flows = [f.strip() for item in pcap_flows for f in item.split(",") if f.strip()]
         capture = pcap or bool(flows) or pcap_snaplen != 128
         if not 1 <= pcap_snaplen <= 262144:
             _bad_input(f"--pcap-snaplen {pcap_snaplen}: expected 1..262144")
-        source, shown = _read_scenario_arg(scenario)
-        try:
-            text = resolve(source, seed=seed, overrides=set_)
-        except ScenarioError as e:
-            _bad_input(str(e) if isinstance(source, Path) else f"{shown}: {e}")
-            return
+        source, _, text = _resolved_scenario(scenario, seed, set_)
         existed = out.exists()
         _check_out_dir(out)
         try:
@@ -294,20 +302,7 @@ def check_cmd(
 ) -> None:
     """Check a scenario without running it: exit 0 and one line if it would run, else exit 2
     with the error (the same one 'run' gives)."""
-    from .api import resolve
-    from ._sim import ScenarioError
-
-    for s in set_:
-        if "=" not in s:
-            _bad_input(f"--set {s}: expected KEY=VALUE")
-    if seed is not None and not (0 <= seed < 2**64):
-        _bad_input(f"--seed {seed}: out of range 0..2^64-1")
-    source, shown = _read_scenario_arg(scenario)
-    try:
-        text = resolve(source, seed=seed, overrides=set_)
-    except ScenarioError as e:
-        _bad_input(str(e) if isinstance(source, Path) else f"{shown}: {e}")
-        return
+    _, shown, text = _resolved_scenario(scenario, seed, set_)
     import tomllib
 
     doc = tomllib.loads(text)

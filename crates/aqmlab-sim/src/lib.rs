@@ -30,30 +30,14 @@ pub use time::{Rate, Time};
 
 /// Parses a scenario (with `--set` overrides and an optional seed override) and runs it.
 pub fn run_toml(text: &str, seed: Option<u64>, overrides: &[String]) -> Result<RunOutput, ScenarioError> {
-    let mut sc = Scenario::from_toml(text, overrides)?;
-    if let Some(s) = seed {
-        sc.seed = s;
-    }
-    Ok(Simulation::new(&sc).run())
+    Ok(prepare(text, seed, overrides, None)?.run())
 }
 
-/// [`run_toml`] writing a packet capture (`capture`); a bad capture request (an unknown
-/// flow name, a file that cannot be created) is a `ScenarioError` on key `capture`.
-pub fn run_toml_capture(text: &str, seed: Option<u64>, overrides: &[String], capture: Option<&capture::CaptureSpec>) -> Result<RunOutput, ScenarioError> {
-    let mut sc = Scenario::from_toml(text, overrides)?;
-    if let Some(s) = seed {
-        sc.seed = s;
-    }
-    let mut sim = Simulation::new(&sc);
-    if let Some(spec) = capture {
-        sim.capture(spec).map_err(|message| ScenarioError { key: "capture".into(), line: None, message })?;
-    }
-    Ok(sim.run())
-}
-
-/// [`run_toml_capture`] with a progress/cancellation hook: `tick(fraction of simulated time
-/// done)` is called once per sampling step (see [`Simulation::run_with`]); returning `false`
-/// cancels the run, which then yields `Ok(None)`.
+/// [`run_toml`] writing a packet capture (`capture`) and with a progress/cancellation hook:
+/// `tick(fraction of simulated time done)` is called once per sampling step (see
+/// [`Simulation::run_with`]); returning `false` cancels the run, which then yields `Ok(None)`.
+/// A bad capture request (an unknown flow name, a file that cannot be created) is a
+/// `ScenarioError` on key `capture`.
 pub fn run_toml_with(
     text: &str,
     seed: Option<u64>,
@@ -61,6 +45,11 @@ pub fn run_toml_with(
     capture: Option<&capture::CaptureSpec>,
     tick: impl FnMut(f64) -> bool,
 ) -> Result<Option<RunOutput>, ScenarioError> {
+    Ok(prepare(text, seed, overrides, capture)?.run_with(tick))
+}
+
+/// The simulation a scenario text describes, with the seed replaced and the capture set up.
+fn prepare(text: &str, seed: Option<u64>, overrides: &[String], capture: Option<&capture::CaptureSpec>) -> Result<Simulation, ScenarioError> {
     let mut sc = Scenario::from_toml(text, overrides)?;
     if let Some(s) = seed {
         sc.seed = s;
@@ -69,7 +58,7 @@ pub fn run_toml_with(
     if let Some(spec) = capture {
         sim.capture(spec).map_err(|message| ScenarioError { key: "capture".into(), line: None, message })?;
     }
-    Ok(sim.run_with(tick))
+    Ok(sim)
 }
 
 #[cfg(test)]
