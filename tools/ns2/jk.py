@@ -271,8 +271,8 @@ def trace(out: Path, aqm: str, n: int, seed: int, duration: float, rest: int, ns
 SUMMARY_METRICS = COLUMNS[COLUMNS.index("packets"):]
 
 
-def read_csv(path: Path) -> list[dict]:
-    """A fixture CSV as dicts with numbers parsed (empty cells -> None)."""
+def _read_typed_csv(path: Path, ints: tuple[str, ...]) -> list[dict]:
+    """A fixture CSV as dicts: text columns kept, `ints` as int, the rest float (empty -> None)."""
     out = []
     with open(path, newline="") as f:
         for r in csv.DictReader(f):
@@ -282,12 +282,17 @@ def read_csv(path: Path) -> list[dict]:
                     row[k] = v
                 elif v == "":
                     row[k] = None
-                elif k in ("n", "seed", "packets", "drops"):
+                elif k in ints:
                     row[k] = int(v)
                 else:
                     row[k] = float(v)
             out.append(row)
     return out
+
+
+def read_csv(path: Path) -> list[dict]:
+    """A per-seed fixture CSV as dicts with numbers parsed (empty cells -> None)."""
+    return _read_typed_csv(path, ("n", "seed", "packets", "drops"))
 
 
 def quartiles(vals: list[float]) -> tuple[float, float, float]:
@@ -328,21 +333,8 @@ def write_csv(path: Path, rows: list[dict], columns) -> None:
 
 
 def read_csv_summary(path: Path) -> list[dict]:
-    out = []
-    with open(path, newline="") as f:
-        for r in csv.DictReader(f):
-            row: dict = {}
-            for k, v in r.items():
-                if k in ("aqm", "load", "path", "ns"):
-                    row[k] = v
-                elif v == "":
-                    row[k] = None
-                elif k in ("n", "seeds", "unfinished"):
-                    row[k] = int(v)
-                else:
-                    row[k] = float(v)
-            out.append(row)
-    return out
+    """A summary fixture CSV as dicts with numbers parsed (empty cells -> None)."""
+    return _read_typed_csv(path, ("n", "seeds", "unfinished"))
 
 
 def summary_columns() -> list[str]:
