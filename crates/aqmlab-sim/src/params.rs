@@ -649,6 +649,17 @@ impl<C: ?Sized + Registered> Spec<C> {
         Ok(Spec { text: tokens.join(" "), kind, args: Arc::new(args), config })
     }
 
+    /// The same description read with the defaults of `stack`: a scenario's specs are
+    /// deserialised before its `stack` key is applied, so with Linux's defaults; the
+    /// scenario re-reads them here ([`crate::scenario::Scenario::from_toml`]), else a
+    /// parameter's per-stack default would never reach a run.
+    pub fn for_stack(&self, stack: Stack) -> Result<Self, String> {
+        if self.args.stack() == stack {
+            return Ok(self.clone());
+        }
+        Self::parse_for(&self.text, stack)
+    }
+
     /// Parses a TOML table `{ kind = "...", key = value, flag = true }` (Linux's defaults).
     pub fn from_table(t: &toml::Table) -> Result<Self, String> {
         Self::from_table_for(t, Stack::Linux)

@@ -921,12 +921,17 @@ impl Scenario {
         move_media_flows(&mut doc)?;
         let overridden = !overrides.is_empty();
         let value = toml::Value::Table(doc);
-        let sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
+        let mut sc: Scenario = serde_path_to_error::deserialize(value).map_err(|e| {
             let key = e.path().to_string();
             let key = if key == "." { String::new() } else { key };
             let msg = shorten_quoted(&one_line(e.inner().message()));
             let line = if overridden { None } else { line_of_key(text, &key) };
             ScenarioError { key, line, message: msg }
+        })?;
+        sc.read_qdiscs_for_stack().map_err(|(key, message)| ScenarioError {
+            line: if overridden { None } else { line_of_key(text, &key) },
+            key,
+            message: shorten_quoted(&message),
         })?;
         sc.validate().map_err(|(key, message)| ScenarioError {
             line: line_of_key(text, &key),
@@ -934,6 +939,31 @@ impl Scenario {
             message: shorten_quoted(&message),
         })?;
         Ok(sc)
+    }
+
+    /// Every discipline read again with the defaults of the scenario's `stack` (serde read
+    /// them with Linux's before `stack` was known), so that a parameter's per-stack default
+    /// (`aqmlab qdisc show KIND`: e.g. `hred`'s `wait` and `pie`'s `limit` on `ns2-2013`)
+    /// applies unless the scenario gives the parameter. Nothing changes on `linux`.
+    fn read_qdiscs_for_stack(&mut self) -> Result<(), (String, String)> {
+        let stack = self.stack;
+        let reread = |spec: &mut QdiscSpec, key: String| -> Result<(), (String, String)> {
+            *spec = spec.for_stack(stack).map_err(|m| (key, m))?;
+            Ok(())
+        };
+        reread(&mut self.bottleneck.qdisc, "bottleneck.qdisc".into())?;
+        for (i, u) in self.bottleneck.upstream.iter_mut().enumerate() {
+            reread(&mut u.qdisc, format!("bottleneck.upstream[{i}].qdisc"))?;
+        }
+        for (i, c) in self.bottleneck.changes.iter_mut().enumerate() {
+            if let Some(q) = c.qdisc.as_mut() {
+                reread(q, format!("bottleneck.changes[{i}].qdisc"))?;
+            }
+        }
+        if let Some(r) = self.return_path.as_mut() {
+            reread(&mut r.qdisc, "return.qdisc".into())?;
+        }
+        Ok(())
     }
 
     /// What runs differently than the scenario may seem to say: summary.json's `warnings`,
@@ -1462,6 +1492,26 @@ count = 2        # optional: this many identical flows
 
     fn err(text: &str) -> String {
         Scenario::from_toml(text, &[]).unwrap_err().to_string()
+    }
+
+    /// Every discipline of the scenario gets its kind's per-stack defaults (read after
+    /// `stack`), an explicit value still wins, and `linux` keeps the base defaults.
+    #[test]
+    fn qdiscs_take_the_stacks_defaults() {
+        let text = MINIMAL.replace("cubic", "reno").replace("qdisc = \"pfifo limit 1000\"", "qdisc = \"hred\"")
+            + "[[bottleneck.upstream]]\nrate = \"100Mbit\"\nqdisc = \"pie\"\n\
+               [[bottleneck.changes]]\nat = \"1s\"\nqdisc = { kind = \"codel\" }\n\
+               [return]\nqdisc = \"pie limit 70\"\n";
+        let ns2 = Scenario::from_toml(&format!("stack = \"ns2-2013\"\n{text}"), &[]).unwrap();
+        assert!(ns2.bottleneck.qdisc.args().flag("wait"), "ns-2 RED's wait_ (ns-default.tcl)");
+        assert_eq!(ns2.bottleneck.upstream[0].qdisc.args().uint("limit"), 50);
+        assert_eq!(ns2.bottleneck.changes[0].qdisc.as_ref().unwrap().args().uint("limit"), 50);
+        assert_eq!(ns2.return_path.as_ref().unwrap().qdisc.args().uint("limit"), 70, "given: kept");
+        let linux = Scenario::from_toml(&text, &[]).unwrap();
+        assert!(!linux.bottleneck.qdisc.args().flag("wait"));
+        assert_eq!(linux.bottleneck.upstream[0].qdisc.args().uint("limit"), 1000);
+        let nowait = Scenario::from_toml(&format!("stack = \"ns2-2013\"\n{}", text.replace("\"hred\"", "\"hred nowait\"")), &[]).unwrap();
+        assert!(!nowait.bottleneck.qdisc.args().flag("wait"));
     }
 
     #[test]
