@@ -168,10 +168,11 @@ def ns_binary(aqm: str, ns: str | None = None) -> str:
 
 def run_case(aqm: str, n: int, seed: int, duration: float = 30.0, rest_ms: int = 11, *,
              ns: str | None = None, keep: Path | None = None, cwnd: bool = False,
-             g2start: float | None = None) -> dict:
+             g2start: float | None = None, red: bool = False) -> dict:
     """Runs one case and returns its fixture row (a dict keyed by COLUMNS).
 
-    `keep`: a directory to keep the raw outputs in (queue.tr, flows.txt, cwnd.tr)."""
+    `keep`: a directory to keep the raw outputs in (queue.tr, flows.txt, cwnd.tr, and with
+    `red` for the RED cases red.tr, ns-2 RED's own trace of ave_, prob1_ and curq_)."""
     binary = ns_binary(aqm, ns)
     with tempfile.TemporaryDirectory(prefix="jk-ns2-") as tmp:
         d = Path(keep) if keep else Path(tmp)
@@ -180,6 +181,8 @@ def run_case(aqm: str, n: int, seed: int, duration: float = 30.0, rest_ms: int =
                 f"rest={rest_ms}", f"qtrace={d / 'queue.tr'}", f"flows={d / 'flows.txt'}"]
         if cwnd:
             args.append(f"cwnd={d / 'cwnd.tr'}")
+        if red and aqm.startswith("hred"):
+            args.append(f"redtrace={d / 'red.tr'}")
         if g2start is not None:
             args.append(f"g2start={g2start!r}")
         proc = subprocess.run(args, capture_output=True, text=True, timeout=600)
@@ -229,9 +232,22 @@ def record(out: Path, aqms, loads, seeds, duration: float, rests, jobs: int, ns_
 
 def trace(out: Path, aqm: str, n: int, seed: int, duration: float, rest: int, ns: str | None) -> None:
     """Compact per-packet traces: queue.csv (t, event, uid, flow, seq, size, backlog bytes,
-    sojourn ms on dequeue) and cwnd.csv (t, cwnd of group 1's first flow)."""
+    sojourn ms on dequeue), cwnd.csv (t, cwnd of group 1's first flow) and for HRED red.csv
+    (t, var, value: ns-2 RED's `ave_`, `prob1_` and `curq_` as REDQueue::trace writes them,
+    one row per change, 6 significant digits)."""
     with tempfile.TemporaryDirectory(prefix="jk-trace-") as tmp:
-        row = run_case(aqm, n, seed, duration, rest, ns=ns, keep=Path(tmp), cwnd=True)
+        row = run_case(aqm, n, seed, duration, rest, ns=ns, keep=Path(tmp), cwnd=True, red=True)
+        if (Path(tmp) / "red.tr").exists():
+            out.mkdir(parents=True, exist_ok=True)
+            names = {"a": "ave", "p": "prob1", "Q": "curq"}
+            with open(Path(tmp) / "red.tr") as f, \
+                    open(out / f"{aqm}_{n}+{n}_s{seed}_red.csv", "w", newline="") as g:
+                w = csv.writer(g)
+                w.writerow(("t_s", "var", "value"))
+                for line in f:
+                    p = line.split()
+                    if len(p) == 3 and p[0] in names:
+                        w.writerow((p[1], names[p[0]], p[2]))
         out.mkdir(parents=True, exist_ok=True)
         stem = f"{aqm}_{n}+{n}_s{seed}"
         enq: dict[int, float] = {}

@@ -2,7 +2,8 @@
 # (algorithms.md 4.3): the paper's topology and workload as an ns-2.35 script of our own.
 #
 #   ns jk.tcl aqm=<name> n=<flows per group> seed=<int> duration=<s> rest=<ms> \
-#             qtrace=<file> flows=<file> [cwnd=<file>] [window=<pkts>] [g2start=<s>]
+#             qtrace=<file> flows=<file> [cwnd=<file>] [window=<pkts>] [g2start=<s>] \
+#             [redtrace=<file>]
 #
 # Topology (one node pair; every flow has its own agents and ports):
 #
@@ -56,6 +57,7 @@ set opt(flows) /dev/stdout
 set opt(cwnd) ""
 set opt(window) 1000
 set opt(g2start) ""
+set opt(redtrace) ""
 set opt(total) 360000
 set opt(jitter) 0.65
 foreach a $argv {
@@ -146,6 +148,18 @@ $ns simplex-link $R $C 2Mb 70ms $qtype
 $ns queue-limit $R $C 100
 $ns simplex-link $C $R 2Mb 70ms DropTail
 $ns queue-limit $C $R 100
+
+# Optional: ns-2 RED's own variable trace of the bottleneck queue (redtrace=<file>): lines
+# "a <t> <ave_>", "p <t> <prob1_>", "Q <t> <curq_>" (REDQueue::trace, written when a value
+# changes; curq_ and ave_ are updated at every arrival).
+if {$opt(redtrace) ne "" && $qtype eq "RED"} {
+    set redq [[$ns link $R $C] queue]
+    set rf [open $opt(redtrace) w]
+    $redq attach $rf
+    $redq trace ave_
+    $redq trace prob1_
+    $redq trace curq_
+}
 
 set qf [open $opt(qtrace) w]
 $ns trace-queue $R $C $qf
