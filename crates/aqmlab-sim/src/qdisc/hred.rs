@@ -667,8 +667,8 @@ mod ns2_trace {
     /// average equals ns-2's `ave_` at every one of its 754 changes (6 significant digits) and its
     /// Pb ns-2's `prob1_`; every early drop ns-2 made had a non-zero probability under the
     /// model's law, and their number is what the law expects. ns-2's default mean_pktsize_ 500
-    /// (a faster idle decay) departs from `ave_`, and without wait_ the law expects far more
-    /// drops than ns-2 made.
+    /// (a faster idle decay) departs from `ave_`, and without wait_ the law expects about 8 times
+    /// the drops ns-2 made (22 early drops in these 10 s; the law with wait_ expects 24).
     #[test]
     fn the_average_and_drop_law_follow_ns2s_own_trace() {
         let (ave, prob1) = (ns2_series("ave"), ns2_series("prob1"));
@@ -682,9 +682,9 @@ mod ns2_trace {
         assert!(r.dropped > 10 && (r.dropped as f64 - r.expected).abs() < 3.0 * sd, "{} early drops, law expects {:.1}", r.dropped, r.expected);
         // The idle rule with ns-2's default 500-byte mean packet: the average departs.
         assert!(agree(&replay(500, true, &ave).ave, &ave).is_some());
-        // Without wait_: the same averages, but about twice the drops expected.
+        // Without wait_: the same averages, but several times the drops expected.
         let nowait = replay(1040, false, &ave);
         assert_eq!(agree(&nowait.ave, &ave), None);
-        assert!(nowait.expected > 1.5 * r.expected, "{:.1} vs {:.1}", nowait.expected, r.expected);
+        assert!(nowait.expected > 4.0 * r.expected, "{:.1} vs {:.1}", nowait.expected, r.expected);
     }
 }
