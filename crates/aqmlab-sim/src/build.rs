@@ -320,6 +320,8 @@ impl Built {
                 microburst_interval: spec.microburst_interval,
                 packet_size: spec.packet_size,
                 queue_delay_target: spec.queue_delay_target.as_secs_f64(),
+                pacing_headroom: spec.pacing_headroom,
+                send_time: spec.send_time,
                 stop: spec.stop,
                 ..ScreamConfig::default()
             };

@@ -603,6 +603,16 @@ pub struct MediaSpec {
     pub packet_size: u32,
     #[serde(default = "default_media_qdelay_target", deserialize_with = "de_time")]
     pub queue_delay_target: Time,
+    /// Pacing rate = this × the target bitrate (the tool's `-paceheadroom`, 1.5).
+    #[serde(default = "default_media_pacing_headroom")]
+    pub pacing_headroom: f64,
+    /// Host time the tool's transmit loop spends on each packet (its `isOkToTransmit`,
+    /// `sendto` and `addTransmitted` calls) before it can send the next. The loop's sleeps
+    /// do not subtract it (`scream_sender.cpp` 76a298a `transmitRtpThread`: the measured
+    /// `diff` is overwritten by a constant 100 µs before use), so it lengthens every
+    /// microburst cycle. Default 0 (not known for the test record's laptops).
+    #[serde(default, deserialize_with = "de_time")]
+    pub send_time: Time,
     /// Carry this traffic in the `[[tunnels]]` entry of this name.
     #[serde(default)]
     pub tunnel: Option<String>,
@@ -620,6 +630,10 @@ fn default_frame_rate() -> f64 {
 }
 fn default_microburst() -> Time {
     Time::from_micros(500)
+}
+/// `scream_sender.cpp`'s `packetPacingHeadroom = 1.5f` at EricssonResearch/scream 76a298a.
+fn default_media_pacing_headroom() -> f64 {
+    1.5
 }
 fn default_media_packet() -> u32 {
     1200
@@ -1043,6 +1057,12 @@ impl Scenario {
             }
             if m.queue_delay_target < Time::from_millis(1) {
                 return err(&k("queue_delay_target"), "must be at least 1ms".into());
+            }
+            if !(1.0..=10.0).contains(&m.pacing_headroom) {
+                return err(&k("pacing_headroom"), format!("{} is out of range 1..10", m.pacing_headroom));
+            }
+            if m.send_time > Time::from_millis(1) {
+                return err(&k("send_time"), "must be at most 1ms".into());
             }
         }
         for (i, p) in self.probes.iter().enumerate() {
