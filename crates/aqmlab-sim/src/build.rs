@@ -177,6 +177,9 @@ impl Built {
             (elements.len() - 1) as u32
         };
         let bottleneck = add_link(&mut elements, "bottleneck", &sc.bottleneck.qdisc, sc.bottleneck.rate, "qdisc/bottleneck");
+        if let Some(burst) = sc.bottleneck.htb_burst {
+            elements[bottleneck as usize].as_link_mut().set_htb_burst(burst);
+        }
         if !sc.metrics.spike_thresholds.is_empty() {
             let tracker = SpikeTracker::new(&sc.metrics.spike_thresholds, sc.bottleneck.rate, sc.metrics.spike_after);
             elements[bottleneck as usize].as_link_mut().stats.spikes = Some(tracker);

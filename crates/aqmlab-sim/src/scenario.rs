@@ -158,6 +158,13 @@ pub struct Bottleneck {
     /// the middlebox ingress (algorithms.md 3.2).
     #[serde(default)]
     pub netem: Option<NetemSpec>,
+    /// The bottleneck as an HTB class (rate = ceil = `rate`) with this burst in bytes on an
+    /// ifb device, as a receiver-side `tc ... ingress` + `mirred ... redirect dev ifb0` +
+    /// `htb` set-up builds it: the qdisc is dequeued while the class's tokens last and each
+    /// packet passes on at once (`path::link`, `HtbBucket`). tc's default burst is 1600 on
+    /// kernels with high-resolution timers. Unset: a serialiser at `rate` (no burst).
+    #[serde(default)]
+    pub htb_burst: Option<u32>,
 }
 
 /// One scheduled change of a shared link (see `docs/path.md`).
@@ -1074,6 +1081,9 @@ impl Scenario {
             if p.size.is_some_and(|s| !(42..=65_535).contains(&s)) {
                 return err(&k("size"), format!("{} is out of range 42..65535 bytes", p.size()));
             }
+        }
+        if let Some(b) = self.bottleneck.htb_burst.filter(|&b| b > 100_000_000) {
+            return err("bottleneck.htb_burst", format!("{b} is out of range 0..100000000 bytes"));
         }
         for (i, c) in self.bottleneck.changes.iter().enumerate() {
             let k = |name: &str| format!("bottleneck.changes[{i}].{name}");
