@@ -1552,6 +1552,23 @@ count = 2        # optional: this many identical flows
         assert!(e.contains("media[0].start_bitrate"), "{e}");
         let e = err(&text.replace("kind = \"scream\"", "kind = \"gcc\""));
         assert!(e.contains("media[0].kind"), "{e}");
+        // The tool's -paceheadroom and the loop's host time per packet.
+        assert_eq!((m.pacing_headroom, m.send_time), (1.5, Time::ZERO));
+        let s = Scenario::from_toml(&text, &["media[0].send_time=20us".to_string(), "media[0].pacing_headroom=1.25".to_string()]).unwrap();
+        assert_eq!((s.media[0].pacing_headroom, s.media[0].send_time), (1.25, Time::from_micros(20)));
+        let e = err(&format!("{text}pacing_headroom = 0.5\n"));
+        assert!(e.contains("media[0].pacing_headroom"), "{e}");
+        let e = err(&format!("{text}send_time = \"2ms\"\n"));
+        assert!(e.contains("media[0].send_time"), "{e}");
+    }
+
+    #[test]
+    fn bottleneck_htb_burst_is_optional_and_bounded() {
+        assert_eq!(Scenario::from_toml(MINIMAL, &[]).unwrap().bottleneck.htb_burst, None);
+        let s = Scenario::from_toml(MINIMAL, &["bottleneck.htb_burst=1600".to_string()]).unwrap();
+        assert_eq!(s.bottleneck.htb_burst, Some(1600));
+        let e = Scenario::from_toml(MINIMAL, &["bottleneck.htb_burst=200000000".to_string()]).unwrap_err().to_string();
+        assert!(e.contains("bottleneck.htb_burst"), "{e}");
     }
 
     #[test]
