@@ -177,6 +177,9 @@ impl Built {
             (elements.len() - 1) as u32
         };
         let bottleneck = add_link(&mut elements, "bottleneck", &sc.bottleneck.qdisc, sc.bottleneck.rate, "qdisc/bottleneck");
+        if let Some(burst) = sc.bottleneck.htb_burst {
+            elements[bottleneck as usize].as_link_mut().set_htb_burst(burst);
+        }
         if !sc.metrics.spike_thresholds.is_empty() {
             let tracker = SpikeTracker::new(&sc.metrics.spike_thresholds, sc.bottleneck.rate, sc.metrics.spike_after);
             elements[bottleneck as usize].as_link_mut().stats.spikes = Some(tracker);
@@ -320,6 +323,8 @@ impl Built {
                 microburst_interval: spec.microburst_interval,
                 packet_size: spec.packet_size,
                 queue_delay_target: spec.queue_delay_target.as_secs_f64(),
+                pacing_headroom: spec.pacing_headroom,
+                send_time: spec.send_time,
                 stop: spec.stop,
                 ..ScreamConfig::default()
             };

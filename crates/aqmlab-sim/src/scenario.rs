@@ -158,6 +158,13 @@ pub struct Bottleneck {
     /// the middlebox ingress (algorithms.md 3.2).
     #[serde(default)]
     pub netem: Option<NetemSpec>,
+    /// The bottleneck as an HTB class (rate = ceil = `rate`) with this burst in bytes on an
+    /// ifb device, as a receiver-side `tc ... ingress` + `mirred ... redirect dev ifb0` +
+    /// `htb` set-up builds it: the qdisc is dequeued while the class's tokens last and each
+    /// packet passes on at once (`path::link`, `HtbBucket`). tc's default burst is 1600 on
+    /// kernels with high-resolution timers. Unset: a serialiser at `rate` (no burst).
+    #[serde(default)]
+    pub htb_burst: Option<u32>,
 }
 
 /// One scheduled change of a shared link (see `docs/path.md`).
@@ -603,6 +610,16 @@ pub struct MediaSpec {
     pub packet_size: u32,
     #[serde(default = "default_media_qdelay_target", deserialize_with = "de_time")]
     pub queue_delay_target: Time,
+    /// Pacing rate = this × the target bitrate (the tool's `-paceheadroom`, 1.5).
+    #[serde(default = "default_media_pacing_headroom")]
+    pub pacing_headroom: f64,
+    /// Host time the tool's transmit loop spends on each packet (its `isOkToTransmit`,
+    /// `sendto` and `addTransmitted` calls) before it can send the next. The loop's sleeps
+    /// do not subtract it (`scream_sender.cpp` 76a298a `transmitRtpThread`: the measured
+    /// `diff` is overwritten by a constant 100 µs before use), so it lengthens every
+    /// microburst cycle. Default 0 (not known for the test record's laptops).
+    #[serde(default, deserialize_with = "de_time")]
+    pub send_time: Time,
     /// Carry this traffic in the `[[tunnels]]` entry of this name.
     #[serde(default)]
     pub tunnel: Option<String>,
@@ -620,6 +637,10 @@ fn default_frame_rate() -> f64 {
 }
 fn default_microburst() -> Time {
     Time::from_micros(500)
+}
+/// `scream_sender.cpp`'s `packetPacingHeadroom = 1.5f` at EricssonResearch/scream 76a298a.
+fn default_media_pacing_headroom() -> f64 {
+    1.5
 }
 fn default_media_packet() -> u32 {
     1200
@@ -1074,6 +1095,12 @@ impl Scenario {
             if m.queue_delay_target < Time::from_millis(1) {
                 return err(&k("queue_delay_target"), "must be at least 1ms".into());
             }
+            if !(1.0..=10.0).contains(&m.pacing_headroom) {
+                return err(&k("pacing_headroom"), format!("{} is out of range 1..10", m.pacing_headroom));
+            }
+            if m.send_time > Time::from_millis(1) {
+                return err(&k("send_time"), "must be at most 1ms".into());
+            }
         }
         for (i, p) in self.probes.iter().enumerate() {
             let k = |name: &str| format!("probes[{i}].{name}");
@@ -1084,6 +1111,9 @@ impl Scenario {
             if p.size.is_some_and(|s| !(42..=65_535).contains(&s)) {
                 return err(&k("size"), format!("{} is out of range 42..65535 bytes", p.size()));
             }
+        }
+        if let Some(b) = self.bottleneck.htb_burst.filter(|&b| b > 100_000_000) {
+            return err("bottleneck.htb_burst", format!("{b} is out of range 0..100000000 bytes"));
         }
         for (i, c) in self.bottleneck.changes.iter().enumerate() {
             let k = |name: &str| format!("bottleneck.changes[{i}].{name}");
@@ -1572,6 +1602,23 @@ count = 2        # optional: this many identical flows
         assert!(e.contains("media[0].start_bitrate"), "{e}");
         let e = err(&text.replace("kind = \"scream\"", "kind = \"gcc\""));
         assert!(e.contains("media[0].kind"), "{e}");
+        // The tool's -paceheadroom and the loop's host time per packet.
+        assert_eq!((m.pacing_headroom, m.send_time), (1.5, Time::ZERO));
+        let s = Scenario::from_toml(&text, &["media[0].send_time=20us".to_string(), "media[0].pacing_headroom=1.25".to_string()]).unwrap();
+        assert_eq!((s.media[0].pacing_headroom, s.media[0].send_time), (1.25, Time::from_micros(20)));
+        let e = err(&format!("{text}pacing_headroom = 0.5\n"));
+        assert!(e.contains("media[0].pacing_headroom"), "{e}");
+        let e = err(&format!("{text}send_time = \"2ms\"\n"));
+        assert!(e.contains("media[0].send_time"), "{e}");
+    }
+
+    #[test]
+    fn bottleneck_htb_burst_is_optional_and_bounded() {
+        assert_eq!(Scenario::from_toml(MINIMAL, &[]).unwrap().bottleneck.htb_burst, None);
+        let s = Scenario::from_toml(MINIMAL, &["bottleneck.htb_burst=1600".to_string()]).unwrap();
+        assert_eq!(s.bottleneck.htb_burst, Some(1600));
+        let e = Scenario::from_toml(MINIMAL, &["bottleneck.htb_burst=200000000".to_string()]).unwrap_err().to_string();
+        assert!(e.contains("bottleneck.htb_burst"), "{e}");
     }
 
     #[test]

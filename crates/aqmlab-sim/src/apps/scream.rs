@@ -122,6 +122,9 @@ pub struct ScreamConfig {
     pub pacing_headroom: f64,
     /// Cap of the adaptive pacing scale for large frames (`-adaptivepaceheadroom`, 1.5).
     pub max_adaptive_pacing_scale: f64,
+    /// Host time per packet of the tool's transmit loop; the next packet leaves no earlier
+    /// (default 0: back to back inside a microburst).
+    pub send_time: Time,
     /// cwnd may exceed the largest recent bytes in flight by this factor (2.0).
     pub bytes_in_flight_headroom: f64,
     /// Multiplicative increase per RTT at most (0.05).
@@ -153,6 +156,7 @@ impl Default for ScreamConfig {
             ecn_ce_beta: 0.7,
             pacing_headroom: 1.5,
             max_adaptive_pacing_scale: 1.5,
+            send_time: Time::ZERO,
             bytes_in_flight_headroom: 2.0,
             mul_increase: 0.05,
             post_congestion_delay: 4.0,
@@ -1100,6 +1104,12 @@ impl Scream {
             self.stats.bytes_sent += q.size as u64;
             self.stats.step_bytes_sent += q.size as u64;
             self.pace_acc += self.tx.transmitted(t, q.seq, q.size as i64, q.frame_time.as_secs_f64(), q.marker);
+            if self.cfg.send_time > Time::ZERO {
+                // The loop's next turn starts once this packet's host time has passed.
+                self.next_send = now + self.cfg.send_time;
+                self.pace_timer.arm(self.next_send, ctx.event(FlowTimer::MediaPace), ctx.events);
+                return;
+            }
         }
         self.after_sleep = false;
     }
@@ -1433,6 +1443,9 @@ mod tests {
     /// without feedback.
     fn run_frames(cfg: ScreamConfig, until_ms: u64) -> (Scream, Vec<Packet>) {
         let mut m = Scream::new(1, cfg, Stream::new(1, "scream/test"));
+        // Before the first congestion event the headroom is at least 1.5 (`updateCwnd`);
+        // a smaller `-paceheadroom` is seen only after one.
+        m.tx.congested_once = m.cfg.pacing_headroom < 1.5;
         m.tx.mss = 1212;
         m.tx.last_rate_limit = -10.0; // past the start-up halving of the encoder rate
         m.tx.update_cwnd(0.0);
@@ -1487,6 +1500,42 @@ mod tests {
         // Headroom: a frame (1/50 s of data) leaves in ≈ 1/1.5 of the frame period.
         let span = t.last().unwrap() - t[0];
         assert!((span - 0.02 / 1.5).abs() < 0.001, "{span}");
+    }
+
+    /// `-paceheadroom` and the loop's host time per packet (`send_time`), by hand: at
+    /// 30 Mbit/s, 1.5 × headroom, 20 µs per packet, a microburst of three packets leaves
+    /// 20 µs apart, and the sleep (3 × 0.215 ms, the accumulated pacing intervals) starts
+    /// only after the third packet's 20 µs: a cycle of 3 · (0.215 + 0.020) ms, so the
+    /// frame takes 1 + 0.020/0.215 ≈ 1.093 times as long as with back-to-back sends.
+    #[test]
+    fn send_time_spreads_a_microburst_and_lengthens_each_cycle() {
+        let base = ScreamConfig { start_bitrate: 30e6, min_bitrate: 30e6, max_bitrate: 30e6, ..ScreamConfig::default() };
+        let c = ScreamConfig { send_time: Time::from_micros(20), ..base.clone() };
+        let (_, out) = run_frames(c, 19);
+        let pace = 1212.0 * 8.0 / 45e6;
+        let t: Vec<f64> = out.iter().map(|p| p.sent_at.as_secs_f64()).collect();
+        let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.len() > 30);
+        for (i, g) in gaps.iter().enumerate() {
+            let want = if i % 3 == 2 { 3.0 * pace + 20e-6 } else { 20e-6 };
+            assert!((g - want).abs() < 1e-6, "gap {i}: {g} vs {want}");
+        }
+        let (_, fast) = run_frames(base.clone(), 19);
+        assert_eq!(out.len(), fast.len());
+        let span = |o: &[Packet]| o.last().unwrap().sent_at.as_secs_f64() - o[0].sent_at.as_secs_f64();
+        let ratio = span(&out) / span(&fast);
+        assert!((ratio - (pace + 20e-6) / pace).abs() < 0.01, "{ratio}");
+        // Headroom 1.0: pacing at the target rate, 1212·8/30e6 = 0.323 ms per packet; two
+        // make 0.646 ms > 1.1 × 0.5 ms, so pairs leave 0.646 ms apart.
+        let (_, out) = run_frames(ScreamConfig { pacing_headroom: 1.0, ..base }, 15);
+        let pace = 1212.0 * 8.0 / 30e6;
+        let t: Vec<f64> = out.iter().map(|p| p.sent_at.as_secs_f64()).collect();
+        let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.len() > 20);
+        for (i, g) in gaps.iter().enumerate() {
+            let want = if i % 2 == 1 { 2.0 * pace } else { 0.0 };
+            assert!((g - want).abs() < 1e-6, "gap {i}: {g} vs {want}");
+        }
     }
 
     #[test]

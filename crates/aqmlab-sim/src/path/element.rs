@@ -133,6 +133,46 @@ mod tests {
         }
     }
 
+    /// HTB with tc's default burst (1600 B) on an ifb at 100 Mbit/s, by hand: the bucket holds
+    /// 1600·8/100e6 = 128 µs; a 1414-byte packet costs 113.12 µs. Three arriving at once on an
+    /// idle link: the first leaves at 0 (tokens 14.88 µs), the second too (tokens ≥ 0 before
+    /// the charge; −98.24 µs after), the third when the tokens are back at 0, 98.24 µs. A
+    /// fourth at 1 ms finds the bucket refilled (capped at 128 µs) and leaves at once. A
+    /// serialiser would have delivered them at 113.12, 226.24, 339.36 µs and 1.11312 ms.
+    #[test]
+    fn htb_link_dequeues_while_its_tokens_last_and_passes_packets_on_at_once() {
+        let mut q = EventQueue::default();
+        let mut l = Link::new(Rate(100_000_000), Box::new(Fifo::pfifo(10)));
+        l.set_htb_burst(1600);
+        let mut link = Element::Link(l);
+        let mut got = vec![];
+        let send = |link: &mut Element, q: &mut EventQueue, seq: u32, at: Time, got: &mut Vec<(Time, u32)>| {
+            let mut p = Packet::new(0, Direction::Forward, Kind::Data, 1414);
+            p.tcp.seq = seq;
+            let mut out = vec![];
+            link.receive(p, &mut ElementCtx { id: 0, now: at, events: q, out: &mut out });
+            got.extend(out.iter().map(|p| (at, p.tcp.seq)));
+        };
+        for seq in 0..3 {
+            send(&mut link, &mut q, seq, Time::ZERO, &mut got);
+        }
+        assert_eq!(got, vec![(Time::ZERO, 0), (Time::ZERO, 1)]);
+        got.extend(drain(&mut link, &mut q));
+        assert_eq!(got[2], (Time(98_240), 2));
+        send(&mut link, &mut q, 3, Time::from_millis(1), &mut got);
+        assert_eq!(got[3], (Time::from_millis(1), 3));
+        let Element::Link(l) = &link else { unreachable!() };
+        assert_eq!(l.stats.queues[0].sojourn.max(), Some(98_240));
+        // Without the burst the same link serialises.
+        let mut s = Element::Link(Link::new(Rate(100_000_000), Box::new(Fifo::pfifo(10))));
+        let mut out = vec![];
+        for _ in 0..3 {
+            s.receive(Packet::new(0, Direction::Forward, Kind::Data, 1414), &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
+        }
+        assert!(out.is_empty());
+        assert_eq!(drain(&mut s, &mut q).iter().map(|g| g.0).collect::<Vec<_>>(), vec![Time(113_120), Time(226_240), Time(339_360)]);
+    }
+
     #[test]
     fn busy_time_counts_only_the_part_of_a_packet_sent_by_the_end() {
         // 1500 B at 12 Mbit/s: 1 ms on the wire. The run ends 0.25 ms into the second packet.

@@ -59,6 +59,8 @@ pub struct LinkStats {
 /// discipline may hold packets back; the link then retries when it says.
 pub struct Link {
     rate: Rate,
+    /// The link as an HTB class on an ifb device instead of a serialiser ([`HtbBucket`]).
+    htb: Option<HtbBucket>,
     qdisc: Box<dyn Qdisc>,
     in_tx: Option<Packet>,
     tx_end: Time,
@@ -69,9 +71,39 @@ pub struct Link {
     pub stats: LinkStats,
 }
 
+/// The token bucket of an HTB class whose rate and ceil are the link rate, on an ifb device
+/// (the SCReAM test record's bottleneck: `tc class add dev ifb0 parent 1:1 classid 1:10 htb
+/// rate 100mbit ceil 100mbit` with its leaf qdisc, EricssonResearch/scream `test-record.md`
+/// at e0af5ef, set-up of 2024-10-28). Linux `sch_htb.c` (5.15): the class may dequeue while
+/// its tokens (ns) are ≥ 0 (`htb_class_mode` with `htb_hysteresis` 0), and after the dequeue
+/// `htb_charge_class` adds the time since the last charge, caps the sum at `buffer` and
+/// subtracts the packet's time at the rate (`psched_l2t_ns`); a throttled class is woken when
+/// its tokens reach 0 (`qdisc_watchdog_schedule_ns`). ifb has no wire: a dequeued packet goes
+/// on at once (`ifb_xmit` → the ifb tasklet → `netif_receive_skb`). `buffer` is tc's burst,
+/// by default `rate / get_hz() + mtu` bytes (iproute2 `tc/q_htb.c` `htb_parse_class_opt`,
+/// stored id 951200652), where `get_hz()` reads the fourth field of /proc/net/psched
+/// (`__get_hz`, stored id 8317524314), which the kernel prints as `NSEC_PER_SEC /
+/// hrtimer_resolution` (`psched_show`, net/sched/sch_api.c, stored id 2122108): 10^9 with
+/// high-resolution timers, so the default burst is 0 + 1600 bytes.
+#[derive(Clone, Copy, Debug)]
+struct HtbBucket {
+    burst_bytes: u32,
+    /// `buffer`: the burst's time at the rate.
+    buffer: i64,
+    /// `tokens` (ns), as of `checkpoint` (`t_c`).
+    tokens: i64,
+    checkpoint: Time,
+}
+
 impl Link {
+    /// Makes this link an HTB class of the given burst on an ifb device ([`HtbBucket`]); the
+    /// class starts with a full bucket (`htb_change_class`: `cl->tokens = buffer`).
+    pub fn set_htb_burst(&mut self, burst_bytes: u32) {
+        let buffer = self.rate.serialisation(burst_bytes).as_nanos() as i64;
+        self.htb = Some(HtbBucket { burst_bytes, buffer, tokens: buffer, checkpoint: Time::ZERO });
+    }
     pub fn new(rate: Rate, qdisc: Box<dyn Qdisc>) -> Self {
-        let mut link = Link { rate, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), stats: LinkStats::default() };
+        let mut link = Link { rate, htb: None, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), stats: LinkStats::default() };
         link.map_queues();
         link
     }
@@ -95,6 +127,10 @@ impl Link {
     /// The spike tracker's delay thresholds follow the rate.
     pub fn set_rate(&mut self, rate: Rate, now: Time) {
         self.rate = rate;
+        // `tc class change` sends a new buffer (the burst at the new rate); tokens are kept.
+        if let Some(b) = &mut self.htb {
+            b.buffer = rate.serialisation(b.burst_bytes).as_nanos() as i64;
+        }
         if let Some(s) = &mut self.stats.spikes {
             s.set_rate(now, rate, self.qdisc.backlog_bytes());
         }
@@ -165,6 +201,9 @@ impl Link {
         if self.in_tx.is_some() || (self.qdisc.is_empty() && !self.qdisc.dequeues_when_empty()) {
             return;
         }
+        if self.htb.is_some() {
+            return self.htb_dequeue(ctx);
+        }
         let Some(pkt) = self.qdisc.dequeue(ctx.now) else {
             if let Some(t) = self.qdisc.ready_at().filter(|_| !self.qdisc.is_empty()) {
                 let t = t.max(ctx.now);
@@ -184,6 +223,42 @@ impl Link {
         self.in_tx = Some(pkt);
         self.tx_end = ctx.now + tx;
         ctx.wake_at(self.tx_end);
+    }
+    /// [`HtbBucket`]: dequeue while the tokens allow, each packet passing on at once.
+    fn htb_dequeue(&mut self, ctx: &mut ElementCtx) {
+        while !self.qdisc.is_empty() {
+            let b = self.htb.as_mut().expect("htb link");
+            let elapsed = (ctx.now - b.checkpoint).as_nanos() as i64;
+            let toks = b.tokens.saturating_add(elapsed);
+            if toks < 0 {
+                let t = ctx.now + Time((-toks) as u64);
+                if self.retry_at.map_or(true, |r| r <= ctx.now || r > t) {
+                    self.retry_at = Some(t);
+                    ctx.wake_at(t);
+                }
+                return;
+            }
+            let Some(pkt) = self.qdisc.dequeue(ctx.now) else {
+                if let Some(t) = self.qdisc.ready_at().filter(|_| !self.qdisc.is_empty()) {
+                    let t = t.max(ctx.now);
+                    if self.retry_at.map_or(true, |r| r <= ctx.now || r > t) {
+                        self.retry_at = Some(t);
+                        ctx.wake_at(t);
+                    }
+                }
+                return;
+            };
+            let tx = self.rate.serialisation(pkt.wire_len);
+            let b = self.htb.as_mut().expect("htb link");
+            b.tokens = toks.min(b.buffer) - tx.as_nanos() as i64;
+            b.checkpoint = ctx.now;
+            let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
+            self.stats.queues[q].record(ctx.now - pkt.enqueued_at);
+            self.stats.busy += tx;
+            self.stats.tx_packets += 1;
+            self.stats.tx_bytes += pkt.wire_len as u64;
+            ctx.out.push(pkt);
+        }
     }
     /// Time spent serialising up to `end`: the packet on the wire at `end` counts only for
     /// the part sent by then, so the busy fraction of a run never exceeds 1.
