@@ -674,6 +674,22 @@ def version_cmd() -> None:
     print(__version__)
 
 
+def _command_path(prog_name: str, argv: list[str]) -> str:
+    """The subcommand an argument list names (``aqmlab suite run``), for a parser error that
+    carries no context (an option missing its value)."""
+    import typer.main
+
+    cmd: Any = typer.main.get_command(app)
+    path = [prog_name]
+    for tok in argv:
+        sub = getattr(cmd, "commands", {}).get(tok) if not tok.startswith("-") else None
+        if sub is None:
+            break
+        path.append(tok)
+        cmd = sub
+    return " ".join(path)
+
+
 def main(prog_name: str = "aqmlab") -> None:
     """The console entry point: command-line errors (an unknown option, a bad ``--seed``)
     are one line on stderr with exit 2, not the parser's boxed help. SIGTERM stops a command
@@ -698,7 +714,7 @@ def main(prog_name: str = "aqmlab") -> None:
         if not (hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int)):
             raise
         ctx = getattr(e, "ctx", None)
-        path = ctx.command_path if ctx is not None else prog_name
+        path = ctx.command_path if ctx is not None else _command_path(prog_name, sys.argv[1:])
         sub = path.split(" ", 1)[1] if " " in path else ""
         where = f"{sub}: " if sub else ""
         sys.stderr.write(f"aqmlab: {where}{' '.join(e.format_message().split())} (see '{path} --help')\n")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -494,8 +495,11 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
         import dask
 
         with dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.scheduler.allowed-failures": 1}):
+            # Its log (a restarted worker, a rescheduled run) stays off stderr: a run that
+            # fails is reported as one line like any other failed run.
             cluster = LocalCluster(
-                n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1"
+                n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
+                silence_logs=logging.CRITICAL,
             )
         client = Client(cluster)
     try:
@@ -506,7 +510,11 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
             try:
                 res = f.result()
             except Exception as e:  # noqa: BLE001
-                res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": f"dask task failed: {e}"}
+                if type(e).__name__ == "KilledWorker":
+                    msg = "its Dask worker died on every attempt (killed, or out of memory?)"
+                else:
+                    msg = "dask task failed: " + (" ".join(str(e).split()) or type(e).__name__)
+                res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": msg}
             on_done(i, res)
     finally:
         client.close()
