@@ -9,6 +9,7 @@ results.csv and REPORT.md are :mod:`aqmlab.report`. Imports go one way:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -293,20 +294,12 @@ def _die_with_parent() -> None:
             if os.getppid() != ppid:
                 if gone is None:
                     gone = time.monotonic()
-                    with _suppress():
+                    with contextlib.suppress(OSError):
                         os.kill(os.getpid(), signal.SIGTERM)
                 elif time.monotonic() - gone > 3.0:
                     os._exit(1)
 
     threading.Thread(target=watchdog, name="aqmlab-parent-watchdog", daemon=True).start()
-
-
-class _suppress:
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: Any) -> bool:
-        return True
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
@@ -412,7 +405,8 @@ class _LocalPool:
 
         queue = deque(range(len(self.tasks)))
         try:
-            self.workers = [self._spawn() for _ in range(self.jobs)]
+            for _ in range(self.jobs):
+                self.workers.append(self._spawn())  # one by one: an interruption stops those started
             while True:
                 for w in self.workers:
                     if w[2] is None and queue:
@@ -451,7 +445,9 @@ class _LocalPool:
             self.on_done(i, {"ok": False, "run_dir": self.tasks[i]["run_dir"],
                              "error": f"its worker died {self.attempts[i]} times ({_death(proc.exitcode)}; out of memory?)"})
         remove_temporaries(Path(self.tasks[i]["run_dir"]))
-        self.workers[self.workers.index(w)] = self._spawn()
+        self.workers.remove(w)
+        if queue:
+            self.workers.append(self._spawn())
 
     def _stop(self) -> None:
         held = [w[2] for w in self.workers if w[2] is not None]
@@ -469,7 +465,7 @@ class _LocalPool:
             if p.is_alive():
                 p.kill()
                 p.join()
-            with _suppress():
+            with contextlib.suppress(OSError):
                 conn.close()
         for i in held:
             remove_temporaries(Path(self.tasks[i]["run_dir"]))
