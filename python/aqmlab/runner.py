@@ -411,7 +411,10 @@ class _LocalPool:
                 for w in self.workers:
                     if w[2] is None and queue:
                         w[2] = queue.popleft()
-                        w[1].send((w[2], self.tasks[w[2]]))
+                        try:
+                            w[1].send((w[2], self.tasks[w[2]]))
+                        except OSError:
+                            pass  # the worker died idle: found below by its sentinel, the run tried again
                 busy = [w for w in self.workers if w[2] is not None]
                 if not busy:
                     return
