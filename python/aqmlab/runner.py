@@ -132,17 +132,23 @@ def _seconds(v: Any, default: float) -> float:
     return float(m.group(1)) * _TIME_UNITS[m.group(2)]
 
 
-#: Bytes per run besides the series: scenario.toml, summary.json, manifest.json, a plot.
-RUN_FIXED_BYTES = 256 * 1024
-#: Series columns per endpoint or link (an upper bound: TCP flows have about ten).
-COLUMNS_PER_ENTITY = 16
+#: Bytes per run besides the series: scenario.toml, summary.json, manifest.json.
+RUN_FIXED_BYTES = 32 * 1024
+#: throughput_rtt.png (about 100 kB).
+PLOT_BYTES = 160 * 1024
+#: Series per endpoint or link (TCP flows have about five, a link a few more).
+COLUMNS_PER_ENTITY = 8
+#: Bytes per series value in the Parquet file (long format with dictionary-encoded labels;
+#: about 6 measured on two-CUBIC runs).
+BYTES_PER_VALUE = 8
 
 
 def estimate_run_bytes(text: str, *, plot: bool = True, html: bool = False, flent: bool = False) -> int:
-    """A generous estimate of the bytes one run writes: its series uncompressed (8 bytes per
-    point, every endpoint and link, duration / metrics.step points) once for the Parquet file
-    and once more for each of report.html and the flent file, plus :data:`RUN_FIXED_BYTES`.
-    Captures (``--pcap``) are not estimated."""
+    """A generous estimate of the bytes one run writes (about twice to three times what
+    two-CUBIC runs write): its series (duration / metrics.step points of
+    :data:`COLUMNS_PER_ENTITY` series per endpoint and link, :data:`BYTES_PER_VALUE` each),
+    twice more with report.html and once more with the flent file, the plot and
+    :data:`RUN_FIXED_BYTES`. Captures (``--pcap``) are not estimated."""
     import tomllib
 
     try:
@@ -157,9 +163,9 @@ def estimate_run_bytes(text: str, *, plot: bool = True, html: bool = False, flen
         for e in doc.get(key, []) if isinstance(doc.get(key), list) else []:
             n = e.get("count", 1) if isinstance(e, dict) else 1
             entities += n if isinstance(n, int) and n > 0 else 1
-    series = int(duration / step + 1) * entities * COLUMNS_PER_ENTITY * 8
-    copies = 1 + int(html) + int(flent)
-    return RUN_FIXED_BYTES + series * copies
+    series = int(duration / step + 1) * entities * COLUMNS_PER_ENTITY * BYTES_PER_VALUE
+    copies = 1 + 2 * int(html) + int(flent)
+    return RUN_FIXED_BYTES + PLOT_BYTES * int(plot) + series * copies
 
 
 def check_output_dir(out_dir: Path, need_bytes: int = 0) -> None:
