@@ -246,6 +246,20 @@ def test_killing_the_suite_process_leaves_no_process_and_no_temporary(tmp_path, 
     assert kept and all(manifest_problem(d) is None for d in kept), "the finished runs are kept"
 
 
+def test_sigterm_stops_a_single_run_like_ctrl_c(tmp_path):
+    marker = uuid.uuid4().hex
+    out = tmp_path / "o"
+    proc = _start(["run", str(REPO / "scenarios" / "two-cubic-pfifo.toml"), "--set", "duration=3000s", "--pcap", "--out", str(out), "-q"], marker)
+    deadline = time.monotonic() + 60
+    while proc.poll() is None and not _temporaries(out) and time.monotonic() < deadline:
+        time.sleep(0.05)  # the captures' temporary files: the engine is running
+    assert proc.poll() is None
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=30)
+    assert proc.returncode == 143 and stderr == "aqmlab: terminated\n", (proc.returncode, stderr)
+    assert not out.exists(), "nothing is written for a terminated run, its temporary captures included"
+
+
 # --------------------------------------------------------------------------------------
 # 4. The kill test
 # --------------------------------------------------------------------------------------
