@@ -474,6 +474,10 @@ def suite_run(
     html: bool = typer.Option(False, "--html/--no-html", help="Write each run's report.html (interactive plots; one plotly.min.js in DIR)."),
     executor: str = typer.Option("local", "--executor", help="local (a process pool) or dask."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="ADDRESS", help="Run on this Dask scheduler (implies --executor dask)."),
+    dask_host: str = typer.Option(
+        "127.0.0.1", "--dask-host", metavar="HOST",
+        help="The interface the Dask cluster aqmlab starts (--executor dask) listens on (default: loopback only).",
+    ),
     force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary line."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
@@ -506,6 +510,7 @@ def suite_run(
             html=html,
             executor=executor,
             dask_address=dask,
+            dask_host=dask_host,
             force=force,
             progress=not quiet,
             command=suite_command(name, filter_, seeds, set_),

@@ -481,8 +481,9 @@ class _LocalPool:
         self.workers = []
 
 
-def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None) -> None:
-    """Runs tasks on a Dask cluster (``address``), or a local one with ``jobs`` workers."""
+def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None, host: str = "127.0.0.1") -> None:
+    """Runs tasks on a Dask cluster (``address``), or a local one with ``jobs`` workers whose
+    scheduler and workers listen on ``host`` only (loopback unless asked otherwise)."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -503,7 +504,7 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
             # Its log (a restarted worker, a rescheduled run) stays off stderr: a run that
             # fails is reported as one line like any other failed run.
             cluster = LocalCluster(
-                n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1",
+                n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None, host=host,
                 silence_logs=logging.CRITICAL,
             )
         client = Client(cluster)
@@ -565,6 +566,7 @@ def run_suite(
     html: bool = False,
     executor: str = "local",
     dask_address: str | None = None,
+    dask_host: str = "127.0.0.1",
     force: bool = False,
     progress: bool = True,
     report: bool = True,
@@ -626,7 +628,7 @@ def run_suite(
 
         if tasks:
             if executor == "dask" or dask_address:
-                run_dask(tasks, jobs, on_done, dask_address)
+                run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
             elif executor == "local":
                 run_local(tasks, jobs, on_done)
             else:

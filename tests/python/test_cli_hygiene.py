@@ -166,13 +166,16 @@ def test_no_command_opens_a_port(tmp_path):
     assert engine == [], "the engine opens no socket"
 
 
-def test_a_dask_cluster_aqmlab_starts_binds_to_loopback_only(tmp_path):
+@pytest.mark.parametrize("host", [None, "127.0.0.2"])
+def test_a_dask_cluster_aqmlab_starts_binds_to_loopback_only(tmp_path, host):
+    """By default on 127.0.0.1; --dask-host moves it (tested with another loopback address)."""
     pytest.importorskip("dask.distributed")
     proc, entries = _sockets(
         tmp_path, "suite", "run", KILL_SUITE, "--filter", "qdisc=pie", "--filter", "cc=cubic", "--no-plots", "-j", "1",
-        "--executor", "dask", "-q", "--out", tmp_path / "o",
+        "--executor", "dask", "-q", "--out", tmp_path / "o", *(["--dask-host", host] if host else []),
     )
     assert proc.returncode == 0, proc.stderr
     inet = [e for e in entries if e["family"] in (2, 10)]
     assert any(e["op"] == "listen" for e in inet), "the scheduler and the worker listen"
-    assert all(e["address"].startswith("('127.0.0.1', ") for e in inet), inet
+    want = host or "127.0.0.1"
+    assert all(e["address"].startswith(f"('{want}', ") for e in inet), inet
