@@ -174,26 +174,33 @@ def check_output_dir(out_dir: Path, need_bytes: int = 0) -> None:
     filesystem has ``need_bytes`` free. Called before any run starts."""
     if out_dir.exists() and not out_dir.is_dir():
         raise OutputDirError(f"--out {out_dir}: exists and is not a directory")
+    made = [p for p in [out_dir, *out_dir.parents] if not p.exists()]
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise OutputDirError(f"--out {out_dir}: cannot create it ({e.strerror or e})") from None
     try:
-        fd, probe = tempfile.mkstemp(dir=out_dir, prefix=".aqmlab-write-check.", suffix=".tmp")
         try:
-            os.write(fd, b"x")
-        finally:
-            os.close(fd)
-            os.unlink(probe)
-    except OSError as e:
-        raise OutputDirError(f"--out {out_dir}: not writable ({e.strerror or e})") from None
-    if need_bytes > 0:
-        free = shutil.disk_usage(out_dir).free
-        if free < need_bytes:
-            raise OutputDirError(
-                f"--out {out_dir}: {_size(free)} free, the runs need about {_size(need_bytes)} "
-                "(free some space, or choose another --out)"
-            )
+            fd, probe = tempfile.mkstemp(dir=out_dir, prefix=".aqmlab-write-check.", suffix=".tmp")
+            try:
+                os.write(fd, b"x")
+            finally:
+                os.close(fd)
+                os.unlink(probe)
+        except OSError as e:
+            raise OutputDirError(f"--out {out_dir}: not writable ({e.strerror or e})") from None
+        if need_bytes > 0:
+            free = shutil.disk_usage(out_dir).free
+            if free < need_bytes:
+                raise OutputDirError(
+                    f"--out {out_dir}: {_size(free)} free, the runs need about {_size(need_bytes)} "
+                    "(free some space, or choose another --out)"
+                )
+    except OutputDirError:
+        for d in made:  # nothing is left behind: the directories made for the check go again
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
 
 
 def _size(n: int) -> str:
