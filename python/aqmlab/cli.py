@@ -167,16 +167,15 @@ def _warn(summary_or_warnings: Any) -> None:
         sys.stderr.write(f"aqmlab: warning: {w}\n")
 
 
-def _check_out_dir(out: Path) -> None:
-    """Creates ``out`` and checks it is writable, before any work is done."""
-    if out.exists() and not out.is_dir():
-        _bad_input(f"--out {out}: exists and is not a directory")
+def _check_out_dir(out: Path, text: str | None = None, **outputs: bool) -> None:
+    """Creates ``out`` and checks, before any work is done, that it takes a file and that its
+    filesystem has room for the run's files (estimated from the scenario ``text``)."""
+    from .runner import OutputDirError, check_output_dir, estimate_run_bytes
+
     try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        _bad_input(f"--out {out}: cannot create it ({e.strerror})")
-    if not os.access(out, os.W_OK | os.X_OK):
-        _bad_input(f"--out {out}: not writable")
+        check_output_dir(out, estimate_run_bytes(text, **outputs) if text is not None else 0)
+    except OutputDirError as e:
+        _bad_input(str(e))
 
 
 class _RunProgress:
@@ -253,7 +252,7 @@ def run_cmd(
             _bad_input(f"--pcap-snaplen {pcap_snaplen}: expected 1..262144")
         source, _, text = _resolved_scenario(scenario, seed, set_)
         existed = out.exists()
-        _check_out_dir(out)
+        _check_out_dir(out, text, plot=not no_plot, html=html, flent=flent)
         try:
             with contextlib.ExitStack() as stack, _RunProgress(enabled=not quiet) as bar:
                 paths = stack.enter_context(pcap_files(out)) if capture else None
@@ -282,9 +281,9 @@ def run_cmd(
             print_summary(result.summary, out)  # lists the directory: the writers' files and the captures
     except typer.Exit:
         raise
-    except KeyboardInterrupt:
-        sys.stderr.write("aqmlab: interrupted\n")
-        raise typer.Exit(130)
+    except KeyboardInterrupt as e:
+        sys.stderr.write(f"aqmlab: {_interrupted(e)}\n")
+        raise typer.Exit(_interrupt_code(e))
     except Exception as e:  # noqa: BLE001 - the CLI's last line of defence
         if debug:
             raise
@@ -359,22 +358,39 @@ app.add_typer(qdisc_app, name="qdisc")
 app.add_typer(cc_app, name="cc")
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C's KeyboardInterrupt would be, so that both stop the work
+    the same way (workers stopped, temporary files removed); exit status 143 instead of 130."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def _interrupted(e: BaseException) -> str:
+    return "terminated" if isinstance(e, Terminated) else "interrupted"
+
+
+def _interrupt_code(e: BaseException) -> int:
+    return 128 + 15 if isinstance(e, Terminated) else 130
+
+
 def _guard(debug: bool, fn) -> None:
     """Runs ``fn``; bad input (SuiteError, ScenarioError) -> exit 2 with one line."""
     from ._sim import ScenarioError
     from .output import SummaryFormatError
-    from .runner import ExecutorUnavailable
+    from .runner import ExecutorUnavailable, OutputDirError
     from .suite import SuiteError
 
     try:
         fn()
     except typer.Exit:
         raise
-    except (SuiteError, ScenarioError, ExecutorUnavailable, SummaryFormatError) as e:
+    except (SuiteError, ScenarioError, ExecutorUnavailable, SummaryFormatError, OutputDirError) as e:
         _bad_input(f"aqmlab: {e}")
-    except KeyboardInterrupt:
-        sys.stderr.write("aqmlab: interrupted (finished runs are kept; run again to resume)\n")
-        raise typer.Exit(130)
+    except KeyboardInterrupt as e:
+        sys.stderr.write(f"aqmlab: {_interrupted(e)} (finished runs are kept; run again to resume)\n")
+        raise typer.Exit(_interrupt_code(e))
     except Exception as e:  # noqa: BLE001
         if debug:
             raise
@@ -458,6 +474,10 @@ def suite_run(
     html: bool = typer.Option(False, "--html/--no-html", help="Write each run's report.html (interactive plots; one plotly.min.js in DIR)."),
     executor: str = typer.Option("local", "--executor", help="local (a process pool) or dask."),
     dask: Optional[str] = typer.Option(None, "--dask", metavar="ADDRESS", help="Run on this Dask scheduler (implies --executor dask)."),
+    dask_host: str = typer.Option(
+        "127.0.0.1", "--dask-host", metavar="HOST",
+        help="The interface the Dask cluster aqmlab starts (--executor dask) listens on (default: loopback only).",
+    ),
     force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary line."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
@@ -490,13 +510,15 @@ def suite_run(
             html=html,
             executor=executor,
             dask_address=dask,
+            dask_host=dask_host,
             force=force,
             progress=not quiet,
             command=suite_command(name, filter_, seeds, set_),
         )
         if not quiet:
+            redone = f", {len(res.damaged)} redone (damaged)" if res.damaged else ""
             print(
-                f"{s.name}: {len(res.runs)} runs ({res.ran} run, {res.reused} reused, {len(res.failed)} failed) "
+                f"{s.name}: {len(res.runs)} runs ({res.ran} run, {res.reused} reused{redone}, {len(res.failed)} failed) "
                 f"in {time.perf_counter() - t0:.1f} s; wrote {out_dir}/REPORT.md, {out_dir}/index.html and {out_dir}/results.csv"
             )
         for run, err in res.failed[:10]:
@@ -657,9 +679,30 @@ def version_cmd() -> None:
     print(__version__)
 
 
+def _command_path(prog_name: str, argv: list[str]) -> str:
+    """The subcommand an argument list names (``aqmlab suite run``), for a parser error that
+    carries no context (an option missing its value)."""
+    import typer.main
+
+    cmd: Any = typer.main.get_command(app)
+    path = [prog_name]
+    for tok in argv:
+        sub = getattr(cmd, "commands", {}).get(tok) if not tok.startswith("-") else None
+        if sub is None:
+            break
+        path.append(tok)
+        cmd = sub
+    return " ".join(path)
+
+
 def main(prog_name: str = "aqmlab") -> None:
     """The console entry point: command-line errors (an unknown option, a bad ``--seed``)
-    are one line on stderr with exit 2, not the parser's boxed help."""
+    are one line on stderr with exit 2, not the parser's boxed help. SIGTERM stops a command
+    as Ctrl-C does (exit 143)."""
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _on_sigterm)
     try:
         rv = app(prog_name=prog_name, standalone_mode=False)
     except Exception as e:  # noqa: BLE001 - the parser's errors are matched by shape below
@@ -669,17 +712,21 @@ def main(prog_name: str = "aqmlab") -> None:
             if ctx is not None:  # plain help (rich_markup_mode=None) is not printed by the parser here
                 sys.stdout.write(ctx.get_help() + "\n")
             sys.exit(EXIT_OK)
+        if kind == "Abort":  # Ctrl-C or SIGTERM outside a command's own handler (click wraps it)
+            cause = e.__cause__ or e.__context__
+            sys.stderr.write(f"aqmlab: {_interrupted(cause) if cause else 'interrupted'}\n")
+            sys.exit(_interrupt_code(cause) if cause else 130)
         if not (hasattr(e, "format_message") and isinstance(getattr(e, "exit_code", None), int)):
             raise
         ctx = getattr(e, "ctx", None)
-        path = ctx.command_path if ctx is not None else prog_name
+        path = ctx.command_path if ctx is not None else _command_path(prog_name, sys.argv[1:])
         sub = path.split(" ", 1)[1] if " " in path else ""
         where = f"{sub}: " if sub else ""
         sys.stderr.write(f"aqmlab: {where}{' '.join(e.format_message().split())} (see '{path} --help')\n")
-        sys.exit(e.exit_code if kind != "Abort" else 130)
-    except KeyboardInterrupt:
-        sys.stderr.write("aqmlab: interrupted\n")
-        sys.exit(130)
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt as e:
+        sys.stderr.write(f"aqmlab: {_interrupted(e)}\n")
+        sys.exit(_interrupt_code(e))
     sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 

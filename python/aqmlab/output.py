@@ -348,13 +348,16 @@ def source_commit() -> str | None:
     """The git commit of the aqmlab source this package runs from (``<sha>`` or
     ``<sha>-dirty``), or None outside a git checkout (an installed wheel) or without git."""
     here = Path(__file__).resolve().parent
+    # GIT_OPTIONAL_LOCKS=0: `git status` then takes no index.lock, so a worker stopped
+    # while it runs (its git child killed) leaves no stale lock in the user's repository.
+    env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}
     try:
         sha = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True
+            ["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=5, check=True, env=env
         ).stdout.strip()
         dirty = subprocess.run(
             ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, timeout=5, check=True,
+            capture_output=True, text=True, timeout=5, check=True, env=env,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None

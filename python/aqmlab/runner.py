@@ -9,7 +9,16 @@ results.csv and REPORT.md are :mod:`aqmlab.report`. Imports go one way:
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import signal
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,28 +29,194 @@ from . import htmlreport
 from . import report as rep
 from .api import run as api_run
 from .output import (
-    CLI_PCAP, INDEX, REPORT, RESULTS, RUNS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, manifest_matches, pcap_files,
+    CLI_PCAP, INDEX, MANIFEST, REPORT, RESULTS, RUNS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, pcap_files,
     remove_temporaries, write_outputs,
 )
 from .suite import RunSpec, Suite, SuiteError, check_runs, plan_runs
 
 
-def is_done(run: RunSpec, pcap: bool = False) -> bool:
-    """A run is done when its summary.json exists (written last, atomically), its
-    scenario.toml is the scenario this plan would run (else the results are stale), when
-    captures are asked for its cli.pcap and srv.pcap exist, and every file its manifest.json
-    lists has the hash recorded there (else it was damaged: a truncated summary, an emptied
-    Parquet file). A run written before manifests existed (no manifest.json) is redone."""
+def run_state(run: RunSpec, pcap: bool = False) -> tuple[str, str]:
+    """Where a planned run stands on disk: ``("done", "")``, ``("new", "")`` (nothing of it
+    there), ``("stale", why)`` (its scenario.toml is not the scenario this plan would run) or
+    ``("damaged", why)`` (something of it is there but it is not a finished run: no
+    summary.json, no manifest.json, a file whose SHA-256 is not the one manifest.json records,
+    a missing capture when captures are asked for).
+
+    A run is done only when its manifest.json lists scenario.toml and summary.json and every
+    file it lists has the hash recorded there: a truncated, emptied or rewritten summary.json,
+    an emptied or deleted Parquet file, a run written before manifests existed are redone."""
+    d = run.run_dir
     try:
-        if not run.summary_path.is_file():
-            return False
-        if pcap and not all((run.run_dir / f).is_file() for f in (CLI_PCAP, SRV_PCAP)):
-            return False
-        if (run.run_dir / SCENARIO).read_text(encoding="utf-8") != run.text:
-            return False
-        return manifest_matches(run.run_dir)
-    except OSError:
-        return False
+        if not d.is_dir() or not any(not p.name.startswith(".") for p in d.iterdir()):
+            return "new", ""
+        try:
+            if (d / SCENARIO).read_text(encoding="utf-8") != run.text:
+                return "stale", "its scenario.toml is not the scenario this command runs"
+        except FileNotFoundError:
+            return "damaged", "no scenario.toml"
+        except UnicodeDecodeError:
+            return "damaged", "scenario.toml is not UTF-8 text"
+        if not (d / SUMMARY).is_file():
+            return "damaged", "no summary.json (killed before it finished?)"
+        why = manifest_problem(d)
+        if why:
+            return "damaged", why
+        if pcap:
+            missing = [f for f in (CLI_PCAP, SRV_PCAP) if not (d / f).is_file()]
+            if missing:
+                return "damaged", f"no {missing[0]} (captures were asked for)"
+        return "done", ""
+    except OSError as e:
+        return "damaged", f"cannot read it ({e.strerror or e})"
+
+
+def manifest_problem(run_dir: Path) -> str | None:
+    """None when run_dir's manifest.json lists scenario.toml and summary.json and every file it
+    lists has the SHA-256 recorded there; else what is wrong, in a few words."""
+    try:
+        doc = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return "no manifest.json"
+    except (OSError, ValueError):
+        return "manifest.json is not valid JSON"
+    files = doc.get("files") if isinstance(doc, dict) else None
+    if not isinstance(files, dict) or not all(isinstance(h, str) for h in files.values()):
+        return "manifest.json has no file list"
+    for need in (SCENARIO, SUMMARY):
+        if need not in files:
+            return f"manifest.json does not list {need}"
+    for name, h in files.items():
+        if "/" in name or name.startswith("."):
+            return f"manifest.json lists a bad file name {name[:40]!r}"
+        try:
+            if _sha256(run_dir / name) != h:
+                return f"{name} does not match manifest.json"
+        except FileNotFoundError:
+            return f"{name} is missing"
+    return None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def is_done(run: RunSpec, pcap: bool = False) -> bool:
+    """Whether the run's files on disk are a finished run of this plan (:func:`run_state`)."""
+    return run_state(run, pcap)[0] == "done"
+
+
+# --------------------------------------------------------------------------------------
+# Before any run: the output directory can take the results
+# --------------------------------------------------------------------------------------
+
+
+class OutputDirError(ValueError):
+    """The output directory cannot be written, or has too little free space; one line."""
+
+
+_TIME = re.compile(r"^\s*([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)\s*([a-z]*)\s*$")
+_TIME_UNITS = {"": 1.0, "s": 1.0, "sec": 1.0, "secs": 1.0, "ms": 1e-3, "msec": 1e-3, "msecs": 1e-3,
+               "us": 1e-6, "usec": 1e-6, "usecs": 1e-6, "ns": 1e-9, "nsec": 1e-9, "nsecs": 1e-9}
+
+
+def _seconds(v: Any, default: float) -> float:
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return float(v)
+    m = _TIME.match(str(v).lower()) if isinstance(v, str) else None
+    if not m or m.group(2) not in _TIME_UNITS:
+        return default
+    return float(m.group(1)) * _TIME_UNITS[m.group(2)]
+
+
+#: Bytes per run besides the series: scenario.toml, summary.json, manifest.json.
+RUN_FIXED_BYTES = 32 * 1024
+#: throughput_rtt.png (about 100 kB).
+PLOT_BYTES = 160 * 1024
+#: Series per endpoint or link (TCP flows have about five, a link a few more).
+COLUMNS_PER_ENTITY = 8
+#: Bytes per series value in the Parquet file (long format with dictionary-encoded labels;
+#: about 6 measured on two-CUBIC runs).
+BYTES_PER_VALUE = 8
+
+
+def estimate_run_bytes(text: str, *, plot: bool = True, html: bool = False, flent: bool = False) -> int:
+    """A generous estimate of the bytes one run writes (about twice to three times what
+    two-CUBIC runs write): its series (duration / metrics.step points of
+    :data:`COLUMNS_PER_ENTITY` series per endpoint and link, :data:`BYTES_PER_VALUE` each),
+    twice more with report.html and once more with the flent file, the plot and
+    :data:`RUN_FIXED_BYTES`. Captures (``--pcap``) are not estimated."""
+    import tomllib
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return RUN_FIXED_BYTES
+    duration = _seconds(doc.get("duration"), 60.0)
+    metrics = doc.get("metrics") if isinstance(doc.get("metrics"), dict) else {}
+    step = max(_seconds(metrics.get("step"), 0.05), 1e-3)
+    entities = 3  # bottleneck, return link, time
+    for key in ("flows", "udp", "media", "probes", "workloads", "transients"):
+        for e in doc.get(key, []) if isinstance(doc.get(key), list) else []:
+            n = e.get("count", 1) if isinstance(e, dict) else 1
+            entities += n if isinstance(n, int) and n > 0 else 1
+    series = int(duration / step + 1) * entities * COLUMNS_PER_ENTITY * BYTES_PER_VALUE
+    copies = 1 + 2 * int(html) + int(flent)
+    return RUN_FIXED_BYTES + PLOT_BYTES * int(plot) + series * copies
+
+
+def check_output_dir(out_dir: Path, need_bytes: int = 0) -> None:
+    """Raises :class:`OutputDirError` unless ``out_dir`` (created if missing) takes a file
+    (one is created and removed: permissions, a read-only filesystem, quotas) and its
+    filesystem has ``need_bytes`` free. Called before any run starts."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise OutputDirError(f"--out {out_dir}: exists and is not a directory")
+    made = [p for p in [out_dir, *out_dir.parents] if not p.exists()]
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise OutputDirError(f"--out {out_dir}: cannot create it ({e.strerror or e})") from None
+    try:
+        try:
+            fd, probe = tempfile.mkstemp(dir=out_dir, prefix=".aqmlab-write-check.", suffix=".tmp")
+            try:
+                os.write(fd, b"x")
+            finally:
+                os.close(fd)
+                os.unlink(probe)
+        except OSError as e:
+            raise OutputDirError(f"--out {out_dir}: not writable ({e.strerror or e})") from None
+        if need_bytes > 0:
+            free = shutil.disk_usage(out_dir).free
+            if free < need_bytes:
+                raise OutputDirError(
+                    f"--out {out_dir}: {_size(free)} free, the runs need about {_size(need_bytes)} "
+                    "(free some space, or choose another --out)"
+                )
+    except OutputDirError:
+        for d in made:  # nothing is left behind: the directories made for the check go again
+            with contextlib.suppress(OSError):
+                d.rmdir()
+        raise
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if n < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n} B"
+
+
+def _remove_temporaries_below(out_dir: Path, runs: Sequence[RunSpec]) -> None:
+    """Removes the ``.*.tmp`` files a killed suite left in ``out_dir`` and its run directories."""
+    remove_temporaries(out_dir)
+    for r in runs:
+        if r.run_dir.is_dir():
+            remove_temporaries(r.run_dir)
 
 
 # --------------------------------------------------------------------------------------
@@ -64,6 +239,7 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
     """
     run_dir = Path(task["run_dir"])
     t0 = time.perf_counter()
+    _test_kill_hook(str(run_dir))
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         remove_temporaries(run_dir)  # left by a run that was killed while writing
@@ -90,24 +266,64 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
         return {"ok": False, "run_dir": str(run_dir), "error": f"{type(e).__name__}: {msg}", "seconds": 0.0}
 
 
+#: Test hook: a run whose directory path contains this environment variable's value kills
+#: its own worker process (SIGKILL) when it starts, as the OOM killer would. For the tests
+#: of a dead worker (tests/python/test_reliability.py); never set in normal use.
+KILL_HOOK_ENV = "AQMLAB_TEST_KILL_WORKER"
+
+
+def _test_kill_hook(run_dir: str) -> None:
+    mark = os.environ.get(KILL_HOOK_ENV)
+    if mark and mark in run_dir:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+
 def _die_with_parent() -> None:
-    """Linux: the kernel kills this worker when the process that started it dies
-    (PR_SET_PDEATHSIG), so a SIGKILLed `aqmlab suite run` leaves no worker behind."""
+    """Linux: the kernel sends this worker SIGTERM when the process that started it dies
+    (PR_SET_PDEATHSIG), so a SIGKILLed `aqmlab suite run` leaves no worker behind; the
+    worker's SIGTERM handler (:func:`_on_sigterm`) removes its temporary files on the way out.
+    A watchdog thread ends the worker, cleanly or not, should that not happen within seconds
+    (the engine releases the GIL while it runs, so the thread runs beside it)."""
     import ctypes
     import multiprocessing as mp
-    import os
-    import signal
+    import threading
 
     parent = mp.parent_process()
     if parent is None:
         return  # the CLI process itself (jobs = 1): it must outlive nothing
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
     except (OSError, AttributeError):
-        return  # not Linux: workers end when their pipes close
+        pass  # not Linux: the watchdog below
     if os.getppid() != parent.pid:
         os._exit(1)  # the parent died before the signal was armed
+    ppid = parent.pid
+
+    def watchdog() -> None:
+        gone = None
+        while True:
+            time.sleep(0.5)
+            if os.getppid() != ppid:
+                if gone is None:
+                    gone = time.monotonic()
+                    with contextlib.suppress(OSError):
+                        os.kill(os.getpid(), signal.SIGTERM)
+                elif time.monotonic() - gone > 3.0:
+                    os._exit(1)
+
+    threading.Thread(target=watchdog, name="aqmlab-parent-watchdog", daemon=True).start()
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    """A worker told to stop (by the suite process, or by the kernel when that process died):
+    leaving by SystemExit runs the ``finally`` blocks that remove the run's temporary files
+    (the engine checks for signals once per sampling step). SIGALRM's default action ends the
+    worker anyway should that take more than two seconds."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(2)
+    raise SystemExit(128 + signum)
 
 
 def _init_worker(plots: bool = True) -> None:
@@ -121,6 +337,24 @@ def _init_worker(plots: bool = True) -> None:
     # the engine, api and output are imported with this module
 
 
+def _worker_main(conn: Any, plots: bool) -> None:
+    """A local pool's worker: takes ``(index, task)`` from ``conn``, sends back ``(index,
+    result)``, until ``None`` or the pipe closes. Ctrl-C at a terminal reaches the whole
+    process group: the worker ignores it and lets the suite process stop it (SIGTERM)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    _init_worker(plots)
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return
+        if msg is None:
+            return
+        i, task = msg
+        conn.send((i, execute_run(task)))
+
+
 # --------------------------------------------------------------------------------------
 # Executors
 # --------------------------------------------------------------------------------------
@@ -132,55 +366,131 @@ class ExecutorUnavailable(RuntimeError):
     pass
 
 
+def _death(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            return f"killed by {signal.Signals(-exitcode).name}"
+        except ValueError:
+            return f"killed by signal {-exitcode}"
+    return f"exit status {exitcode}"
+
+
 def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None:
-    """Runs tasks in this process (jobs == 1) or a pool of ``jobs`` spawned worker processes."""
+    """Runs tasks in this process (jobs == 1) or on ``jobs`` spawned worker processes.
+
+    Each worker holds one run at a time, so a worker that dies (the OOM killer, a crash, a
+    kill) is known to have taken exactly that run: it is run again on a fresh worker, and a run
+    that kills two workers fails alone; the other runs are not touched. The workers are plain
+    processes with one pipe each (no semaphore, so no resource tracker). Leaving by any
+    exception (Ctrl-C, SIGTERM) stops the workers (SIGTERM, then SIGKILL after a second),
+    removes the temporary files of the runs they held, and re-raises."""
     plots = any(t.get("plot", True) for t in tasks)
     if jobs <= 1 or len(tasks) <= 1:
         _init_worker(plots)
         for i, t in enumerate(tasks):
             on_done(i, execute_run(t))
         return
-    import multiprocessing as mp
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    _LocalPool(tasks, min(jobs, len(tasks)), plots, on_done).run()
 
-    from concurrent.futures.process import BrokenProcessPool
 
-    ctx = mp.get_context("spawn")
-    attempts = [0] * len(tasks)
-    todo = list(range(len(tasks)))
-    while todo:
-        # A worker that dies (OOM killer, a crash) breaks the whole pool: the runs it took
-        # down with it are run again on a fresh pool, and a run that breaks two pools fails.
-        retry: list[int] = []
-        with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=ctx, initializer=_init_worker, initargs=(plots,)) as pool:
-            futures = {pool.submit(execute_run, tasks[i]): i for i in todo}
-            pending = set(futures)
-            try:
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for f in done:
-                        i = futures[f]
+class _LocalPool:
+    #: A run is tried on this many workers before it fails.
+    ATTEMPTS = 2
+
+    def __init__(self, tasks: list[dict[str, Any]], jobs: int, plots: bool, on_done: Callback) -> None:
+        import multiprocessing as mp
+
+        self.ctx = mp.get_context("spawn")
+        self.tasks, self.jobs, self.plots, self.on_done = tasks, jobs, plots, on_done
+        self.workers: list[list[Any]] = []  # [process, conn, task index or None]
+        self.attempts = [0] * len(tasks)
+
+    def _spawn(self) -> list[Any]:
+        parent_end, child_end = self.ctx.Pipe()
+        p = self.ctx.Process(target=_worker_main, args=(child_end, self.plots), name="aqmlab-worker", daemon=True)
+        p.start()
+        child_end.close()
+        return [p, parent_end, None]
+
+    def run(self) -> None:
+        from collections import deque
+        from multiprocessing.connection import wait
+
+        queue = deque(range(len(self.tasks)))
+        try:
+            for _ in range(self.jobs):
+                self.workers.append(self._spawn())  # one by one: an interruption stops those started
+            while True:
+                for w in self.workers:
+                    if w[2] is None and queue:
+                        w[2] = queue.popleft()
                         try:
-                            res = f.result()
-                        except BrokenProcessPool:
-                            attempts[i] += 1
-                            if attempts[i] < 2:
-                                retry.append(i)
-                                continue
-                            res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": "its worker died twice (killed, or out of memory?)"}
-                        except Exception as e:  # noqa: BLE001 - an error outside execute_run
-                            res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": f"worker failed: {e}"}
-                        on_done(i, res)
-            except BaseException:
-                for f in pending:
-                    f.cancel()
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-        todo = sorted(retry)
+                            w[1].send((w[2], self.tasks[w[2]]))
+                        except OSError:
+                            pass  # the worker died idle: found below by its sentinel, the run tried again
+                busy = [w for w in self.workers if w[2] is not None]
+                if not busy:
+                    return
+                ready = set(wait([w[1] for w in busy] + [w[0].sentinel for w in busy]))
+                for w in busy:
+                    if w[1] in ready or w[0].sentinel in ready:
+                        self._collect(w, ready, queue)
+        finally:
+            self._stop()
+
+    def _collect(self, w: list[Any], ready: set[Any], queue: Any) -> None:
+        proc, conn, i = w
+        res = None
+        try:
+            if conn.poll():
+                j, res = conn.recv()
+                w[2] = None
+                self.on_done(j, res)
+                return
+        except (EOFError, OSError):
+            pass
+        if proc.sentinel not in ready and proc.is_alive():
+            return
+        # The worker died holding run i: it alone is affected.
+        proc.join()
+        conn.close()
+        self.attempts[i] += 1
+        if self.attempts[i] < self.ATTEMPTS:
+            queue.appendleft(i)
+        else:
+            self.on_done(i, {"ok": False, "run_dir": self.tasks[i]["run_dir"],
+                             "error": f"its worker died {self.attempts[i]} times ({_death(proc.exitcode)}; out of memory?)"})
+        remove_temporaries(Path(self.tasks[i]["run_dir"]))
+        self.workers.remove(w)
+        if queue:
+            self.workers.append(self._spawn())
+
+    def _stop(self) -> None:
+        held = [w[2] for w in self.workers if w[2] is not None]
+        for p, conn, i in self.workers:
+            try:
+                if i is None and p.is_alive():
+                    conn.send(None)
+                elif p.is_alive():
+                    p.terminate()  # SIGTERM: the worker removes its temporaries and leaves
+            except (OSError, ValueError):
+                pass
+        deadline = time.monotonic() + 1.5
+        for p, conn, _ in self.workers:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join()
+            with contextlib.suppress(OSError):
+                conn.close()
+        for i in held:
+            remove_temporaries(Path(self.tasks[i]["run_dir"]))
+        self.workers = []
 
 
-def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None) -> None:
-    """Runs tasks on a Dask cluster (``address``), or a local one with ``jobs`` workers."""
+def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None, host: str = "127.0.0.1") -> None:
+    """Runs tasks on a Dask cluster (``address``), or a local one with ``jobs`` workers whose
+    scheduler and workers listen on ``host`` only (loopback unless asked otherwise)."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -192,7 +502,18 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
         client = Client(address)
     else:
         # Bound to loopback: the cluster aqmlab starts for itself accepts no outside connection.
-        cluster = LocalCluster(n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None, host="127.0.0.1")
+        # One run per worker at a time (worker-saturation 1.0), so that a worker that dies
+        # takes only its own run; that run is tried on a fresh worker once more
+        # (allowed-failures 1) and then fails alone, as on the local pool.
+        import dask
+
+        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.scheduler.allowed-failures": 1}):
+            # Its log (a restarted worker, a rescheduled run) stays off stderr: a run that
+            # fails is reported as one line like any other failed run.
+            cluster = LocalCluster(
+                n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None, host=host,
+                silence_logs=logging.CRITICAL,
+            )
         client = Client(cluster)
     try:
         futures = client.map(execute_run, tasks, pure=False)
@@ -202,7 +523,11 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
             try:
                 res = f.result()
             except Exception as e:  # noqa: BLE001
-                res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": f"dask task failed: {e}"}
+                if type(e).__name__ == "KilledWorker":
+                    msg = "its Dask worker died on every attempt (killed, or out of memory?)"
+                else:
+                    msg = "dask task failed: " + (" ".join(str(e).split()) or type(e).__name__)
+                res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": msg}
             on_done(i, res)
     finally:
         client.close()
@@ -230,6 +555,8 @@ class SuiteOutcome:
     failed: list[tuple[RunSpec, str]]
     seconds: float
     records: list[rep.Record] = field(default_factory=list)
+    #: Runs found damaged or partial (not finished, yet something of them on disk) and run again.
+    damaged: list[RunSpec] = field(default_factory=list)
 
 
 def run_suite(
@@ -246,6 +573,7 @@ def run_suite(
     html: bool = False,
     executor: str = "local",
     dask_address: str | None = None,
+    dask_host: str = "127.0.0.1",
     force: bool = False,
     progress: bool = True,
     report: bool = True,
@@ -271,8 +599,15 @@ def run_suite(
                 f"aqmlab: {len(runs)} runs > {AUTO_PLOTS_MAX_RUNS}: no per-run throughput_rtt.png (--plots writes them; "
                 "`aqmlab plot RUN_DIR` draws one later)\n"
             )
-    todo = [r for r in runs if force or not is_done(r, pcap)]
+    states = [("new", "") if force else run_state(r, pcap) for r in runs]
+    todo = [r for r, (st, _) in zip(runs, states) if st != "done"]
+    damaged = [(r, why) for r, (st, why) in zip(runs, states) if st == "damaged"]
     reused = len(runs) - len(todo)
+    if damaged and progress:
+        for r, why in damaged[:5]:
+            sys.stderr.write(f"aqmlab: {r.rel_dir}: damaged ({why}): running it again\n")
+        if len(damaged) > 5:
+            sys.stderr.write(f"aqmlab: ... and {len(damaged) - 5} more damaged runs: running them again\n")
     failed: list[tuple[RunSpec, str]] = []
     t0 = time.perf_counter()
     tasks = [
@@ -282,7 +617,9 @@ def run_suite(
         for r in todo
     ]
 
-    out_dir.mkdir(parents=True, exist_ok=True)
+    need = sum(estimate_run_bytes(r.text, plot=bool(plots), html=html, flent=flent) for r in todo)
+    check_output_dir(out_dir, need)
+    _remove_temporaries_below(out_dir, runs)
     if html:
         atomic_write_text(out_dir / htmlreport.PLOTLY_JS, htmlreport.plotly_js())
     prog = _Progress(suite.name, len(runs), reused, enabled=progress)
@@ -298,13 +635,14 @@ def run_suite(
 
         if tasks:
             if executor == "dask" or dask_address:
-                run_dask(tasks, jobs, on_done, dask_address)
+                run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
             elif executor == "local":
                 run_local(tasks, jobs, on_done)
             else:
                 raise SuiteError(f"--executor {executor}: expected local or dask")
     failed.sort(key=lambda f: runs.index(f[0]))
-    outcome = SuiteOutcome(suite, out_dir, runs, len(todo) - len(failed), reused, failed, time.perf_counter() - t0)
+    outcome = SuiteOutcome(suite, out_dir, runs, len(todo) - len(failed), reused, failed, time.perf_counter() - t0,
+                           damaged=[r for r, _ in damaged])
     if report:
         outcome.records = rep.load_records(runs)
         rep.write_results_csv(outcome.records, suite, out_dir / RESULTS)

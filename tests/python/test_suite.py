@@ -460,13 +460,11 @@ def test_bad_input_from_the_real_command_line(tmp_path):
     assert proc.stderr.count("\n") == 1 and "has no axis 'bandwidth'" in proc.stderr
 
 
-def test_dask_executor_without_dask_is_a_clean_error(tmp_path):
-    try:
-        import dask.distributed  # noqa: F401
+def test_dask_executor_without_dask_is_a_clean_error(tmp_path, monkeypatch):
+    import sys
 
-        pytest.skip("dask.distributed is installed")
-    except ImportError:
-        pass
+    monkeypatch.setitem(sys.modules, "dask", None)  # as if not installed: importing it fails
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)
     code, _, stderr = cli("suite", "run", *TINY, "--executor", "dask", "--out", tmp_path / "o")
     assert code == 2
     assert stderr.strip() == "aqmlab: the dask executor needs dask.distributed: pip install 'dask[distributed]'"
