@@ -6,7 +6,9 @@
    ``aqmlab suite run --no-plots`` with the local process pool at 1 and 2 jobs and with Dask
    (``--executor dask``: a LocalCluster on 127.0.0.1) at 1 and 2 workers. Runs per wall-second
    of the whole command (start-up, pool or cluster start, runs, REPORT.md) and the efficiency
-   ``throughput(N) / (N x throughput(1))`` of the same executor. Dask rows are skipped with a
+   ``throughput(N) / (N x throughput(1))`` of the same executor, and the CPU time of all the
+   command's processes (per run: the per-run cost that wall time hides when the machine has
+   fewer free cores than workers). Dask rows are skipped with a
    note when ``dask[distributed]`` is not installed (``make bench-deps``).
 2. **Link rate** 10 Mbit/s .. 100 Gbit/s: 2 CUBIC flows, 20 ms, fq_codel, durations shortened
    as the rate grows so that each run is a few million packets at most.
@@ -49,8 +51,9 @@ def aqmlab_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "aqmlab"]
 
 
-def timed(cmd: list[str]) -> tuple[float, int]:
-    """Runs cmd (output discarded unless it fails); returns (wall s, peak RSS in bytes)."""
+def timed(cmd: list[str]) -> tuple[float, int, float]:
+    """Runs cmd (output discarded unless it fails); returns (wall s, peak RSS in bytes, CPU s:
+    user + sys of the process and the worker processes it waited for)."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, ru = os.wait4(p.pid, 0)
@@ -60,7 +63,7 @@ def timed(cmd: list[str]) -> tuple[float, int]:
         err = p.stderr.read().decode(errors="replace").strip() if p.stderr else ""
         raise RuntimeError(f"{' '.join(cmd[:3])} ... exited {code}: {err[-400:]}")
     p.stderr.close()
-    return wall, ru.ru_maxrss * 1024
+    return wall, ru.ru_maxrss * 1024, ru.ru_utime + ru.ru_stime
 
 
 def scenario(rate_mbps: float, flows: int, duration_s: float) -> str:
@@ -78,7 +81,7 @@ def one_run(text: str, work: Path, repeat: int) -> dict:
     for _ in range(repeat):
         out = work / "run"
         shutil.rmtree(out, ignore_errors=True)
-        wall, rss = timed([*aqmlab_cmd(), "run", str(scen), "--out", str(out), "--no-plot", "--no-html", "--no-flent", "-q"])
+        wall, rss, _ = timed([*aqmlab_cmd(), "run", str(scen), "--out", str(out), "--no-plot", "--no-html", "--no-flent", "-q"])
         s = json.loads((out / "summary.json").read_text())
         r = {"wall_s": wall, "rss": rss, "engine_s": s["wall_seconds"], "events": s["events"], "packets": s["bottleneck"]["packets"]}
         if best is None:
@@ -134,15 +137,15 @@ def sweep_table(work: Path, repeat: int, suite: str, seeds: int) -> None:
     except ImportError:
         have_dask = False
     print(f"## Sweep throughput: `aqmlab suite run {suite} --seeds {seeds} --no-plots`\n")
-    print("| executor | workers | runs | wall s | runs/s | efficiency vs 1 worker |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| executor | workers | runs | wall s | runs/s | efficiency vs 1 worker | CPU s (all processes) | CPU ms/run |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     base: dict[str, float] = {}
     for executor in ("local", "dask"):
         for n in (1, 2):
             if executor == "dask" and not have_dask:
-                print(f"| dask | {n} | - | - | - | not installed (make bench-deps) |")
+                print(f"| dask | {n} | - | - | - | not installed (make bench-deps) | - | - |")
                 continue
-            walls = []
+            walls, cpus = [], []
             runs = 0
             for _ in range(repeat):
                 out = work / "sweep"
@@ -150,14 +153,19 @@ def sweep_table(work: Path, repeat: int, suite: str, seeds: int) -> None:
                 cmd = [*aqmlab_cmd(), "suite", "run", suite, "--seeds", str(seeds), "--no-plots", "--jobs", str(n), "--out", str(out)]
                 if executor == "dask":
                     cmd += ["--executor", "dask"]
-                wall, _ = timed(cmd)
+                wall, _, cpu = timed(cmd)
                 walls.append(wall)
+                cpus.append(cpu)
                 runs = sum(1 for _ in out.rglob("summary.json"))
             shutil.rmtree(work / "sweep", ignore_errors=True)
             thr = runs / min(walls)
             base.setdefault(executor, thr)
             eff = thr / (n * base[executor])
-            print(f"| {executor} | {n} | {runs} | {min(walls):.1f} | {thr:.2f} | {eff:.2f} |", flush=True)
+            cpu = min(cpus)
+            print(
+                f"| {executor} | {n} | {runs} | {min(walls):.1f} | {thr:.2f} | {eff:.2f} | {cpu:.1f} | {cpu / max(runs, 1) * 1e3:.0f} |",
+                flush=True,
+            )
     print()
 
 
