@@ -16,8 +16,8 @@ Per tool and scenario it prints the minimum over the repeats of
 - the simulation only: aqmlab's ``summary.json`` ``wall_seconds`` (the engine's event loop),
   ns-3's ``Simulator::Run()`` timed inside the binary; and the CPU time of the same (ns-3:
   ``CLOCK_PROCESS_CPUTIME_ID`` around ``Run()``; aqmlab, whose summary has wall time only:
-  ``time.process_time()`` around the engine call of ``aqmlab.run()``, in a second process of
-  its own so that the process figures above are those of the plain command);
+  ``bench/engine_cpu.py``, ``time.process_time()`` around the engine call of ``aqmlab.run()``
+  in a second process, so that the process figures above are those of the plain command);
 - the bottleneck's packets (aqmlab ``bottleneck.packets``, ns-3 the forward queue disc's
   ``nTotalSentPackets``) per simulation wall-second, and events per bottleneck packet;
 - goodput (bytes delivered x 8 over the time from the flow's start to the end; aqmlab's
@@ -163,29 +163,6 @@ def aqmlab_cmd() -> list[str]:
     return [str(exe)] if exe.exists() else [sys.executable, "-m", "aqmlab"]
 
 
-# The engine's CPU time, which summary.json does not have: aqmlab.run() in a process of its own,
-# with process_time around the call into the engine (api._call_engine: the Rust simulation and
-# its summary and series handed back, the Python front end's DataFrame left out; the whole
-# aqmlab.run() when that hook is not there).
-ENGINE_CPU = """
-import sys, time
-import aqmlab.api as a
-spent = []
-inner = getattr(a, "_call_engine", None)
-if inner is not None:
-    def timed_call(fn, *args):
-        c = time.process_time()
-        try:
-            return inner(fn, *args)
-        finally:
-            spent.append(time.process_time() - c)
-    a._call_engine = timed_call
-c = time.process_time()
-a.run(open(sys.argv[1]).read())
-print(spent[-1] if spent else time.process_time() - c)
-"""
-
-
 def run_aqmlab(s: Scenario, work: Path) -> dict:
     scen = work / f"{s.key}.toml"
     scen.write_text(s.toml())
@@ -194,7 +171,7 @@ def run_aqmlab(s: Scenario, work: Path) -> dict:
     wall, cpu, _ = timed([*aqmlab_cmd(), "run", str(scen), "--out", str(out), "--no-plot", "--no-html", "--no-flent", "-q"])
     summary = json.loads((out / "summary.json").read_text())
     shutil.rmtree(out, ignore_errors=True)
-    _, _, engine = timed([sys.executable, "-c", ENGINE_CPU, str(scen)])
+    _, _, engine = timed([sys.executable, str(ROOT / "bench" / "engine_cpu.py"), str(scen)])
     return {
         "wall_s": wall,
         "cpu_s": cpu,
