@@ -211,8 +211,9 @@ def best(runs: list[dict]) -> dict:
     are deterministic for a seed, so every repeat does the same work)."""
     b = dict(runs[0])
     for k in ("wall_s", "cpu_s", "sim_wall_s", "sim_cpu_s"):
-        if k in b:
-            b[k] = min(r[k] for r in runs)
+        values = [r[k] for r in runs if k in r]
+        if values:
+            b[k] = min(values)
     return b
 
 
@@ -224,23 +225,25 @@ def table(s: Scenario, res: dict[str, dict]) -> str:
     lines = [
         f"### {s.describe()}",
         "",
-        "| tool | process wall s | process CPU s | simulation wall s | simulation CPU s | bottleneck pkts | pkts per sim wall-s | events/pkt | goodput Mbit/s (sum) | per flow min..max | Jain |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| tool | process wall s | process CPU s | simulation wall s | simulation CPU s | bottleneck pkts | pkts per sim wall-s | pkts per sim CPU-s | events/pkt | goodput Mbit/s (sum) | per flow min..max | Jain |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for tool in ("aqmlab", "ns-3"):
         r = res.get(tool)
         if r is None:
-            lines.append(f"| {tool} | - | - | - | - | - | - | - | - | - | - |")
+            lines.append(f"| {tool} | - | - | - | - | - | - | - | - | - | - | - |")
             continue
         if "error" in r:
-            lines.append(f"| {tool} | {r['error']} |  |  |  |  |  |  |  |  |  |")
+            lines.append(f"| {tool} | {r['error']} |  |  |  |  |  |  |  |  |  |  |")
             continue
         g = r["goodput_mbps"]
         pkts = r["bottleneck_packets"]
-        sim_cpu = f"{r['sim_cpu_s']:.3f}" if "sim_cpu_s" in r else "-"  # old --json files
+        has_cpu = "sim_cpu_s" in r  # old --json files lack it
+        sim_cpu = f"{r['sim_cpu_s']:.3f}" if has_cpu else "-"
+        cpu_rate = rate(pkts / r["sim_cpu_s"]) if has_cpu and r["sim_cpu_s"] > 0 else "-"
         lines.append(
             f"| {tool} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {r['sim_wall_s']:.3f} | {sim_cpu} | {pkts:,} | "
-            f"{rate(pkts / r['sim_wall_s'])} | {r['events'] / max(pkts, 1):.1f} | {sum(g):.2f} | "
+            f"{rate(pkts / r['sim_wall_s'])} | {cpu_rate} | {r['events'] / max(pkts, 1):.1f} | {sum(g):.2f} | "
             f"{min(g):.2f}..{max(g):.2f} | {jain(g):.4f} |"
         )
     a, n = res.get("aqmlab"), res.get("ns-3")
@@ -254,6 +257,23 @@ def table(s: Scenario, res: dict[str, dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def print_saved(files: list[Path]) -> int:
+    pooled: dict[str, dict[str, list[dict]]] = {}
+    for f in files:
+        try:
+            saved = json.loads(f.read_text())
+        except (OSError, ValueError) as e:
+            print(f"compare_ns3: --from-json {f}: {e}", file=sys.stderr)
+            return 2
+        for k, entry in saved.items():
+            for tool, runs in entry.get("runs", {}).items():
+                pooled.setdefault(k, {}).setdefault(tool, []).extend(runs)
+    for k in SCENARIOS:
+        if k in pooled:
+            print(table(SCENARIOS[k], {t: best(r) for t, r in pooled[k].items() if r}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", default=",".join(SCENARIOS), help="scenarios to run, e.g. a,b (default: all, a..e)")
@@ -262,7 +282,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tools", default="aqmlab,ns-3", help="aqmlab, ns-3 or both (default)")
     ap.add_argument("--ns3-timeout", type=float, default=3600, help="seconds before an ns-3 run is abandoned (default 3600)")
     ap.add_argument("--json", type=Path, help="also write every run's measurements here")
+    ap.add_argument(
+        "--from-json", type=Path, nargs="+", metavar="FILE",
+        help="run nothing: print the tables of earlier --json files (runs of one scenario and tool pooled across the files)",
+    )  # fmt: skip
     args = ap.parse_args(argv)
+    if args.from_json:
+        return print_saved(args.from_json)
 
     keys = [k.strip() for k in args.only.split(",") if k.strip()]
     skip = {k.strip() for k in args.skip.split(",") if k.strip()}
