@@ -130,10 +130,10 @@ def rate_table(work: Path, repeat: int, max_rate: float) -> None:
     print()
 
 
-def flow_table(work: Path, repeat: int, max_flows: int) -> None:
+def flow_table(work: Path, repeat: int, max_flows: int, counts: list[int]) -> None:
     print("## Wall time against flow count (1 Gbit/s, 20 ms, fq_codel, 5 s)\n")
     print(COST_HEAD.format("flows"))
-    for n in FLOWS:
+    for n in counts:
         if n > max_flows:
             continue
         r = one_run(scenario(1000, n, 5), work, repeat)
@@ -188,12 +188,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suite", default="jarvinen-kojo", help="the suite the sweep table runs (default jarvinen-kojo)")
     ap.add_argument("--seeds", type=int, default=1, help="--seeds for the sweep (default 1: 56 J-K runs)")
     ap.add_argument("--max-flows", type=int, default=10_000, help="largest flow count (default 10000)")
+    ap.add_argument("--flows", default=",".join(map(str, FLOWS)), help="flow counts of the flow table (default 1,10,100,1000,10000)")
     ap.add_argument("--max-rate", type=float, default=100_000, help="largest link rate, Mbit/s (default 100000)")
     args = ap.parse_args(argv)
     tables = [t.strip() for t in args.only.split(",") if t.strip()]
     bad = [t for t in tables if t not in ("sweep", "rate", "flows")]
     if bad or not tables:
         print(f"scaling: --only {args.only}: expected sweep, rate and/or flows", file=sys.stderr)
+        return 2
+    try:
+        counts = [int(x) for x in args.flows.split(",") if x.strip()]
+    except ValueError:
+        counts = []
+    if not counts or min(counts) < 1:
+        print(f"scaling: --flows {args.flows}: expected flow counts such as 1,10,100", file=sys.stderr)
         return 2
     if args.repeat < 1 or args.seeds < 1:
         print("scaling: --repeat and --seeds: expected at least 1", file=sys.stderr)
@@ -209,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         if "rate" in tables:
             rate_table(work, args.repeat, args.max_rate)
         if "flows" in tables:
-            flow_table(work, args.repeat, args.max_flows)
+            flow_table(work, args.repeat, args.max_flows, counts)
     return 0
 
 

@@ -84,7 +84,7 @@ def test_compare_bad_arguments_exit_2(argv, capsys):
     assert "compare_ns3:" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("argv", [["--only", "speed"], ["--repeat", "0"]])
+@pytest.mark.parametrize("argv", [["--only", "speed"], ["--repeat", "0"], ["--flows", "10,x"], ["--flows", "0"]])
 def test_scaling_bad_arguments_exit_2(argv, capsys):
     assert scaling.main(argv) == 2
     assert "scaling:" in capsys.readouterr().err
