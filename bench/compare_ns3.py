@@ -122,15 +122,16 @@ def build_ns3(root: Path) -> Path:
         *[f"-lns3.44-{m}" for m in NS3_LIBS],
     ]  # fmt: skip
     print(f"compare_ns3: building {exe.relative_to(ROOT)} (g++, about a minute)", file=sys.stderr)
-    subprocess.run(cmd, check=True)
+    if subprocess.run(cmd).returncode != 0:
+        sys.exit(f"compare_ns3: building the ns-3 dumbbell failed (command: {' '.join(cmd)})")
     return exe
 
 
 def timed(cmd: list[str], cwd: Path | None = None, timeout: float | None = None) -> tuple[float, float, str]:
     """Runs cmd; returns (wall s, CPU s of the process (user + sys), stdout)."""
-    with tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as errf:
         t0 = time.perf_counter()
-        p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, cwd=cwd)
+        p = subprocess.Popen(cmd, stdout=out, stderr=errf, cwd=cwd)
         try:
             _, status, ru = _wait4(p, timeout)
         except subprocess.TimeoutExpired:
@@ -138,9 +139,10 @@ def timed(cmd: list[str], cwd: Path | None = None, timeout: float | None = None)
             p.wait()
             raise
         wall = time.perf_counter() - t0
-        err = p.stderr.read().decode(errors="replace") if p.stderr else ""
         code = os.waitstatus_to_exitcode(status)
         if code != 0:
+            errf.seek(0)
+            err = errf.read().decode(errors="replace")
             raise RuntimeError(f"{cmd[0]} exited {code}: {err.strip()[-500:]}")
         out.seek(0)
         return wall, ru.ru_utime + ru.ru_stime, out.read().decode()

@@ -58,14 +58,15 @@ def timed(cmd: list[str], capture: bool = False):
     (wall s, peak RSS, stdout)."""
     t0 = time.perf_counter()
     out = tempfile.TemporaryFile() if capture else subprocess.DEVNULL
-    p = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE)
-    _, status, ru = os.wait4(p.pid, 0)
-    wall = time.perf_counter() - t0
-    p.returncode = code = os.waitstatus_to_exitcode(status)
-    if code != 0:
-        err = p.stderr.read().decode(errors="replace").strip() if p.stderr else ""
-        raise RuntimeError(f"{' '.join(cmd[:3])} ... exited {code}: {err[-400:]}")
-    p.stderr.close()
+    with tempfile.TemporaryFile() as errf:  # a file, not a pipe: nothing blocks on a full pipe
+        p = subprocess.Popen(cmd, stdout=out, stderr=errf)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        p.returncode = code = os.waitstatus_to_exitcode(status)
+        if code != 0:
+            errf.seek(0)
+            err = errf.read().decode(errors="replace").strip()
+            raise RuntimeError(f"{' '.join(cmd[:3])} ... exited {code}: {err[-400:]}")
     if capture:
         out.seek(0)
         text = out.read().decode()
