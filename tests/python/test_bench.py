@@ -94,3 +94,14 @@ def test_scaling_scenarios_are_accepted():
     for _, mbps, dur in scaling.RATES:
         api.resolve(scaling.scenario(mbps, 2, dur))
     api.resolve(scaling.scenario(1000, max(scaling.FLOWS), 5))
+
+
+def test_bench_extra_has_what_the_scripts_import():
+    # make bench-deps installs pyproject's [bench] extra; compare_ns3.py needs the ns3 wheel
+    # (3.44: the dumbbell links libns3.44-*), scaling.py's Dask rows dask.distributed
+    root = BENCH.parent
+    extra = tomllib.loads((root / "pyproject.toml").read_text())["project"]["optional-dependencies"]["bench"]
+    assert any(re.fullmatch(r"ns3==3\.44(\.post\d+)?", d) for d in extra)
+    assert any(d.startswith("dask[distributed]") for d in extra)
+    assert "libns3.44-" in (BENCH / "compare_ns3.py").read_text()
+    assert re.search(r"^bench-deps:", (root / "Makefile").read_text(), re.M)
