@@ -3,7 +3,9 @@
 #   make demo   set up .venv, build the engine into it, run the two-CUBIC demo and the
 #               l4s-tests S6 suite plus a slice of S1 -> out/demo/ (REPORT.md per suite)
 #   make test   cargo tests (profile test-release) + pytest (installs tshark and ns-2.35 first: make test-tools)
-#   make bench  engine benchmark
+#   make bench  engine benchmark + scaling tables (bench/scaling.py; make bench-deps for Dask)
+#   make bench-deps  the optional benchmark dependencies (ns3 wheel, dask) into .venv;
+#               then .venv/bin/python bench/compare_ns3.py (aqmlab vs ns-3 3.44, side by side)
 #
 # Setup is cached with stamp files in .venv/, so a second run only rebuilds what changed.
 
@@ -20,12 +22,12 @@ DEMO_OUT := out/demo
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(wildcard crates/*/Cargo.toml) \
 	$(shell find crates -name '*.rs' -not -path '*/target/*' 2>/dev/null)
 
-.PHONY: all setup demo validate test test-rust test-python test-tools bench clean distclean help
+.PHONY: all setup demo validate test test-rust test-python test-tools bench bench-deps clean distclean help
 
 all: demo
 
 help:
-	@sed -n '3,9p' Makefile
+	@sed -n '3,11p' Makefile
 
 # 1. The virtualenv with the runtime + test dependencies (read from pyproject.toml) and maturin.
 $(DEPS_STAMP): pyproject.toml
@@ -84,8 +86,15 @@ test-tools:
 validate: $(EXT_STAMP)
 	$(VENV)/bin/aqmlab validate --out out/validate
 
-bench:
+bench: $(EXT_STAMP)
 	cargo run --release -p aqmlab-sim --bin aqmlab-bench
+	$(VPY) bench/scaling.py
+
+# Optional: only the benchmarks need them (the [bench] extra of pyproject.toml).
+bench-deps: $(EXT_STAMP)
+	$(VPY) -m pip install --quiet --disable-pip-version-check \
+		$$($(VPY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
+		print(" ".join(p["project"]["optional-dependencies"]["bench"]))')
 
 clean:
 	rm -rf out python/aqmlab/_sim*.so $(EXT_STAMP)
