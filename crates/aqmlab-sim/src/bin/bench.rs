@@ -10,6 +10,7 @@
 //!
 //! Columns: bottleneck packets (dequeued by the forward bottleneck), engine wall seconds
 //! (`Simulation::run`, scenario parsing and building excluded; `build s` is `Simulation::new`),
+//! the CPU seconds (user + system) of the run (less disturbed by other processes than wall),
 //! bottleneck packets per wall-second, ns per bottleneck packet, events per packet, peak RSS.
 //! Last line: the cost per packet at 1000 flows over that at 10 flows (issue #15: <= 1.3).
 //!
@@ -58,29 +59,31 @@ extern "C" {
     fn getrusage(who: i32, usage: *mut Rusage) -> i32;
 }
 
-/// Peak resident set size of this process in KiB.
-fn peak_rss_kib() -> u64 {
+/// This process's resource use: (peak resident set size in KiB, user + system CPU seconds).
+fn rusage() -> (u64, f64) {
     let mut u = Rusage { utime: [0; 2], stime: [0; 2], maxrss: 0, rest: [0; 13] };
     // SAFETY: `u` has the layout of Linux's `struct rusage`; RUSAGE_SELF = 0.
     let rc = unsafe { getrusage(0, &mut u) };
-    if rc == 0 {
-        u.maxrss as u64
-    } else {
-        0
+    if rc != 0 {
+        return (0, 0.0);
     }
+    let secs = |tv: [i64; 2]| tv[0] as f64 + tv[1] as f64 * 1e-6;
+    (u.maxrss as u64, secs(u.utime) + secs(u.stime))
 }
 
-/// One run of a case in this process; prints `build_s wall_s packets events rss_kib`.
+/// One run of a case in this process; prints `build_s wall_s packets events rss_kib cpu_s`.
 fn child(key: &str) {
     let case = CASES.iter().find(|c| c.key == key).expect("known case");
     let sc = Scenario::from_toml(&case.scenario(), &[]).expect("bench scenario is valid");
     let t0 = Instant::now();
     let sim = Simulation::new(&sc);
     let build = t0.elapsed().as_secs_f64();
+    let cpu0 = rusage().1;
     let t1 = Instant::now();
     let out = sim.run();
     let wall = t1.elapsed().as_secs_f64();
-    println!("{build} {wall} {} {} {}", out.summary.bottleneck.packets, out.summary.events, peak_rss_kib());
+    let (rss, cpu1) = rusage();
+    println!("{build} {wall} {} {} {rss} {}", out.summary.bottleneck.packets, out.summary.events, cpu1 - cpu0);
 }
 
 struct Row {
@@ -89,6 +92,7 @@ struct Row {
     pkts: u64,
     events: u64,
     rss_kib: u64,
+    cpu: f64,
 }
 
 fn run_case(key: &str, repeat: usize) -> Row {
@@ -99,7 +103,7 @@ fn run_case(key: &str, repeat: usize) -> Row {
         assert!(out.status.success(), "case {key} failed: {}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8_lossy(&out.stdout);
         let f: Vec<&str> = text.split_whitespace().collect();
-        let r = Row { build: f[0].parse().unwrap(), wall: f[1].parse().unwrap(), pkts: f[2].parse().unwrap(), events: f[3].parse().unwrap(), rss_kib: f[4].parse().unwrap() };
+        let r = Row { build: f[0].parse().unwrap(), wall: f[1].parse().unwrap(), pkts: f[2].parse().unwrap(), events: f[3].parse().unwrap(), rss_kib: f[4].parse().unwrap(), cpu: f[5].parse().unwrap() };
         best = Some(match best {
             None => r,
             Some(b) => Row {
@@ -108,6 +112,7 @@ fn run_case(key: &str, repeat: usize) -> Row {
                 pkts: r.pkts,
                 events: r.events,
                 rss_kib: b.rss_kib.max(r.rss_kib),
+                cpu: b.cpu.min(r.cpu),
             },
         });
     }
@@ -130,10 +135,10 @@ fn main() {
             filters.push(a.clone());
         }
     }
-    println!("each case: {repeat} runs in fresh processes; minimum wall time, maximum peak RSS (shared machine)");
+    println!("each case: {repeat} runs in fresh processes; minimum wall and CPU time, maximum peak RSS (shared machine)");
     println!(
-        "{:<38} {:>10} {:>8} {:>8} {:>12} {:>8} {:>8} {:>9}",
-        "case", "bneck pkts", "build s", "wall s", "pkt/wall-s", "ns/pkt", "ev/pkt", "RSS MiB"
+        "{:<38} {:>10} {:>8} {:>8} {:>8} {:>12} {:>8} {:>8} {:>9}",
+        "case", "bneck pkts", "build s", "wall s", "cpu s", "pkt/wall-s", "ns/pkt", "ev/pkt", "RSS MiB"
     );
     let mut ns_per_pkt = std::collections::HashMap::new();
     for case in CASES.iter().filter(|c| filters.is_empty() || filters.iter().any(|f| f == c.key)) {
@@ -141,11 +146,12 @@ fn main() {
         let ns = r.wall * 1e9 / r.pkts as f64;
         ns_per_pkt.insert(case.key, ns);
         println!(
-            "{:<38} {:>10} {:>8.3} {:>8.3} {:>12.0} {:>8.1} {:>8.2} {:>9.1}",
+            "{:<38} {:>10} {:>8.3} {:>8.3} {:>8.3} {:>12.0} {:>8.1} {:>8.2} {:>9.1}",
             case.label,
             r.pkts,
             r.build,
             r.wall,
+            r.cpu,
             r.pkts as f64 / r.wall,
             ns,
             r.events as f64 / r.pkts as f64,
