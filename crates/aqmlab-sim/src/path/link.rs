@@ -66,12 +66,15 @@ pub struct Link {
     retry_at: Option<Time>,
     /// `stats.queues` index of each of the current discipline's sub-queues.
     queue_slots: Vec<usize>,
+    /// The last packet length serialised and its time at `rate` (most packets are one of a
+    /// few sizes; `Rate::serialisation` divides in 128 bits). `u32::MAX`: none yet.
+    tx_memo: (u32, Time),
     pub stats: LinkStats,
 }
 
 impl Link {
     pub fn new(rate: Rate, qdisc: Box<dyn Qdisc>) -> Self {
-        let mut link = Link { rate, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), stats: LinkStats::default() };
+        let mut link = Link { rate, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), tx_memo: (u32::MAX, Time::ZERO), stats: LinkStats::default() };
         link.map_queues();
         link
     }
@@ -95,6 +98,7 @@ impl Link {
     /// The spike tracker's delay thresholds follow the rate.
     pub fn set_rate(&mut self, rate: Rate, now: Time) {
         self.rate = rate;
+        self.tx_memo = (u32::MAX, Time::ZERO);
         if let Some(s) = &mut self.stats.spikes {
             s.set_rate(now, rate, self.qdisc.backlog_bytes());
         }
@@ -177,7 +181,10 @@ impl Link {
         };
         let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
         self.stats.queues[q].record(ctx.now - pkt.enqueued_at);
-        let tx = self.rate.serialisation(pkt.wire_len);
+        if self.tx_memo.0 != pkt.wire_len {
+            self.tx_memo = (pkt.wire_len, self.rate.serialisation(pkt.wire_len));
+        }
+        let tx = self.tx_memo.1;
         self.stats.busy += tx;
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += pkt.wire_len as u64;
