@@ -172,7 +172,7 @@ impl Built {
         let mut links = Vec::new();
         let mut add_link = |elements: &mut Vec<Element>, name: &str, spec: &qdisc::QdiscSpec, rate, label: &str| {
             let mut ctx = qdisc::BuildCtx { link_rate: rate, mtu: LINK_MTU, rng: Stream::new(sc.seed, label), stack: sc.stack };
-            elements.push(Element::Link(Link::new(rate, spec.build(&mut ctx))));
+            elements.push(Element::Link(Box::new(Link::new(rate, spec.build(&mut ctx)))));
             links.push(SharedLink::new(name, elements.len() - 1, spec.text(), rate));
             (elements.len() - 1) as u32
         };

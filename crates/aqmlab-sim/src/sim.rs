@@ -235,11 +235,8 @@ impl Simulation {
 
     /// Executes every event up to and including time `t` (or the end of the run).
     pub fn run_until(&mut self, t: Time) {
-        while let Some(at) = self.events.peek_time() {
-            if at > t.min(self.end) {
-                break;
-            }
-            let (at, ev) = self.events.pop().expect("peeked");
+        let limit = t.min(self.end);
+        while let Some((at, ev)) = self.events.pop_due(limit) {
             // Invariant, checked in every run: simulated time never goes back (an event
             // scheduled in the past is a bug that would otherwise go unnoticed).
             assert!(at >= self.now, "invariant violated: monotonic time: an event at {at} popped at {}", self.now);

@@ -29,7 +29,10 @@ impl ElementCtx<'_> {
 /// The element kinds, dispatched by `match` (no virtual call on the packet path).
 pub enum Element {
     Delay(DelayLine),
-    Link(Link),
+    /// Boxed: a link is large (its packet on the wire, its statistics) and there are few,
+    /// while every flow has two delay lines; unboxed, every element took a link's size, so
+    /// 1000 flows' delay lines were spread over several times the memory they use.
+    Link(Box<Link>),
     /// Rewrites the ECN field of every packet passing (the studies' iptables `bleach_ecn`
     /// and `dscp_to_ect1` helpers on the middlebox, ahead of the AQM); no delay.
     EcnRewrite(Ecn),
@@ -73,13 +76,13 @@ impl Element {
     /// The link this element is; panics for another kind (shared links are links).
     pub fn as_link(&self) -> &Link {
         match self {
-            Element::Link(l) => l,
+            Element::Link(l) => &**l,
             _ => unreachable!("shared links are links"),
         }
     }
     pub fn as_link_mut(&mut self) -> &mut Link {
         match self {
-            Element::Link(l) => l,
+            Element::Link(l) => &mut **l,
             _ => unreachable!("shared links are links"),
         }
     }
@@ -116,7 +119,7 @@ mod tests {
     #[test]
     fn link_serialises_back_to_back_at_its_rate() {
         let mut q = EventQueue::default();
-        let mut link = Element::Link(Link::new(Rate(12_000_000), Box::new(Fifo::pfifo(10))));
+        let mut link = Element::Link(Box::new(Link::new(Rate(12_000_000), Box::new(Fifo::pfifo(10)))));
         let mut out = vec![];
         for seq in 0..3 {
             let mut p = Packet::new(0, Direction::Forward, Kind::Data, 1500);
@@ -197,7 +200,7 @@ mod tests {
         let mut l = Link::new(Rate(12_000_000), Box::new(Fifo::pfifo(10)));
         // 1 ms at 12 Mbit/s = 1500 bytes; 2 ms = 3000 bytes.
         l.stats.spikes = Some(SpikeTracker::new(&[ms(1), ms(2)], Rate(12_000_000), Time::ZERO));
-        let mut link = Element::Link(l);
+        let mut link = Element::Link(Box::new(l));
         let mut out = vec![];
         for _ in 0..3 {
             link.receive(Packet::new(0, Direction::Forward, Kind::Data, 1500), &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
@@ -208,6 +211,12 @@ mod tests {
         let r = l.stats.spikes.as_ref().unwrap().summary(ms(10));
         assert_eq!((r[0].longest_s, r[0].total_s, r[0].peak_ms), (0.001, 0.001, 2.0));
         assert_eq!(r[1].longest_s, 0.0, "3000 bytes is not above 2 ms worth");
+    }
+
+    #[test]
+    fn elements_are_small() {
+        // Every flow has two delay lines: they should pack densely in the element table.
+        assert!(std::mem::size_of::<Element>() <= 64, "{}", std::mem::size_of::<Element>());
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct Link {
     retry_at: Option<Time>,
     /// `stats.queues` index of each of the current discipline's sub-queues.
     queue_slots: Vec<usize>,
+    /// The last packet length serialised and its time at `rate` (most packets are one of a
+    /// few sizes; `Rate::serialisation` divides in 128 bits). `u32::MAX`: none yet.
+    tx_memo: (u32, Time),
     pub stats: LinkStats,
 }
 
@@ -103,7 +106,7 @@ impl Link {
         self.htb = Some(HtbBucket { burst_bytes, buffer, tokens: buffer, checkpoint: Time::ZERO });
     }
     pub fn new(rate: Rate, qdisc: Box<dyn Qdisc>) -> Self {
-        let mut link = Link { rate, htb: None, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), stats: LinkStats::default() };
+        let mut link = Link { rate, htb: None, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), tx_memo: (u32::MAX, Time::ZERO), stats: LinkStats::default() };
         link.map_queues();
         link
     }
@@ -127,6 +130,7 @@ impl Link {
     /// The spike tracker's delay thresholds follow the rate.
     pub fn set_rate(&mut self, rate: Rate, now: Time) {
         self.rate = rate;
+        self.tx_memo = (u32::MAX, Time::ZERO);
         // `tc class change` sends a new buffer (the burst at the new rate); tokens are kept.
         if let Some(b) = &mut self.htb {
             b.buffer = rate.serialisation(b.burst_bytes).as_nanos() as i64;
@@ -216,7 +220,10 @@ impl Link {
         };
         let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
         self.stats.queues[q].record(ctx.now - pkt.enqueued_at);
-        let tx = self.rate.serialisation(pkt.wire_len);
+        if self.tx_memo.0 != pkt.wire_len {
+            self.tx_memo = (pkt.wire_len, self.rate.serialisation(pkt.wire_len));
+        }
+        let tx = self.tx_memo.1;
         self.stats.busy += tx;
         self.stats.tx_packets += 1;
         self.stats.tx_bytes += pkt.wire_len as u64;

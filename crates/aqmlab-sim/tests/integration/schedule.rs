@@ -72,7 +72,7 @@ name = "f"
 #[test]
 fn the_packet_on_the_wire_completes_at_the_old_rate() {
     let mut q = EventQueue::default();
-    let mut link = Element::Link(Link::new(Rate(12_000_000), Box::new(Fifo::pfifo(10))));
+    let mut link = Element::Link(Box::new(Link::new(Rate(12_000_000), Box::new(Fifo::pfifo(10)))));
     let mut out = vec![];
     for _ in 0..3 {
         let p = Packet::new(0, Direction::Forward, Kind::Data, 1500);

@@ -259,7 +259,9 @@ impl TcpSender {
             app_open: false,
             total_segs,
             last_seg_payload,
-            sb: VecDeque::with_capacity(256),
+            // Grows (doubling) to the largest flight the connection has had; starting small
+            // keeps 1000s of flows' rings small and the ring's slots in cache.
+            sb: VecDeque::with_capacity(16),
             retransmit_hint: 0,
             ts_head: NIL,
             ts_tail: NIL,
