@@ -1112,8 +1112,10 @@ impl Scenario {
                 return err(&k("size"), format!("{} is out of range 42..65535 bytes", p.size()));
             }
         }
-        if let Some(b) = self.bottleneck.htb_burst.filter(|&b| b > 100_000_000) {
-            return err("bottleneck.htb_burst", format!("{b} is out of range 0..100000000 bytes"));
+        // tc reads `burst 0` as no burst given (its default, 1600 with high-resolution timers):
+        // a zero bucket cannot be configured (iproute2 tc/q_htb.c `if (!buffer)`).
+        if let Some(b) = self.bottleneck.htb_burst.filter(|&b| b == 0 || b > 100_000_000) {
+            return err("bottleneck.htb_burst", format!("{b} is out of range 1..100000000 bytes (tc takes 0 as its default burst, 1600)"));
         }
         for (i, c) in self.bottleneck.changes.iter().enumerate() {
             let k = |name: &str| format!("bottleneck.changes[{i}].{name}");
@@ -1537,8 +1539,13 @@ count = 2        # optional: this many identical flows
         assert_eq!(ns2.bottleneck.upstream[0].qdisc.args().uint("limit"), 50);
         assert_eq!(ns2.bottleneck.changes[0].qdisc.as_ref().unwrap().args().uint("limit"), 50);
         assert_eq!(ns2.return_path.as_ref().unwrap().qdisc.args().uint("limit"), 70, "given: kept");
+        // ns-default.tcl `Queue set limit_ 50`, inherited by Queue/RED and Queue/DropTail.
+        assert_eq!(ns2.bottleneck.qdisc.args().uint("limit"), 50, "hred on ns2-2013");
+        let fifo = Scenario::from_toml(&format!("stack = \"ns2-2013\"\n{}", text.replace("\"hred\"", "\"pfifo\"")), &[]).unwrap();
+        assert_eq!(fifo.bottleneck.qdisc.args().uint("limit"), 50, "pfifo on ns2-2013 (DropTail)");
         let linux = Scenario::from_toml(&text, &[]).unwrap();
         assert!(!linux.bottleneck.qdisc.args().flag("wait"));
+        assert_eq!(linux.bottleneck.qdisc.args().uint("limit"), 100, "hred's own default on linux");
         assert_eq!(linux.bottleneck.upstream[0].qdisc.args().uint("limit"), 1000);
         let nowait = Scenario::from_toml(&format!("stack = \"ns2-2013\"\n{}", text.replace("\"hred\"", "\"hred nowait\"")), &[]).unwrap();
         assert!(!nowait.bottleneck.qdisc.args().flag("wait"));
@@ -1619,6 +1626,8 @@ count = 2        # optional: this many identical flows
         assert_eq!(s.bottleneck.htb_burst, Some(1600));
         let e = Scenario::from_toml(MINIMAL, &["bottleneck.htb_burst=200000000".to_string()]).unwrap_err().to_string();
         assert!(e.contains("bottleneck.htb_burst"), "{e}");
+        let e = Scenario::from_toml(MINIMAL, &["bottleneck.htb_burst=0".to_string()]).unwrap_err().to_string();
+        assert!(e.contains("bottleneck.htb_burst") && e.contains("default"), "tc reads 0 as its default: {e}");
     }
 
     #[test]

@@ -88,22 +88,89 @@ pub struct Link {
 /// (`__get_hz`, stored id 8317524314), which the kernel prints as `NSEC_PER_SEC /
 /// hrtimer_resolution` (`psched_show`, net/sched/sch_api.c, stored id 2122108): 10^9 with
 /// high-resolution timers, so the default burst is 0 + 1600 bytes.
+///
+/// Units and rounding as tc and the kernel compute them (not the serialiser's exact
+/// nanoseconds): the rate is tc's bytes per second (`get_rate64`: bits / 8, truncated); the
+/// bucket depth is tc's `tc_calc_xmittime(rate, burst)` of iproute2 before 2025 (the burst's
+/// time as a double in µs truncated to a whole µs, times 15.625 psched ticks per µs truncated
+/// to a u32 tick count; `tc/tc_core.c`, stored id 7858765843; the 2025 change to `ceil` and the
+/// UINT_MAX cap, stored id 10631590947, is later than the record) and the kernel's
+/// `PSCHED_TICKS2NS` (64 ns a tick); a packet's cost is `psched_l2t_ns`, `(len · mult) >> shift`
+/// with `psched_ratecfg_precompute__`'s mult and shift (`net/sched/sch_generic.c`, stored id
+/// 23450883), len = the wire length (no `overhead`/`mpu`/linklayer: tc's defaults 0, 0,
+/// ethernet). `htb_charge_class` credits at most `mbuffer` (60 s) per charge and keeps the
+/// tokens above −60 s (`htb_accnt_tokens`, stored id 2148738). rate = ceil and burst = cburst,
+/// so the ceil bucket (`ctokens`) is the same bucket and the class never borrows; the parent
+/// class 1:1 of the record, charged the same, never limits it.
 #[derive(Clone, Copy, Debug)]
 struct HtbBucket {
     burst_bytes: u32,
-    /// `buffer`: the burst's time at the rate.
+    /// `buffer` (ns): the burst's time at the rate, in whole psched ticks.
     buffer: i64,
+    /// `psched_ratecfg` of the rate: ns per byte as `mult >> shift`.
+    mult: u64,
+    shift: u32,
     /// `tokens` (ns), as of `checkpoint` (`t_c`).
     tokens: i64,
     checkpoint: Time,
+}
+
+/// `cl->mbuffer` (sch_htb.c `htb_change_class`: 60 s).
+const HTB_MBUFFER: i64 = 60_000_000_000;
+
+impl HtbBucket {
+    fn new(rate: Rate, burst_bytes: u32) -> HtbBucket {
+        let mut b = HtbBucket { burst_bytes, buffer: 0, mult: 1, shift: 0, tokens: 0, checkpoint: Time::ZERO };
+        b.set_rate(rate);
+        b.tokens = b.buffer;
+        b
+    }
+    /// `tc class change ... rate R ceil R`: new ratecfg and buffer, tokens kept.
+    fn set_rate(&mut self, rate: Rate) {
+        let bytes_ps = (rate.bits_per_sec() / 8).max(1);
+        // tc_calc_xmittime: µs as a double, truncated to unsigned int, then ticks truncated.
+        let us = (1_000_000f64 * (self.burst_bytes as f64 / bytes_ps as f64)) as u32;
+        let ticks = (us as f64 * (1000.0 / 64.0)) as u32;
+        self.buffer = (ticks as i64) << 6;
+        // psched_ratecfg_precompute__: the largest mult below 2^31 (or until factor overflows).
+        let mut factor: u64 = 1_000_000_000;
+        let mut shift = 0;
+        let mut mult;
+        loop {
+            mult = factor / bytes_ps;
+            if mult & (1 << 31) != 0 || factor & (1 << 63) != 0 {
+                break;
+            }
+            factor <<= 1;
+            shift += 1;
+        }
+        self.mult = mult;
+        self.shift = shift;
+    }
+    /// `psched_l2t_ns`.
+    fn l2t(&self, len: u32) -> i64 {
+        ((len as u64 * self.mult) >> self.shift) as i64
+    }
+    /// Tokens at `now` for the mode test (`htb_class_mode`, diff capped at `mbuffer`).
+    fn tokens_at(&self, now: Time) -> i64 {
+        self.tokens + ((now - self.checkpoint).as_nanos() as i64).min(HTB_MBUFFER)
+    }
+    /// `htb_accnt_tokens` after a dequeue of `len` bytes at `now`.
+    fn charge(&mut self, len: u32, now: Time) {
+        let mut toks = self.tokens_at(now).min(self.buffer) - self.l2t(len);
+        if toks <= -HTB_MBUFFER {
+            toks = 1 - HTB_MBUFFER;
+        }
+        self.tokens = toks;
+        self.checkpoint = now;
+    }
 }
 
 impl Link {
     /// Makes this link an HTB class of the given burst on an ifb device ([`HtbBucket`]); the
     /// class starts with a full bucket (`htb_change_class`: `cl->tokens = buffer`).
     pub fn set_htb_burst(&mut self, burst_bytes: u32) {
-        let buffer = self.rate.serialisation(burst_bytes).as_nanos() as i64;
-        self.htb = Some(HtbBucket { burst_bytes, buffer, tokens: buffer, checkpoint: Time::ZERO });
+        self.htb = Some(HtbBucket::new(self.rate, burst_bytes));
     }
     pub fn new(rate: Rate, qdisc: Box<dyn Qdisc>) -> Self {
         let mut link = Link { rate, htb: None, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), tx_memo: (u32::MAX, Time::ZERO), stats: LinkStats::default() };
@@ -133,7 +200,7 @@ impl Link {
         self.tx_memo = (u32::MAX, Time::ZERO);
         // `tc class change` sends a new buffer (the burst at the new rate); tokens are kept.
         if let Some(b) = &mut self.htb {
-            b.buffer = rate.serialisation(b.burst_bytes).as_nanos() as i64;
+            b.set_rate(rate);
         }
         if let Some(s) = &mut self.stats.spikes {
             s.set_rate(now, rate, self.qdisc.backlog_bytes());
@@ -234,9 +301,7 @@ impl Link {
     /// [`HtbBucket`]: dequeue while the tokens allow, each packet passing on at once.
     fn htb_dequeue(&mut self, ctx: &mut ElementCtx) {
         while !self.qdisc.is_empty() {
-            let b = self.htb.as_mut().expect("htb link");
-            let elapsed = (ctx.now - b.checkpoint).as_nanos() as i64;
-            let toks = b.tokens.saturating_add(elapsed);
+            let toks = self.htb.as_ref().expect("htb link").tokens_at(ctx.now);
             if toks < 0 {
                 let t = ctx.now + Time((-toks) as u64);
                 if self.retry_at.map_or(true, |r| r <= ctx.now || r > t) {
@@ -256,9 +321,7 @@ impl Link {
                 return;
             };
             let tx = self.rate.serialisation(pkt.wire_len);
-            let b = self.htb.as_mut().expect("htb link");
-            b.tokens = toks.min(b.buffer) - tx.as_nanos() as i64;
-            b.checkpoint = ctx.now;
+            self.htb.as_mut().expect("htb link").charge(pkt.wire_len, ctx.now);
             let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
             self.stats.queues[q].record(ctx.now - pkt.enqueued_at);
             self.stats.busy += tx;
@@ -286,5 +349,47 @@ impl Link {
         }
         self.start_next(ctx);
         self.observe_backlog(ctx.now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// tc's bucket depth and the kernel's packet cost, by hand. At 3 Mbit/s (375000 B/s) the
+    /// 1600-byte burst is 4266.67 µs: tc truncates to 4266 µs, then to 66656 ticks (× 15.625),
+    /// 4265984 ns; a 1414-byte packet costs (1414 · 2796202666) >> 20 = 3770666 ns, where the
+    /// serialiser rounds to 3770667. At 100 Mbit/s both are exact (128 µs, 113.12 µs).
+    #[test]
+    fn htb_bucket_uses_tc_ticks_and_the_kernels_mult_shift() {
+        let b = HtbBucket::new(Rate(3_000_000), 1600);
+        assert_eq!((b.buffer, b.mult, b.shift), (4_265_984, 2_796_202_666, 20));
+        assert_eq!(b.tokens, b.buffer, "a new class starts with a full bucket");
+        assert_eq!(b.l2t(1414), 3_770_666);
+        assert_eq!(Rate(3_000_000).serialisation(1414).as_nanos(), 3_770_667);
+        let f = HtbBucket::new(Rate(100_000_000), 1600);
+        assert_eq!((f.buffer, f.l2t(1414)), (128_000, 113_120));
+        // A rate change resizes the bucket and the cost; the tokens stay.
+        let mut c = f;
+        c.tokens = -5;
+        c.set_rate(Rate(3_000_000));
+        assert_eq!((c.buffer, c.l2t(1414), c.tokens), (4_265_984, 3_770_666, -5));
+    }
+
+    /// `mbuffer`: a charge credits at most 60 s of idle time, and the debt stops at 60 s.
+    #[test]
+    fn htb_bucket_credits_at_most_60_s_and_owes_at_most_60_s() {
+        // 100 kbit/s, 1 MB burst: an 80 s bucket (tc: 80000000 µs, 1.25e9 ticks).
+        let mut b = HtbBucket::new(Rate(100_000), 1_000_000);
+        assert_eq!(b.buffer, 80_000_000_000);
+        b.tokens = -30_000_000_000;
+        assert_eq!(b.tokens_at(Time::from_secs(100)), 30_000_000_000, "not 70 s");
+        b.charge(1414, Time::from_secs(100));
+        assert_eq!(b.tokens, 30_000_000_000 - 113_120_000);
+        assert_eq!(b.checkpoint, Time::from_secs(100));
+        // 65535 B cost 5.2428 s; from −59 s the debt would pass −60 s: it is held at 1 − 60 s.
+        b.tokens = -59_000_000_000;
+        b.charge(65535, Time::from_secs(100));
+        assert_eq!(b.tokens, 1 - 60_000_000_000);
     }
 }

@@ -6,6 +6,7 @@
 use super::queue::PacketQueue;
 use super::{Args, BuildCtx, Enqueued, Param, QdiscConfig, QdiscKind, QdiscStats, Qdisc, Type, Value};
 use crate::packet::Packet;
+use crate::profile::Stack;
 use crate::time::Time;
 use crate::units::Limit;
 use std::sync::Arc;
@@ -112,7 +113,8 @@ pub const PFIFO: QdiscKind = QdiscKind {
     doc: "tail-drop FIFO limited in packets (sch_fifo.c)",
     params: &[Param::uint("limit", 1, u32::MAX as u64, 1000)
         .unit("packets")
-        .doc("queue limit (Linux default: the device txqueuelen)")],
+        .stack_defaults(&[(Stack::Ns2_2013, Value::Uint(50))])
+        .doc("queue limit (Linux default: the device txqueuelen; ns2-2013: DropTail's ns-default.tcl Queue limit_ 50)")],
     build,
 };
 

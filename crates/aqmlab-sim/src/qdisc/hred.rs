@@ -226,7 +226,10 @@ pub const HRED: QdiscKind = QdiscKind {
     name: "hred",
     doc: "ns-2 RED in packets (gentle, idle-time decay), as the load-transient study ran it",
     params: &[
-        Param::uint("limit", 1, u32::MAX as u64, 100).unit("packets").doc("buffer limit"),
+        Param::uint("limit", 1, u32::MAX as u64, 100)
+            .unit("packets")
+            .stack_defaults(&[(Stack::Ns2_2013, Value::Uint(50))])
+            .doc("buffer limit (ns2-2013: ns-default.tcl Queue limit_ 50)"),
         real("min", 1e9, 3.0).unit("packets").doc("minimum threshold of the average queue"),
         real("max", 1e9, 40.0).unit("packets").doc("maximum threshold, above min"),
         real("wq", 1.0, 0.02).doc("weight of the average (above 0)"),
