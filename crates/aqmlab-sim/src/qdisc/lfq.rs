@@ -13,7 +13,9 @@
 //! one FIFO. Each flow has its own COBALT-SCE state on the plain sojourn ([`CobaltSce`],
 //! low-latency parameters for DSCP 4); the last packet of a flow is never dropped; one idle
 //! flow's state decays per dequeue. With `memlimit`, packets are dropped from the head of
-//! the bulk queue (then the sparse queue) to make room. CAKE's deficit-mode shaper
+//! the bulk queue (then the sparse queue) to make room. The kernel sets `sch->limit = 10240`
+//! and never checks it; the model does ([`sce::PACKET_LIMIT`], with a byte bound of
+//! [`sce::byte_limit`]), dropping the arriving packet beyond either. CAKE's deficit-mode shaper
 //! ([`super::shaper`]) paces the output. See docs/algorithms/sce-qdiscs.md.
 
 use super::cobalt::{CobaltSce, SceParams, Share};
@@ -114,6 +116,9 @@ impl ScanQueue {
 struct FlowData {
     deficit: i32,
     backlog: u32,
+    /// Of `backlog`, the packets in the bulk queue (not in the kernel: it feeds
+    /// [`Lfq::unskipped_bulk`]).
+    bulk: u32,
     skip: bool,
     dirty: bool,
 }
@@ -126,6 +131,11 @@ pub struct Lfq {
     flows: Vec<FlowData>,
     /// Flows whose data changed since the last sweep (`dirty_flows`).
     dirty: Vec<u16>,
+    /// Bulk packets whose flow is not flagged `skip`. When it is zero the kernel's scan
+    /// would walk every remaining bulk packet and sweep at the tail; the model sweeps at
+    /// once (the same outcome: the sweep does not depend on where the scan stood). With one
+    /// unresponsive flow, whose every packet is skipped, the walk cost O(queue) per packet.
+    unskipped_bulk: usize,
     cvars: Vec<CobaltSce>,
     params: SceParams,
     params_ll: SceParams,
@@ -133,6 +143,8 @@ pub struct Lfq {
     /// `psched_mtu`: the deficit credit per round.
     mtu: u32,
     buffer_limit: Option<u64>,
+    /// Bytes the queues may hold ([`sce::byte_limit`]).
+    byte_limit: u64,
     shaper: Shaper,
     comp: Compensation,
     perturb: u32,
@@ -151,12 +163,14 @@ impl Lfq {
             bulk: ScanQueue::new(),
             flows: vec![FlowData::default(); FLOWS],
             dirty: Vec::with_capacity(FLOWS),
+            unskipped_bulk: 0,
             cvars: vec![CobaltSce::default(); FLOWS],
             params,
             params_ll,
             decay_index: 0,
             mtu,
             buffer_limit: cfg.tc.memlimit,
+            byte_limit: sce::byte_limit(mtu, cfg.tc.memlimit),
             shaper: Shaper::new(cfg.tc.bytes_per_sec()),
             comp: cfg.tc.comp,
             perturb,
@@ -190,6 +204,7 @@ impl Lfq {
             let d = &mut self.flows[f as usize];
             if d.skip {
                 d.skip = false;
+                self.unskipped_bulk += d.bulk as usize;
             } else if d.backlog == 0 {
                 d.deficit = 0;
             }
@@ -206,14 +221,35 @@ impl Lfq {
         d.backlog -= 1;
         d.deficit -= len as i32;
         if d.deficit < 0 {
+            if !d.skip {
+                self.unskipped_bulk -= d.bulk as usize;
+            }
             d.skip = true;
             d.deficit += self.mtu as i32;
         }
         self.set_dirty(flow);
     }
 
+    /// A packet of `flow` joins the bulk queue.
+    fn bulk_joined(&mut self, flow: u16) {
+        let d = &mut self.flows[flow as usize];
+        d.bulk += 1;
+        self.unskipped_bulk += !d.skip as usize;
+    }
+
+    /// A packet of `flow` left the bulk queue.
+    fn bulk_left(&mut self, flow: u16) {
+        let d = &mut self.flows[flow as usize];
+        d.bulk -= 1;
+        self.unskipped_bulk -= !d.skip as usize;
+    }
+
     /// The bulk packet the scan serves next (`lfq_dequeue`'s scan loop): sends and removes it.
     fn take_bulk(&mut self) -> (Packet, u16) {
+        if self.unskipped_bulk == 0 {
+            // Every bulk packet is skipped: the scan would run off the tail and sweep.
+            self.sweep();
+        }
         loop {
             let Some(flow) = self.bulk.scan_flow() else {
                 self.sweep();
@@ -222,7 +258,9 @@ impl Lfq {
             if !self.flows[flow as usize].skip {
                 let len = self.bulk.scan_wire_len();
                 self.send(flow, len);
-                return self.bulk.pull();
+                let out = self.bulk.pull();
+                self.bulk_left(flow);
+                return out;
             }
             self.bulk.scan_next();
         }
@@ -239,7 +277,12 @@ impl Qdisc for Lfq {
         if let Some(limit) = self.buffer_limit {
             // Make room by dropping from the head of the bulk queue, then the sparse queue.
             while self.backlog() + pkt.wire_len as u64 > limit {
-                let Some((_, f)) = self.bulk.pop().or_else(|| self.sparse.pop()) else {
+                let f = if let Some((_, f)) = self.bulk.pop() {
+                    self.bulk_left(f);
+                    f
+                } else if let Some((_, f)) = self.sparse.pop() {
+                    f
+                } else {
                     self.stats.drops += 1;
                     self.stats.overlimits += 1;
                     return Enqueued::Dropped;
@@ -249,6 +292,10 @@ impl Qdisc for Lfq {
                 self.stats.drops += 1;
                 self.stats.overlimits += 1;
             }
+        }
+        if self.qlen() >= sce::PACKET_LIMIT || self.backlog() + pkt.wire_len as u64 > self.byte_limit {
+            self.stats.overlimit_drop();
+            return Enqueued::Dropped;
         }
         if self.qlen() == 0 {
             self.shaper.unstale(now);
@@ -260,6 +307,7 @@ impl Qdisc for Lfq {
         } else {
             pkt.queue = 1;
             self.bulk.push(pkt, flow);
+            self.bulk_joined(flow);
         }
         self.flows[flow as usize].backlog += 1;
         self.set_dirty(flow);
@@ -529,5 +577,64 @@ mod tests {
         assert!(e.contains("sce-thresh"), "{e}");
         let e = QdiscSpec::parse("lfq_cobalt flows 4").unwrap_err();
         assert!(e.contains("'flows'"), "{e}");
+    }
+
+    #[test]
+    fn queues_are_bounded_in_packets_and_bytes() {
+        let t = Time::from_secs(1);
+        let mut q = build("lfq_cobalt");
+        for i in 0..sce::PACKET_LIMIT as u32 {
+            assert_eq!(q.enqueue(pkt(i % 5, 43, i, t), t), Enqueued::Queued);
+        }
+        assert_eq!(q.enqueue(pkt(9, 43, 0, t), t), Enqueued::Dropped);
+        assert_eq!((q.len(), q.stats().drops, q.stats().overlimits), (sce::PACKET_LIMIT, 1, 1));
+        let mut q = build("lfq_cobalt");
+        let n = (0..1000).take_while(|&i| q.enqueue(pkt(1, 65_000, i, t), t) == Enqueued::Queued).count();
+        assert_eq!(n as u64, sce::byte_limit(MTU, None) / 65_000);
+        // A larger memlimit raises the byte bound (CAKE's max(limit x MTU, memlimit)).
+        let mut q = build("lfq_cobalt memlimit 32mb");
+        let n = (0..1000).take_while(|&i| q.enqueue(pkt(1, 65_000, i, t), t) == Enqueued::Queued).count();
+        assert!(n as u64 > sce::byte_limit(MTU, None) / 65_000, "{n}");
+    }
+
+    /// `unskipped_bulk` (the count that lets a scan over only skipped packets sweep at once)
+    /// equals a recount after every operation of a mixed run of flows and packet sizes; a
+    /// single backlogged flow (always skipped after its first packet, the case the count
+    /// makes O(1) per dequeue) is served in order.
+    #[test]
+    fn unskipped_count_matches_a_recount() {
+        let recount = |q: &Lfq| {
+            let mut n = 0;
+            let mut i = q.bulk.ends.head;
+            while i != NIL {
+                n += !q.flows[q.bulk.slab.get(i).flow as usize].skip as usize;
+                i = q.bulk.slab.next(i);
+            }
+            n
+        };
+        let mut q = build("lfq_cobalt memlimit 40000");
+        let mut rng = Stream::new(7, "lfq-recount");
+        let mut now = Time::from_secs(1);
+        for i in 0..20_000u32 {
+            now = now + Time(rng.next_u32() as u64 % 20_000);
+            if rng.next_u32() % 5 < 3 {
+                let len = [64, 500, 1514][rng.next_u32() as usize % 3];
+                q.enqueue(pkt(rng.next_u32() % 6, len, i, now), now);
+            } else {
+                q.dequeue(now);
+            }
+            assert_eq!(q.unskipped_bulk, recount(&q), "after operation {i}");
+        }
+        let mut q = build("lfq_cobalt");
+        for i in 0..sce::PACKET_LIMIT as u32 {
+            q.enqueue(pkt(1, 43, i, t0()), t0());
+        }
+        let seqs: Vec<u32> = (0..sce::PACKET_LIMIT).map(|_| q.dequeue(t0()).unwrap().tcp.seq).collect();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "FIFO order within the flow");
+        assert_eq!(q.unskipped_bulk, 0);
+    }
+
+    fn t0() -> Time {
+        Time::from_secs(1)
     }
 }
