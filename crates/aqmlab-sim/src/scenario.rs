@@ -1973,4 +1973,22 @@ count = 2        # optional: this many identical flows
         let e = err(&MINIMAL.replace("pfifo limit 1000", "pie tupdate 0us"));
         assert!(e.contains("tupdate"), "{e}");
     }
+
+    /// Issue 14's "inputs that abort the process", items 1-4, each refused with one line
+    /// naming the key (item 5, 1-byte UDP into the SCE qdiscs, is bounded by their queue
+    /// limit: qdisc::cnq/lfq tests and tests/integration/limits.rs).
+    #[test]
+    fn the_inputs_that_aborted_the_process_are_refused() {
+        let cases = [
+            ("[[flows]]\ncc = \"scream\"\nrtt = \"20ms\"\ncount = 1000000000\n", "flows[1].count"),
+            ("[[udp]]\nrtt = \"20ms\"\nframe_rate = 1e-300\n", "udp[0].frame_rate"),
+            ("[[udp]]\nrtt = \"20ms\"\nframe_rate = 1e-9\n", "udp[0].frame_rate"),
+            ("[[workloads]]\nrtt = \"20ms\"\nmean_interarrival = \"11us\"\nstop = \"10s\"\n", "limits.max_memory"),
+            ("[[media]]\nkind = \"scream\"\nrtt = \"20ms\"\nmax_bitrate = \"10Tbit\"\npacket_size = 20\nmicroburst_interval = \"1us\"\n", "media[0].frame_rate"),
+        ];
+        for (extra, key) in cases {
+            let e = err(&format!("{MINIMAL}{extra}"));
+            assert!(e.contains(key) && !e.contains('\n'), "{extra}: {e}");
+        }
+    }
 }
