@@ -91,3 +91,17 @@ def test_an_undeliverable_path_runs_with_a_warning_the_summary_records(tmp_path)
     assert warning.startswith("aqmlab: warning: flows[0]: nothing it sends can arrive before the end"), warning
     summary = json.loads((out / "summary.json").read_text())
     assert summary["warnings"] == [warning.removeprefix("aqmlab: warning: ")]
+
+
+def test_suite_run_takes_the_limits_per_run(tmp_path):
+    tiny = ["l4s-tests/s6", "--filter", "classic=cubic", "--filter", "qdisc=pie", "--set", "duration=3s", "--no-plots", "-q"]
+    out = tmp_path / "s"
+    p = run_cli("suite", "run", *tiny, "--out", out, "--max-events", "1000")
+    assert p.returncode == 2
+    assert "limits.max_events" in _one_line(p.stderr)
+    assert not out.exists()
+    p = run_cli("suite", "run", *tiny, "--out", out, "--max-events", "1e9", "--max-memory", "2GiB", "-j", "1")
+    assert p.returncode == 0, p.stderr
+    for sc in out.glob("runs/*/*/scenario.toml"):
+        text = sc.read_text()
+        assert "max_events = 1000000000" in text and 'max_memory = "2GiB"' in text, text
