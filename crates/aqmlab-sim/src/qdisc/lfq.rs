@@ -43,6 +43,10 @@ struct Node {
     pkt: Packet,
     flow: u16,
     prev: u32,
+    /// Position in arrival order (queue order: packets are only appended).
+    seq: u64,
+    /// The next bulk packet of the same flow (`NIL`: none); not in the kernel.
+    next_same: u32,
 }
 
 /// A doubly linked packet FIFO with a scan pointer (`struct lfq_queue`), in a slab.
@@ -53,27 +57,30 @@ struct ScanQueue {
     scan: u32,
     len: usize,
     bytes: u64,
+    next_seq: u64,
 }
 
 impl ScanQueue {
     fn new() -> ScanQueue {
-        ScanQueue { slab: Slab::with_capacity(1024), ends: Ends::default(), scan: NIL, len: 0, bytes: 0 }
+        ScanQueue { slab: Slab::with_capacity(1024), ends: Ends::default(), scan: NIL, len: 0, bytes: 0, next_seq: 0 }
     }
 
-    /// `lfq_push`: appends; an empty queue's scan starts at the new head.
-    fn push(&mut self, pkt: Packet, flow: u16) {
+    /// `lfq_push`: appends; an empty queue's scan starts at the new head. Returns the node.
+    fn push(&mut self, pkt: Packet, flow: u16) -> u32 {
         let prev = self.ends.tail;
-        let i = self.slab.push_back(&mut self.ends, Node { pkt, flow, prev });
+        let i = self.slab.push_back(&mut self.ends, Node { pkt, flow, prev, seq: self.next_seq, next_same: NIL });
+        self.next_seq += 1;
         if prev == NIL {
             self.scan = i;
         }
         self.len += 1;
         self.bytes += pkt.wire_len as u64;
+        i
     }
 
     /// Unlinks node `i` and returns its contents.
     fn unlink(&mut self, i: u32) -> (Packet, u16) {
-        let (Node { pkt, flow, prev }, next) = self.slab.release(i);
+        let (Node { pkt, flow, prev, .. }, next) = self.slab.release(i);
         match prev {
             NIL => self.ends.head = next,
             p => self.slab.set_next(p, next),
@@ -100,27 +107,28 @@ impl ScanQueue {
         self.unlink(self.scan)
     }
 
-    fn scan_flow(&self) -> Option<u16> {
-        (self.scan != NIL).then(|| self.slab.get(self.scan).flow)
-    }
     fn scan_wire_len(&self) -> u32 {
         self.slab.get(self.scan).pkt.wire_len
-    }
-    fn scan_next(&mut self) {
-        self.scan = self.slab.next(self.scan);
     }
 }
 
 /// `struct lfq_flow_data`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct FlowData {
     deficit: i32,
     backlog: u32,
-    /// Of `backlog`, the packets in the bulk queue (not in the kernel: it feeds
-    /// [`Lfq::unskipped_bulk`]).
-    bulk: u32,
+    /// The flow's first and last packet in the bulk queue, linked by `Node::next_same`
+    /// (`NIL`: none; not in the kernel: they feed [`Lfq::ready`]).
+    bulk_head: u32,
+    bulk_tail: u32,
     skip: bool,
     dirty: bool,
+}
+
+impl Default for FlowData {
+    fn default() -> Self {
+        FlowData { deficit: 0, backlog: 0, bulk_head: NIL, bulk_tail: NIL, skip: false, dirty: false }
+    }
 }
 
 /// `lfq_cobalt`.
@@ -131,11 +139,14 @@ pub struct Lfq {
     flows: Vec<FlowData>,
     /// Flows whose data changed since the last sweep (`dirty_flows`).
     dirty: Vec<u16>,
-    /// Bulk packets whose flow is not flagged `skip`. When it is zero the kernel's scan
-    /// would walk every remaining bulk packet and sweep at the tail; the model sweeps at
-    /// once (the same outcome: the sweep does not depend on where the scan stood). With one
-    /// unresponsive flow, whose every packet is skipped, the walk cost O(queue) per packet.
-    unskipped_bulk: usize,
+    /// (arrival position of its first bulk packet, flow) of every flow that has bulk packets
+    /// and is not flagged `skip`. Every bulk packet before the scan pointer belongs to a
+    /// skipped flow (the scan passed it while its flow was skipped, and flags are only
+    /// cleared by a sweep, which restarts the scan at the head), so the packet the kernel's
+    /// scan walks to is the first of this set, and with the set empty the walk runs off the
+    /// tail and sweeps. The model goes there at once: the walk over skipped packets cost
+    /// O(queue) per packet under unresponsive overload.
+    ready: std::collections::BTreeSet<(u64, u16)>,
     cvars: Vec<CobaltSce>,
     params: SceParams,
     params_ll: SceParams,
@@ -163,7 +174,7 @@ impl Lfq {
             bulk: ScanQueue::new(),
             flows: vec![FlowData::default(); FLOWS],
             dirty: Vec::with_capacity(FLOWS),
-            unskipped_bulk: 0,
+            ready: std::collections::BTreeSet::new(),
             cvars: vec![CobaltSce::default(); FLOWS],
             params,
             params_ll,
@@ -204,7 +215,9 @@ impl Lfq {
             let d = &mut self.flows[f as usize];
             if d.skip {
                 d.skip = false;
-                self.unskipped_bulk += d.bulk as usize;
+                if d.bulk_head != NIL {
+                    self.ready.insert((self.bulk.slab.get(d.bulk_head).seq, f));
+                }
             } else if d.backlog == 0 {
                 d.deficit = 0;
             }
@@ -221,8 +234,8 @@ impl Lfq {
         d.backlog -= 1;
         d.deficit -= len as i32;
         if d.deficit < 0 {
-            if !d.skip {
-                self.unskipped_bulk -= d.bulk as usize;
+            if !d.skip && d.bulk_head != NIL {
+                self.ready.remove(&(self.bulk.slab.get(d.bulk_head).seq, flow));
             }
             d.skip = true;
             d.deficit += self.mtu as i32;
@@ -230,40 +243,49 @@ impl Lfq {
         self.set_dirty(flow);
     }
 
-    /// A packet of `flow` joins the bulk queue.
-    fn bulk_joined(&mut self, flow: u16) {
+    /// Packet `i` of `flow` joined the bulk queue.
+    fn bulk_joined(&mut self, flow: u16, i: u32) {
         let d = &mut self.flows[flow as usize];
-        d.bulk += 1;
-        self.unskipped_bulk += !d.skip as usize;
+        if d.bulk_head == NIL {
+            d.bulk_head = i;
+            if !d.skip {
+                self.ready.insert((self.bulk.slab.get(i).seq, flow));
+            }
+        } else {
+            self.bulk.slab.get_mut(d.bulk_tail).next_same = i;
+        }
+        d.bulk_tail = i;
     }
 
-    /// A packet of `flow` left the bulk queue.
-    fn bulk_left(&mut self, flow: u16) {
+    /// Packet `i`, `flow`'s first in the bulk queue, is about to leave it.
+    fn bulk_leaving(&mut self, flow: u16, i: u32) {
+        let Node { seq, next_same, .. } = *self.bulk.slab.get(i);
+        self.ready.remove(&(seq, flow));
         let d = &mut self.flows[flow as usize];
-        d.bulk -= 1;
-        self.unskipped_bulk -= !d.skip as usize;
+        debug_assert_eq!(d.bulk_head, i, "a flow's bulk packets leave in order");
+        d.bulk_head = next_same;
+        if next_same == NIL {
+            d.bulk_tail = NIL;
+        } else if !d.skip {
+            self.ready.insert((self.bulk.slab.get(next_same).seq, flow));
+        }
     }
 
     /// The bulk packet the scan serves next (`lfq_dequeue`'s scan loop): sends and removes it.
     fn take_bulk(&mut self) -> (Packet, u16) {
-        if self.unskipped_bulk == 0 {
-            // Every bulk packet is skipped: the scan would run off the tail and sweep.
+        // A scan past the tail sweeps; so does one with every bulk packet skipped, after
+        // walking to the tail (see `ready`).
+        if self.bulk.scan == NIL || self.ready.is_empty() {
             self.sweep();
         }
-        loop {
-            let Some(flow) = self.bulk.scan_flow() else {
-                self.sweep();
-                continue;
-            };
-            if !self.flows[flow as usize].skip {
-                let len = self.bulk.scan_wire_len();
-                self.send(flow, len);
-                let out = self.bulk.pull();
-                self.bulk_left(flow);
-                return out;
-            }
-            self.bulk.scan_next();
-        }
+        let &(_, flow) = self.ready.first().expect("after a sweep every flow with bulk packets is ready");
+        let i = self.flows[flow as usize].bulk_head;
+        // Where the kernel's walk over skipped flows' packets stops.
+        self.bulk.scan = i;
+        let len = self.bulk.scan_wire_len();
+        self.send(flow, len);
+        self.bulk_leaving(flow, i);
+        self.bulk.pull()
     }
 }
 
@@ -277,8 +299,11 @@ impl Qdisc for Lfq {
         if let Some(limit) = self.buffer_limit {
             // Make room by dropping from the head of the bulk queue, then the sparse queue.
             while self.backlog() + pkt.wire_len as u64 > limit {
-                let f = if let Some((_, f)) = self.bulk.pop() {
-                    self.bulk_left(f);
+                let f = if !self.bulk.ends.is_empty() {
+                    let head = self.bulk.ends.head;
+                    let f = self.bulk.slab.get(head).flow;
+                    self.bulk_leaving(f, head);
+                    self.bulk.pop();
                     f
                 } else if let Some((_, f)) = self.sparse.pop() {
                     f
@@ -306,8 +331,8 @@ impl Qdisc for Lfq {
             self.sparse.push(pkt, flow);
         } else {
             pkt.queue = 1;
-            self.bulk.push(pkt, flow);
-            self.bulk_joined(flow);
+            let i = self.bulk.push(pkt, flow);
+            self.bulk_joined(flow, i);
         }
         self.flows[flow as usize].backlog += 1;
         self.set_dirty(flow);
@@ -597,20 +622,30 @@ mod tests {
         assert!(n as u64 > sce::byte_limit(MTU, None) / 65_000, "{n}");
     }
 
-    /// `unskipped_bulk` (the count that lets a scan over only skipped packets sweep at once)
-    /// equals a recount after every operation of a mixed run of flows and packet sizes; a
-    /// single backlogged flow (always skipped after its first packet, the case the count
-    /// makes O(1) per dequeue) is served in order.
+    /// `ready` (the set that takes the scan straight to the packet the kernel's walk would
+    /// reach) equals a recount after every operation of a mixed run of flows and packet
+    /// sizes, with memlimit drops, and every bulk packet before the scan pointer belongs to a
+    /// skipped flow (the invariant that makes it exact); a single backlogged flow (always
+    /// skipped after its first packet, the case that walked the whole queue) is served in
+    /// order.
     #[test]
-    fn unskipped_count_matches_a_recount() {
-        let recount = |q: &Lfq| {
-            let mut n = 0;
-            let mut i = q.bulk.ends.head;
+    fn ready_set_matches_a_recount() {
+        let check = |q: &Lfq| {
+            let mut want = std::collections::BTreeSet::new();
+            let (mut i, mut before_scan) = (q.bulk.ends.head, q.bulk.scan != NIL);
             while i != NIL {
-                n += !q.flows[q.bulk.slab.get(i).flow as usize].skip as usize;
+                let n = q.bulk.slab.get(i);
+                let d = &q.flows[n.flow as usize];
+                before_scan &= i != q.bulk.scan;
+                if before_scan {
+                    assert!(d.skip, "an unskipped flow's packet before the scan");
+                }
+                if !d.skip && d.bulk_head == i {
+                    want.insert((n.seq, n.flow));
+                }
                 i = q.bulk.slab.next(i);
             }
-            n
+            want
         };
         let mut q = build("lfq_cobalt memlimit 40000");
         let mut rng = Stream::new(7, "lfq-recount");
@@ -623,7 +658,7 @@ mod tests {
             } else {
                 q.dequeue(now);
             }
-            assert_eq!(q.unskipped_bulk, recount(&q), "after operation {i}");
+            assert_eq!(q.ready, check(&q), "after operation {i}");
         }
         let mut q = build("lfq_cobalt");
         for i in 0..sce::PACKET_LIMIT as u32 {
@@ -631,7 +666,7 @@ mod tests {
         }
         let seqs: Vec<u32> = (0..sce::PACKET_LIMIT).map(|_| q.dequeue(t0()).unwrap().tcp.seq).collect();
         assert!(seqs.windows(2).all(|w| w[0] < w[1]), "FIFO order within the flow");
-        assert_eq!(q.unskipped_bulk, 0);
+        assert!(q.ready.is_empty());
     }
 
     fn t0() -> Time {
