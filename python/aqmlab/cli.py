@@ -280,26 +280,23 @@ def run_cmd(
         source, _, text = _resolved_scenario(scenario, seed, set_ + _limit_overrides(max_events, max_memory))
         existed = out.exists()
         _check_out_dir(out)
-        refused: Optional[ScenarioError] = None
         try:
             with contextlib.ExitStack() as stack, _RunProgress(enabled=not quiet) as bar:
                 paths = stack.enter_context(pcap_files(out)) if capture else None
+                result = api_run(
+                    text, name=name, pcap=paths, pcap_flows=flows, pcap_snaplen=pcap_snaplen, progress=bar.update
+                )
+        except ScenarioError as e:
+            # A --pcap-flows name the scenario does not have, or a [limits] ceiling reached
+            # while running: the with has removed the temporary captures; a directory made for
+            # the run goes too.
+            if not existed:
                 try:
-                    result = api_run(
-                        text, name=name, pcap=paths, pcap_flows=flows, pcap_snaplen=pcap_snaplen, progress=bar.update
-                    )
-                except ScenarioError as e:
-                    # A --pcap-flows name the scenario does not have, or a [limits] ceiling
-                    # reached while running: leaving the with removes the temporary captures.
-                    refused = e
-            if refused is not None:
-                if not existed:
-                    try:
-                        out.rmdir()
-                    except OSError:
-                        pass
-                _bad_input(str(refused))
-                return
+                    out.rmdir()
+                except OSError:
+                    pass
+            _bad_input(str(e))
+            return
         except KeyboardInterrupt:
             # Nothing is written for an interrupted run (the captures' temporary files are
             # removed on leaving the with); a directory made for it goes too.

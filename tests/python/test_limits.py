@@ -66,9 +66,9 @@ def test_a_run_that_reaches_max_events_stops_with_nothing_written(tmp_path):
     line = _one_line(p.stderr)
     assert line.startswith("limits.max_events: the run reached 3000 events"), line
     assert not out.exists(), list(out.iterdir())
-    # An existing --out directory is left as it was (empty here).
+    # An existing --out directory is left as it was (empty here), captures included.
     out.mkdir()
-    assert run_cli("run", sc, "--out", out, "--max-events", "3e3").returncode == 2
+    assert run_cli("run", sc, "--out", out, "--max-events", "3e3", "--pcap").returncode == 2
     assert list(out.iterdir()) == []
     # The estimate refuses lower ceilings before the run; a bad value names the option.
     p = run_cli("run", sc, "--out", out, "--max-events", "100")
