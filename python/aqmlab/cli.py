@@ -8,6 +8,7 @@ Exit codes: 0 success; 2 bad input (one line on stderr, nothing written); 1 anyt
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import sys
 import time
@@ -160,6 +161,29 @@ def _resolved_scenario(scenario: str, seed: Optional[int], set_: list[str]) -> t
     return source, shown, text
 
 
+_MAX_EVENTS_HELP = "Stop (exit 2, nothing written) a run that would execute more events; overrides [limits] max_events (default 1e10)."
+_MAX_MEMORY_HELP = "Refuse or stop (exit 2, nothing written) a run that would need more memory, e.g. 8GiB; overrides [limits] max_memory (default 4GiB)."
+
+
+def _limit_overrides(max_events: Optional[str], max_memory: Optional[str]) -> list[str]:
+    """``--max-events`` / ``--max-memory`` as ``--set limits.*`` overrides (the CLI's value
+    wins over the scenario's); a malformed value exits 2 with one line naming the option."""
+    out = []
+    if max_events is not None:
+        try:
+            v = float(max_events)
+        except ValueError:
+            v = float("nan")
+        if not (1 <= v < 1.8e19 and v == int(v)):
+            _bad_input(f"--max-events {max_events[:40]}: expected a whole number such as 1000000000 or 1e10")
+        out.append(f"limits.max_events={int(v)}")
+    if max_memory is not None:
+        if not re.fullmatch(r"\s*[0-9]+(\.[0-9]+)?\s*(b|k|kb|kib|m|mb|mib|g|gb|gib)?\s*", max_memory, re.IGNORECASE):
+            _bad_input(f"--max-memory {max_memory[:40]}: expected a size such as 8GiB, 512mb or 4000000000")
+        out.append(f'limits.max_memory="{max_memory.strip()}"')
+    return out
+
+
 def _warn(summary_or_warnings: Any) -> None:
     """Prints a run's warnings (summary.json ``warnings``) on stderr."""
     ws = summary_or_warnings.get("warnings", []) if isinstance(summary_or_warnings, dict) else summary_or_warnings
@@ -224,6 +248,8 @@ def run_cmd(
         [], "--set", metavar="KEY=VALUE", help="Override a scenario key, e.g. duration=5s, flows[0].rtt=40ms or flows[*].ecn=l4s."
     ),
     name: Optional[str] = typer.Option(None, "--name", help="Label of the run (default: the scenario's name)."),
+    max_events: Optional[str] = typer.Option(None, "--max-events", metavar="N", help=_MAX_EVENTS_HELP),
+    max_memory: Optional[str] = typer.Option(None, "--max-memory", metavar="SIZE", help=_MAX_MEMORY_HELP),
     no_plot: bool = typer.Option(False, "--no-plot", help="Skip throughput_rtt.png."),
     flent: bool = typer.Option(True, "--flent/--no-flent", help="Write <name>.flent.gz, the run as a flent data file."),
     pcap: bool = typer.Option(
@@ -250,19 +276,26 @@ def run_cmd(
         capture = pcap or bool(flows) or pcap_snaplen != 128
         if not 1 <= pcap_snaplen <= 262144:
             _bad_input(f"--pcap-snaplen {pcap_snaplen}: expected 1..262144")
-        source, _, text = _resolved_scenario(scenario, seed, set_)
+        source, _, text = _resolved_scenario(scenario, seed, set_ + _limit_overrides(max_events, max_memory))
         existed = out.exists()
         _check_out_dir(out, text, plot=not no_plot, html=html, flent=flent)
         try:
             with contextlib.ExitStack() as stack, _RunProgress(enabled=not quiet) as bar:
                 paths = stack.enter_context(pcap_files(out)) if capture else None
+                result = api_run(
+                    text, name=name, pcap=paths, pcap_flows=flows, pcap_snaplen=pcap_snaplen, progress=bar.update
+                )
+        except ScenarioError as e:
+            # A --pcap-flows name the scenario does not have, or a [limits] ceiling reached
+            # while running: the with has removed the temporary captures; a directory made for
+            # the run goes too.
+            if not existed:
                 try:
-                    result = api_run(
-                        text, name=name, pcap=paths, pcap_flows=flows, pcap_snaplen=pcap_snaplen, progress=bar.update
-                    )
-                except ScenarioError as e:  # a --pcap-flows name the scenario does not have
-                    _bad_input(str(e))  # leaves the with: the temporary captures are removed
-                    return
+                    out.rmdir()
+                except OSError:
+                    pass
+            _bad_input(str(e))
+            return
         except KeyboardInterrupt:
             # Nothing is written for an interrupted run (the captures' temporary files are
             # removed on leaving the with); a directory made for it goes too.
@@ -298,10 +331,12 @@ def check_cmd(
     seed: Optional[int] = typer.Option(None, "--seed", help="Replace the scenario's seed."),
     set_: list[str] = typer.Option([], "--set", metavar="KEY=VALUE", help="Override a scenario key, as in 'run'."),
     print_: bool = typer.Option(False, "--print", help="Print the scenario as it would run (TOML)."),
+    max_events: Optional[str] = typer.Option(None, "--max-events", metavar="N", help=_MAX_EVENTS_HELP),
+    max_memory: Optional[str] = typer.Option(None, "--max-memory", metavar="SIZE", help=_MAX_MEMORY_HELP),
 ) -> None:
     """Check a scenario without running it: exit 0 and one line if it would run, else exit 2
     with the error (the same one 'run' gives)."""
-    _, shown, text = _resolved_scenario(scenario, seed, set_)
+    _, shown, text = _resolved_scenario(scenario, seed, set_ + _limit_overrides(max_events, max_memory))
     import tomllib
 
     doc = tomllib.loads(text)
@@ -479,10 +514,13 @@ def suite_run(
         help="The interface the Dask cluster aqmlab starts (--executor dask) listens on (default: loopback only).",
     ),
     force: bool = typer.Option(False, "--force", help="Re-run runs that already have results."),
+    max_events: Optional[str] = typer.Option(None, "--max-events", metavar="N", help=_MAX_EVENTS_HELP + " Per run."),
+    max_memory: Optional[str] = typer.Option(None, "--max-memory", metavar="SIZE", help=_MAX_MEMORY_HELP + " Per run."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary line."),
     debug: bool = typer.Option(False, "--debug", help="Show tracebacks of unexpected errors."),
 ) -> None:
     """Run a suite's matrix (skipping finished runs) and write REPORT.md and results.csv."""
+    set_ = set_ + _limit_overrides(max_events, max_memory)
 
     def go() -> None:
         from .runner import run_suite

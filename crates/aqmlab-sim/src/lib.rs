@@ -29,15 +29,21 @@ pub use sim::{RunOutput, Simulation};
 pub use time::{Rate, Time};
 
 /// Parses a scenario (with `--set` overrides and an optional seed override) and runs it.
+/// A run that reaches a `[limits]` ceiling is a `ScenarioError` on that key (no line).
 pub fn run_toml(text: &str, seed: Option<u64>, overrides: &[String]) -> Result<RunOutput, ScenarioError> {
-    Ok(prepare(text, seed, overrides, None)?.run())
+    prepare(text, seed, overrides, None)?.try_run().map_err(limit_error)
+}
+
+/// A `[limits]` ceiling reached while running, as the error validation would have given.
+fn limit_error(e: sim::LimitExceeded) -> ScenarioError {
+    ScenarioError { key: e.key.to_string(), line: None, message: e.message }
 }
 
 /// [`run_toml`] writing a packet capture (`capture`) and with a progress/cancellation hook:
 /// `tick(fraction of simulated time done)` is called once per sampling step (see
 /// [`Simulation::run_with`]); returning `false` cancels the run, which then yields `Ok(None)`.
 /// A bad capture request (an unknown flow name, a file that cannot be created) is a
-/// `ScenarioError` on key `capture`.
+/// `ScenarioError` on key `capture`; a run that reaches a `[limits]` ceiling one on that key.
 pub fn run_toml_with(
     text: &str,
     seed: Option<u64>,
@@ -45,7 +51,7 @@ pub fn run_toml_with(
     capture: Option<&capture::CaptureSpec>,
     tick: impl FnMut(f64) -> bool,
 ) -> Result<Option<RunOutput>, ScenarioError> {
-    Ok(prepare(text, seed, overrides, capture)?.run_with(tick))
+    prepare(text, seed, overrides, capture)?.run_with(tick).map_err(limit_error)
 }
 
 /// The simulation a scenario text describes, with the seed replaced and the capture set up.

@@ -73,7 +73,9 @@ fn default_seed() -> u64 {
 
 /// Ceilings on what a run may cost (`[limits]`), checked by validation before any work, so
 /// that a scenario that would run for hours or exhaust memory is refused with one line
-/// instead. Raise them for a run that really needs more.
+/// instead. Raise them for a run that really needs more. The CLI's `--max-events` and
+/// `--max-memory` override the scenario's values. Defaults are sized for a 2-core, 23 GB
+/// machine running two runs at once (docs/limits.md).
 #[derive(Clone, Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Limits {
@@ -81,18 +83,50 @@ pub struct Limits {
     /// highest rates in full-size packets (and ACKs) and the UDP and media sources' rates in
     /// their own packet sizes, over the duration. The default, 2e9, is about ten minutes of
     /// engine time at 3 M packets per second.
-    #[serde(default = "default_max_packets")]
+    #[serde(default = "default_max_packets", deserialize_with = "de_count")]
+    #[schemars(schema_with = "crate::schema::count")]
     pub max_packets: u64,
+    /// Events the engine may execute: checked against an estimate before the run
+    /// ([`Scenario::event_estimate`]) and counted while it runs; a run that reaches it stops
+    /// with an error naming `limits.max_events` and writes nothing. The default, 1e10, is
+    /// 30 to 60 minutes of engine time (3 to 6 M events per second).
+    #[serde(default = "default_max_events", deserialize_with = "de_count")]
+    #[schemars(schema_with = "crate::schema::count")]
+    pub max_events: u64,
+    /// Memory the run may need, in bytes (`"4GiB"`): checked against an estimate before
+    /// the run ([`Scenario::memory_estimate`]: flow state, full queues, packets in flight,
+    /// open transfers, media queues, series with their Python copy) and, while it runs,
+    /// against the process's resident memory once per 2^20 events; a run that reaches it
+    /// stops with an error naming `limits.max_memory`. Default 4 GiB.
+    #[serde(default = "default_max_memory", deserialize_with = "de_bytes")]
+    #[schemars(schema_with = "crate::schema::bytes")]
+    pub max_memory: u64,
 }
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_packets: default_max_packets() }
+        Limits { max_packets: default_max_packets(), max_events: default_max_events(), max_memory: default_max_memory() }
     }
 }
 
 fn default_max_packets() -> u64 {
     2_000_000_000
+}
+fn default_max_events() -> u64 {
+    10_000_000_000
+}
+fn default_max_memory() -> u64 {
+    4 << 30
+}
+
+/// A count (`[limits]`): a TOML integer, a whole float such as `1e10`, or its text.
+fn de_count<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    let s = expect_str(d, "a whole number such as 1000000 or 1e10")?;
+    let v: f64 = s.trim().parse().map_err(|_| de::Error::custom(format!("'{s}' is not a whole number")))?;
+    if !(v >= 1.0 && v.fract() == 0.0 && v < 1.8e19) {
+        return Err(de::Error::custom(format!("'{s}' is not a whole number from 1 to 1.8e19")));
+    }
+    Ok(v as u64)
 }
 
 /// The end hosts (`[host]`): how their network stack hands packets to the path, and when
@@ -1000,6 +1034,42 @@ impl Scenario {
                 out.push(format!("flows[{i}]: cc = \"prague\" without ecn = \"l4s\" {what}; set ecn = \"l4s\" for TCP Prague"));
             }
         }
+        out.extend(self.undeliverable());
+        out
+    }
+
+    /// Endpoints whose path cannot deliver anything before the run ends (issue 14: an RTT of
+    /// 1,000,000 s, an upstream link of 1 bit/s ran to zero goodput without a word): their
+    /// first packet's one-way propagation (a TCP flow's after its handshake, 1.5 RTT) or a
+    /// full-size packet's serialisation at the slowest link on the way is not shorter than
+    /// the time from their start to the end. One warning each.
+    fn undeliverable(&self) -> Vec<String> {
+        let links_delay = self.bottleneck.delay + self.bottleneck.upstream.iter().fold(Time::ZERO, |a, u| a + u.delay);
+        let up_rate = self.bottleneck.upstream.iter().map(|u| u.rate).fold(self.bottleneck.rate, Rate::min);
+        let down_rate = self.return_path.as_ref().and_then(|r| r.rate).unwrap_or(self.bottleneck.rate);
+        let mut out = Vec::new();
+        let mut check = |what: String, start: Time, first_arrival: Time, way: Way, size: u32| {
+            let left = self.duration.saturating_sub(start);
+            let rate = if way == Way::Up { up_rate } else { down_rate };
+            let wire = rate.serialisation(size);
+            if first_arrival >= left {
+                out.push(format!("{what}: nothing it sends can arrive before the end: its first packet needs {first_arrival} of path delay, the run has {left} left after its start"));
+            } else if wire >= left {
+                out.push(format!("{what}: nothing it sends can arrive before the end: one {size}-byte packet takes {wire} at {rate}, the run has {left} left after its start"));
+            }
+        };
+        for (i, f) in self.flows.iter().enumerate() {
+            check(format!("flows[{i}]"), f.start, Time(f.rtt.0 / 2 * 3) + links_delay, f.direction, f.mss + 66);
+        }
+        for (i, u) in self.udp.iter().enumerate() {
+            check(format!("udp[{i}]"), u.start, Time(u.rtt.0 / 2) + links_delay, u.direction, u.packet_size + 42);
+        }
+        for (i, m) in self.media.iter().enumerate() {
+            check(format!("media[{i}]"), m.start, Time(m.rtt.0 / 2) + links_delay, Way::Up, m.packet_size + 42);
+        }
+        for (i, p) in self.probes.iter().enumerate() {
+            check(format!("probes[{i}]"), p.start, Time(p.rtt.0 / 2) + links_delay, Way::Up, p.size());
+        }
         out
     }
 
@@ -1018,6 +1088,122 @@ impl Scenario {
         let udp: f64 = self.udp.iter().map(|u| u.rate.0 as f64 / (8.0 * u.packet_size as f64)).sum();
         let media: f64 = self.media.iter().map(|m| m.max_bitrate.0 as f64 / (8.0 * m.packet_size as f64)).sum();
         (tcp + udp + media) * secs
+    }
+
+    /// The estimate `[limits] max_events` is checked against before the run: two events per
+    /// packet of [`Scenario::packet_estimate`] (measured: 0.8 to 1.3), one per sampling step
+    /// and two per probe request.
+    pub fn event_estimate(&self) -> f64 {
+        let secs = self.duration.as_secs_f64();
+        let probes: f64 = self.probes.iter().map(|p| 2.0 * secs / p.interval(self.metrics.step).as_secs_f64()).sum();
+        2.0 * self.packet_estimate() + secs / self.metrics.step.as_secs_f64() + probes
+    }
+
+    /// The estimate `[limits] max_memory` is checked against: bytes, as (what, bytes) parts
+    /// in a fixed order (flow state, series, queues, packets in flight, open transfers,
+    /// media queues). Each part is an upper bound of what that part can hold in the run (full
+    /// queues, every packet a source can have on its way), from sizes measured on this
+    /// engine (docs/limits.md).
+    pub fn memory_estimate(&self) -> Vec<(&'static str, f64)> {
+        let secs = self.duration.as_secs_f64();
+        let tcp_flows = self.flows.iter().map(|f| f.count as f64).sum::<f64>() + self.transients.iter().map(|t| t.flows as f64).sum::<f64>();
+        let links = 2.0 + self.bottleneck.upstream.len() as f64;
+        let columns = 5.0 * tcp_flows + 3.0 * self.probes.len() as f64 + 4.0 * self.media.len() as f64 + 2.0 * self.udp.len() as f64 + 4.0 * self.workloads.len() as f64 + 10.0 * links;
+        let points = secs / self.metrics.step.as_secs_f64() + 2.0;
+        // Queues: every discipline full, the largest of a link's changes counted.
+        let ret_qdisc = self.return_path.as_ref().map_or_else(default_return_qdisc, |r| r.qdisc.clone());
+        let fwd = (self.bottleneck.changes.iter().filter(|c| c.direction.forward()).filter_map(|c| c.qdisc.as_ref())).fold(queue_packets(&self.bottleneck.qdisc), |m, q| m.max(queue_packets(q)));
+        let ret = (self.bottleneck.changes.iter().filter(|c| c.direction.ret()).filter_map(|c| c.qdisc.as_ref())).fold(queue_packets(&ret_qdisc), |m, q| m.max(queue_packets(q)));
+        let queued = fwd + ret + self.bottleneck.upstream.iter().map(|u| queue_packets(&u.qdisc)).sum::<f64>();
+        // In flight on the propagation delays: TCP at most the links' rates for an RTT (data
+        // and ACKs), each UDP or media source its own rate for half its RTT, and a video
+        // frame's burst at once; none longer than the run.
+        let peak = |base: Rate, changes: &[LinkChange]| changes.iter().filter_map(|c| c.rate).fold(base.0, |m, r| m.max(r.0)) as f64;
+        let fwd_rate = peak(self.bottleneck.rate, &self.bottleneck.changes);
+        let ret_rate = self.return_path.as_ref().and_then(|r| r.rate).map_or(fwd_rate, |r| r.0 as f64);
+        let tcp_rtt = (self.flows.iter().map(|f| f.rtt).chain(self.workloads.iter().map(|w| w.rtt)).chain(self.transients.iter().map(|t| t.rtt)))
+            .max()
+            .map_or(0.0, |r| r.as_secs_f64().min(secs));
+        let tcp_inflight = if tcp_flows > 0.0 || !self.workloads.is_empty() { (fwd_rate + ret_rate) / (8.0 * 1500.0) * tcp_rtt * 2.0 } else { 0.0 };
+        let udp_inflight: f64 = (self.udp.iter())
+            .map(|u| {
+                let pps = u.rate.0 as f64 / (8.0 * u.packet_size as f64);
+                let frame = match u.kind {
+                    UdpKind::Video => u.rate.0 as f64 / 8.0 / u.frame_rate.unwrap_or(DEFAULT_UDP_FRAME_RATE) / u.packet_size as f64,
+                    UdpKind::Cbr => 0.0,
+                };
+                pps * (u.rtt.as_secs_f64() / 2.0).min(secs) + frame
+            })
+            .sum();
+        let media_pps = |m: &MediaSpec| m.max_bitrate.0 as f64 / (8.0 * m.packet_size as f64);
+        let media_inflight: f64 = self.media.iter().map(|m| media_pps(m) * (m.rtt.as_secs_f64() / 2.0).min(secs)).sum();
+        // SCReAM's RTP queue: discarded beyond 0.2 s of delay (max_rtp_queue_delay), plus a frame.
+        let media_queues: f64 = self.media.iter().map(|m| media_pps(m) * (0.2 + 1.0 / m.frame_rate) * MEDIA_QUEUE_ENTRY_BYTES).sum();
+        let transfers: f64 = self.workloads.iter().map(|w| self.open_transfers(w)).sum();
+        vec![
+            ("flow state", tcp_flows * TCP_FLOW_BYTES),
+            ("series", points * columns * SERIES_POINT_BYTES),
+            ("queues", queued * PACKET_BYTES),
+            ("packets in flight", (tcp_inflight + udp_inflight + media_inflight) * PACKET_BYTES),
+            ("open transfers", transfers * TRANSFER_BYTES),
+            ("media queues", media_queues),
+        ]
+    }
+
+    /// Transfers of workload `w` open at once at most, estimated: all its arrivals when the
+    /// offered load reaches the link (they pile up), else the processor-sharing number in
+    /// service ρ/(1−ρ) plus the arrivals of three RTTs (handshake and slow start); never more
+    /// than the arrivals.
+    fn open_transfers(&self, w: &WorkloadSpec) -> f64 {
+        let window = (w.stop.unwrap_or(self.duration).min(self.duration) - w.start).as_secs_f64();
+        let per_s = 1.0 / w.mean_interarrival.as_secs_f64();
+        let arrivals = window * per_s;
+        // Lognormal through P5 and P95: μ midway, σ = half the spread / z(0.95).
+        let (l5, l95) = ((w.size_p5 as f64).ln(), (w.size_p95 as f64).ln());
+        let sigma = (l95 - l5) / (2.0 * 1.644_853_6);
+        let mean_bytes = ((l5 + l95) / 2.0 + sigma * sigma / 2.0).exp();
+        let link = match w.direction {
+            Way::Up => self.bottleneck.rate.0 as f64,
+            Way::Down => self.return_path.as_ref().and_then(|r| r.rate).unwrap_or(self.bottleneck.rate).0 as f64,
+        };
+        let rho = per_s * mean_bytes * 8.0 / link;
+        let in_service = if rho < 0.99 { rho / (1.0 - rho) } else { f64::INFINITY };
+        let piled = arrivals * (1.0 - 1.0 / rho).max(0.0);
+        (piled + in_service + per_s * 3.0 * w.rtt.as_secs_f64()).min(arrivals)
+    }
+
+    /// `[limits]`: the packet, event and memory estimates against their ceilings.
+    fn check_limits(&self) -> Result<(), (String, String)> {
+        let l = &self.limits;
+        let packets = self.packet_estimate();
+        if packets > l.max_packets as f64 {
+            return Err((
+                "limits.max_packets".into(),
+                format!("this run would send about {packets:.2e} packets, above the limit of {:.2e} (hours of engine time); shorten it, lower the rates, or raise [limits] max_packets", l.max_packets as f64),
+            ));
+        }
+        let events = self.event_estimate();
+        if events > l.max_events as f64 {
+            return Err((
+                "limits.max_events".into(),
+                format!("this run would execute about {events:.2e} events, above the limit of {:.2e}; shorten it, lower the rates, or raise [limits] max_events (--max-events)", l.max_events as f64),
+            ));
+        }
+        let parts = self.memory_estimate();
+        let total: f64 = parts.iter().map(|p| p.1).sum();
+        if total > l.max_memory as f64 {
+            let (what, most) = parts.iter().fold(("", 0.0), |m, &(w, b)| if b > m.1 { (w, b) } else { m });
+            return Err((
+                "limits.max_memory".into(),
+                format!(
+                    "this run would need about {} of memory ({} of it {what}), above the limit of {}; make it smaller or shorter, or raise [limits] max_memory (--max-memory)",
+                    gib(total),
+                    gib(most),
+                    gib(l.max_memory as f64)
+                ),
+            ));
+        }
+        Ok(())
     }
 
     /// Range checks that serde cannot express.
@@ -1190,14 +1376,53 @@ impl Scenario {
             }
         }
         self.check_names()?;
-        let packets = self.packet_estimate();
-        if packets > self.limits.max_packets as f64 {
-            return err(
-                "limits.max_packets",
-                format!("this run would send about {packets:.2e} packets, above the limit of {:.2e} (hours of engine time); shorten it, lower the rates, or raise [limits] max_packets", self.limits.max_packets as f64),
-            );
-        }
+        self.check_limits()?;
         Ok(())
+    }
+}
+
+/// Bytes per packet the engine holds in a queue or on a propagation delay (`Packet`, at most
+/// 112 bytes, in a slab or ring slot).
+const PACKET_BYTES: f64 = 128.0;
+/// State of one TCP flow (sender, receiver, their queues, timers, summary), measured: 20,000
+/// CUBIC flows for 1 s take 375 MB.
+const TCP_FLOW_BYTES: f64 = 20_000.0;
+/// One open transfer of a workload, measured: 150,000 piled-up transfers take 820 MB (issue
+/// 14: "about 6 KB per open transfer").
+const TRANSFER_BYTES: f64 = 6_000.0;
+/// One point of one series: 8 bytes in the engine and about 64 more once the Python front end
+/// has converted it (issue 14: 334 MB in the engine, 2.86 GB in the CLI for one run).
+const SERIES_POINT_BYTES: f64 = 72.0;
+/// One packet in SCReAM's RTP queue (size, time, sequence, marker, with the deque's slack).
+const MEDIA_QUEUE_ENTRY_BYTES: f64 = 64.0;
+/// The smallest packet on a wire (1 byte of UDP payload and 42 of headers): a byte-limited
+/// queue holds at most its limit / this many packets.
+const MIN_WIRE_BYTES: f64 = 43.0;
+/// Packets a discipline without a `limit` parameter holds at most: CAKE's and the SCE
+/// qdiscs' `sch->limit` (qdisc/cake.rs, qdisc/sce.rs).
+const UNNAMED_LIMIT: f64 = 10240.0;
+
+/// Packets a discipline can hold when full: its `limit` (packets, or bytes over the smallest
+/// packet), else [`UNNAMED_LIMIT`].
+fn queue_packets(q: &QdiscSpec) -> f64 {
+    use crate::params::Value;
+    use crate::units::Limit;
+    let a = q.args();
+    let limit = if a.has("limit") { a.get("limit") } else { Value::Unset };
+    match limit {
+        Value::Uint(n) => n as f64,
+        Value::Limit(Limit::Packets(n)) => n as f64,
+        Value::Bytes(b) | Value::Limit(Limit::Bytes(b)) => b as f64 / MIN_WIRE_BYTES,
+        _ => UNNAMED_LIMIT,
+    }
+}
+
+/// Bytes as GiB (or MiB below one GiB) for a message.
+fn gib(b: f64) -> String {
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.1} GiB", b / (1u64 << 30) as f64)
+    } else {
+        format!("{:.0} MiB", b / (1u64 << 20) as f64)
     }
 }
 
@@ -1737,8 +1962,11 @@ count = 2        # optional: this many identical flows
         let big = MINIMAL.replace("duration = \"60s\"", "duration = \"3600s\"").replace("50Mbit", "100Gbit");
         let e = err(&big);
         assert!(e.contains("limits.max_packets") && e.contains("4.50e10"), "{e}");
-        // Raising the ceiling accepts it; the default accepts the minimal run (3.8e5 packets).
-        assert!(Scenario::from_toml(&format!("{big}[limits]\nmax_packets = 100000000000\n"), &[]).is_ok());
+        // Raising the ceiling meets the next one (9e10 events); raising both accepts it. The
+        // default accepts the minimal run (3.8e5 packets).
+        let e = err(&format!("{big}[limits]\nmax_packets = 100000000000\n"));
+        assert!(e.contains("limits.max_events") && e.contains("9.00e10"), "{e}");
+        assert!(Scenario::from_toml(&format!("{big}[limits]\nmax_packets = 1e11\nmax_events = 1e11\n"), &[]).is_ok());
         let s = Scenario::from_toml(MINIMAL, &[]).unwrap();
         assert!((s.packet_estimate() - 50e6 / 12000.0 * 1.5 * 60.0).abs() < 1.0, "{}", s.packet_estimate());
         // A media source of 20 Gbit/s in 20-byte packets for 60 s: 7.5e9 packets. (At 10 Tbit/s
@@ -1746,5 +1974,127 @@ count = 2        # optional: this many identical flows
         let media = |rate: &str| format!("{MINIMAL}[[media]]\nkind = \"scream\"\nrtt = \"20ms\"\nmax_bitrate = \"{rate}\"\npacket_size = 20\n");
         assert!(err(&media("20Gbit")).contains("limits.max_packets"), "{}", err(&media("20Gbit")));
         assert!(err(&media("10Tbit")).contains("media[0].frame_rate"), "{}", err(&media("10Tbit")));
+    }
+
+    #[test]
+    fn limits_parse_counts_and_sizes_and_refuse_zero() {
+        let with = |l: &str| Scenario::from_toml(&format!("{MINIMAL}[limits]\n{l}\n"), &[]);
+        let s = with("max_events = 1e10\nmax_memory = \"8GiB\"\nmax_packets = \"3e9\"").unwrap();
+        assert_eq!((s.limits.max_events, s.limits.max_memory, s.limits.max_packets), (10_000_000_000, 8 << 30, 3_000_000_000));
+        let d = Scenario::from_toml(MINIMAL, &[]).unwrap().limits;
+        assert_eq!((d.max_events, d.max_memory, d.max_packets), (10_000_000_000, 4 << 30, 2_000_000_000));
+        for (bad, key) in [("max_events = 0", "limits.max_events"), ("max_events = 1.5", "limits.max_events"), ("max_memory = \"lots\"", "limits.max_memory")] {
+            let e = with(bad).unwrap_err().to_string();
+            assert!(e.contains(key), "{bad}: {e}");
+        }
+        // The CLI's --max-events/--max-memory arrive as overrides and win over the file.
+        let o = ["limits.max_events=2000".to_string(), "limits.max_memory=\"1GiB\"".to_string()];
+        let e = Scenario::from_toml(&format!("{MINIMAL}[limits]\nmax_events = 1e12\n"), &o).unwrap_err().to_string();
+        assert!(e.contains("limits.max_events") && e.contains("above the limit of 2.00e3"), "{e}");
+    }
+
+    /// Issue 14's abort inputs that memory, not packets, makes dangerous: each refused with
+    /// one line naming limits.max_memory and its largest part, before any allocation.
+    #[test]
+    fn runs_beyond_the_memory_limit_are_refused_naming_the_largest_part() {
+        // 11 us mean inter-arrival over 10 s: 909,091 transfers pile up (5.5 GB).
+        let wl = "duration = \"10s\"\n[bottleneck]\nrate = \"50Mbit\"\n[[workloads]]\nrtt = \"20ms\"\nmean_interarrival = \"11us\"\n";
+        let e = err(wl);
+        assert!(e.contains("limits.max_memory") && e.contains("open transfers") && e.contains("5.1 GiB"), "{e}");
+        assert!(!e.contains('\n'));
+        // The same at the default 200 ms needs little; 8 GiB lets the 11 us one run.
+        assert!(Scenario::from_toml(&wl.replace("11us", "200ms"), &[]).is_ok());
+        assert!(Scenario::from_toml(&format!("{wl}[limits]\nmax_memory = \"8GiB\"\n"), &[]).is_ok());
+        // 100,000 flows (the documented maximum) for 60 s: their series alone are 43 GB.
+        let e = err(&MINIMAL.replace("count = 2", "count = 100000"));
+        assert!(e.contains("limits.max_memory") && e.contains("of it series"), "{e}");
+        // A queue that may hold 4e9 packets.
+        let e = err(&MINIMAL.replace("pfifo limit 1000", "pfifo limit 4000000000"));
+        assert!(e.contains("limits.max_memory") && e.contains("of it queues"), "{e}");
+        // A 1-byte-packet video source with 60 MB frames: 6e7 packets in one burst.
+        let udp = format!("{MINIMAL}[[udp]]\nrtt = \"20ms\"\nrate = \"100Mbit\"\nframe_rate = 0.2\npacket_size = 1\n");
+        let e = err(&udp);
+        assert!(e.contains("limits.max_memory") && e.contains("of it packets in flight"), "{e}");
+        // The minimal run needs a few MB.
+        let parts = Scenario::from_toml(MINIMAL, &[]).unwrap().memory_estimate();
+        assert!(parts.iter().map(|p| p.1).sum::<f64>() < 50e6, "{parts:?}");
+    }
+
+    #[test]
+    fn the_event_estimate_is_checked_against_max_events() {
+        let s = Scenario::from_toml(MINIMAL, &[]).unwrap();
+        // 2 per packet, one per 50 ms step: 2 x 375,000 + 1200.
+        assert!((s.event_estimate() - (2.0 * s.packet_estimate() + 1200.0)).abs() < 1.0);
+        let e = err(&format!("{MINIMAL}[limits]\nmax_events = 100000\n"));
+        assert!(e.contains("limits.max_events") && e.contains("7.51e5"), "{e}");
+    }
+
+    /// Issue 14: an RTT of 1,000,000 s or an upstream link of 1 bit/s ran to zero goodput
+    /// without a word; they run, with one warning each (summary.json `warnings`, stderr).
+    #[test]
+    fn a_path_that_cannot_deliver_anything_is_warned_about() {
+        let w = |t: &str| Scenario::from_toml(t, &[]).unwrap().warnings();
+        assert!(w(MINIMAL).is_empty());
+        let far = w(&MINIMAL.replace("rtt = \"20ms\"", "rtt = \"1000000s\""));
+        assert_eq!(far.len(), 1, "{far:?}");
+        assert!(far[0].starts_with("flows[0]: nothing it sends can arrive") && far[0].contains("path delay"), "{far:?}");
+        let slow = w(&format!("{MINIMAL}[[bottleneck.upstream]]\nrate = \"1bit\"\n"));
+        assert!(slow.len() == 1 && slow[0].contains("1bit") && slow[0].contains("takes"), "{slow:?}");
+        // A 40 s RTT in a 60 s run delivers (1.5 RTT < 60 s); 41 s does not.
+        assert!(w(&MINIMAL.replace("rtt = \"20ms\"", "rtt = \"39s\"")).is_empty());
+        assert_eq!(w(&MINIMAL.replace("rtt = \"20ms\"", "rtt = \"41s\"")).len(), 1);
+        // UDP, media and probes are checked too; a download uses the return link's rate.
+        let udp = w(&format!("{MINIMAL}[[udp]]\nrtt = \"200s\"\n[[probes]]\nrtt = \"20ms\"\nstart = \"59.9999s\"\n"));
+        assert!(udp.len() == 2 && udp[0].starts_with("udp[0]") && udp[1].starts_with("probes[0]"), "{udp:?}");
+        let down = w(&format!("{}\ndirection = \"down\"\n[return]\nrate = \"1bit\"\n", MINIMAL.trim_end()));
+        assert!(down.len() == 1 && down[0].starts_with("flows[0]"), "{down:?}");
+    }
+
+    /// Loops that could spin without simulated time advancing are impossible by validation:
+    /// zero-size packets, zero rates and zero intervals are refused with the key.
+    #[test]
+    fn zero_sizes_rates_and_intervals_are_refused() {
+        let cases = [
+            ("[[udp]]\nrtt = \"20ms\"\npacket_size = 0\n", "udp[0].packet_size"),
+            ("[[udp]]\nrtt = \"20ms\"\nrate = \"0bit\"\n", "udp[0].rate"),
+            ("[[media]]\nkind = \"scream\"\nrtt = \"20ms\"\npacket_size = 0\n", "media[0].packet_size"),
+            ("[[media]]\nkind = \"scream\"\nrtt = \"20ms\"\nmicroburst_interval = \"0s\"\n", "media[0].microburst_interval"),
+            ("[[media]]\nkind = \"scream\"\nrtt = \"20ms\"\nframe_rate = 0.0\n", "media[0].frame_rate"),
+            ("[[probes]]\nrtt = \"20ms\"\ninterval = \"0s\"\n", "probes[0].interval"),
+            ("[[probes]]\nrtt = \"20ms\"\nsize = 0\n", "probes[0].size"),
+            ("[[workloads]]\nrtt = \"20ms\"\nmean_interarrival = \"0s\"\n", "workloads[0].mean_interarrival"),
+            ("[metrics]\nstep = \"0s\"\n", "metrics.step"),
+            ("[return]\nrate = \"0bit\"\n", "return.rate"),
+            ("[[bottleneck.upstream]]\nrate = \"0bit\"\n", "bottleneck.upstream[0].rate"),
+            ("[[bottleneck.changes]]\nat = \"1s\"\nrate = \"0bit\"\n", "bottleneck.changes[0].rate"),
+        ];
+        for (extra, key) in cases {
+            let e = err(&format!("{MINIMAL}{extra}"));
+            assert!(e.contains(key), "{extra}: {e}");
+        }
+        for (from, to, key) in [("50Mbit", "0bit", "bottleneck.rate"), ("count = 2", "count = 2\nmss = 0", "flows[0].mss"), ("20ms", "0s", "flows[0].rtt")] {
+            let e = err(&MINIMAL.replace(from, to));
+            assert!(e.contains(key), "{to}: {e}");
+        }
+        let e = err(&MINIMAL.replace("pfifo limit 1000", "pie tupdate 0us"));
+        assert!(e.contains("tupdate"), "{e}");
+    }
+
+    /// Issue 14's "inputs that abort the process", items 1-4, each refused with one line
+    /// naming the key (item 5, 1-byte UDP into the SCE qdiscs, is bounded by their queue
+    /// limit: qdisc::cnq/lfq tests and tests/integration/limits.rs).
+    #[test]
+    fn the_inputs_that_aborted_the_process_are_refused() {
+        let cases = [
+            ("[[flows]]\ncc = \"scream\"\nrtt = \"20ms\"\ncount = 1000000000\n", "flows[1].count"),
+            ("[[udp]]\nrtt = \"20ms\"\nframe_rate = 1e-300\n", "udp[0].frame_rate"),
+            ("[[udp]]\nrtt = \"20ms\"\nframe_rate = 1e-9\n", "udp[0].frame_rate"),
+            ("[[workloads]]\nrtt = \"20ms\"\nmean_interarrival = \"11us\"\nstop = \"10s\"\n", "limits.max_memory"),
+            ("[[media]]\nkind = \"scream\"\nrtt = \"20ms\"\nmax_bitrate = \"10Tbit\"\npacket_size = 20\nmicroburst_interval = \"1us\"\n", "media[0].frame_rate"),
+        ];
+        for (extra, key) in cases {
+            let e = err(&format!("{MINIMAL}{extra}"));
+            assert!(e.contains(key) && !e.contains('\n'), "{extra}: {e}");
+        }
     }
 }

@@ -141,6 +141,14 @@ pub(crate) fn bytes(_: &mut SchemaGenerator) -> Schema {
     }))
 }
 
+/// `schema_with` for the `[limits]` counts: an integer, a whole float such as 1e10, or its text.
+pub(crate) fn count(_: &mut SchemaGenerator) -> Schema {
+    schema(json!({
+        "description": "A count: a whole number from 1, e.g. 2000000000 or 2e9.",
+        "anyOf": [{ "type": "integer", "minimum": 1 }, { "type": "number", "minimum": 1 }, { "type": "string" }],
+    }))
+}
+
 /// `schema_with` for `seed`: a TOML integer, or decimal text above TOML's i64 range.
 pub(crate) fn seed(_: &mut SchemaGenerator) -> Schema {
     schema(json!({

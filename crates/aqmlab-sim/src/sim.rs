@@ -74,6 +74,39 @@ pub struct Simulation {
     packets_delivered: u64,
     /// The pcap taps at the hosts (`--pcap`); `None` costs one branch per packet hop end.
     capture: Option<Box<Capture>>,
+    /// `[limits] max_events` and `max_memory`, enforced while the run goes on.
+    max_events: u64,
+    max_memory: u64,
+    /// Events executed when the ceilings are next looked at: before the first event, then
+    /// every [`MEMORY_CHECK_EVENTS`] events (resident memory) and at `max_events`. One
+    /// comparison per event.
+    next_check: u64,
+    /// Set when the run stopped at a ceiling; nothing runs after it.
+    stopped: Option<LimitExceeded>,
+}
+
+/// Events between two looks at the process's resident memory (`[limits] max_memory`).
+const MEMORY_CHECK_EVENTS: u64 = 1 << 20;
+
+/// A run stopped at a `[limits]` ceiling: the key (`limits.max_events`, `limits.max_memory`)
+/// and one line saying what was reached. The run's results are not produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LimitExceeded {
+    pub key: &'static str,
+    pub message: String,
+}
+
+impl std::fmt::Display for LimitExceeded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.key, self.message)
+    }
+}
+
+/// The process's resident memory in bytes (Linux `/proc/self/statm`), if known.
+fn resident_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }
 
 /// Packet accounting at the end of the run.
@@ -190,7 +223,47 @@ impl Simulation {
             packets_sent: 0,
             packets_delivered: 0,
             capture: None,
+            max_events: sc.limits.max_events,
+            max_memory: sc.limits.max_memory,
+            next_check: 0,
+            stopped: None,
         }
+    }
+
+    /// Looks at the ceilings (when `next_check` events have run): stops the run at
+    /// `max_events`, or when the process's resident memory exceeds `max_memory`.
+    #[cold]
+    fn check_limits(&mut self) {
+        let done = self.events.processed();
+        if done >= self.max_events {
+            self.stopped = Some(LimitExceeded {
+                key: "limits.max_events",
+                message: format!(
+                    "the run reached {done} events at {} of {} simulated and was stopped; nothing was written. Raise [limits] max_events (--max-events) or make the run smaller",
+                    self.now, self.end
+                ),
+            });
+            return;
+        }
+        if let Some(rss) = resident_bytes().filter(|&r| r > self.max_memory) {
+            self.stopped = Some(LimitExceeded {
+                key: "limits.max_memory",
+                message: format!(
+                    "the process holds {:.2} GiB at {} of {} simulated, above the limit of {:.2} GiB, and the run was stopped; nothing was written. Raise [limits] max_memory (--max-memory) or make the run smaller",
+                    rss as f64 / (1u64 << 30) as f64,
+                    self.now,
+                    self.end,
+                    self.max_memory as f64 / (1u64 << 30) as f64
+                ),
+            });
+            return;
+        }
+        self.next_check = self.max_events.min(done + MEMORY_CHECK_EVENTS);
+    }
+
+    /// Why the run stopped early, if it reached a `[limits]` ceiling.
+    pub fn stopped(&self) -> Option<&LimitExceeded> {
+        self.stopped.as_ref()
     }
 
     /// Captures the run's packets at the hosts into two pcap files (`capture`); call
@@ -200,43 +273,66 @@ impl Simulation {
         Ok(())
     }
 
-    /// Runs to the end and returns the summary and series.
-    pub fn run(mut self) -> RunOutput {
+    /// Runs to the end and returns the summary and series. Panics if the run reaches a
+    /// `[limits]` ceiling ([`Simulation::try_run`] returns it instead).
+    pub fn run(self) -> RunOutput {
+        self.try_run().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Simulation::run`], or the `[limits]` ceiling the run reached (then no results).
+    pub fn try_run(mut self) -> Result<RunOutput, LimitExceeded> {
         let wall = std::time::Instant::now();
         self.run_until(self.end);
+        if let Some(e) = self.stopped.take() {
+            return Err(e);
+        }
         self.now = self.end;
         self.sample();
-        self.finish(wall.elapsed().as_secs_f64())
+        Ok(self.finish(wall.elapsed().as_secs_f64()))
     }
 
     /// [`Simulation::run`], stopping every sampling step (`[metrics] step` of simulated
     /// time, at least 1 ms) to call `tick(fraction done)`; `tick` returning `false` cancels
     /// the run (`None`). The events run in the same order as in `run` (the slices only stop
     /// between events), so the results are the same; the cost is one call per step, none per
-    /// packet. The last call reports 1.0.
-    pub fn run_with(mut self, mut tick: impl FnMut(f64) -> bool) -> Option<RunOutput> {
+    /// packet. The last call reports 1.0. `Err`: the run reached a `[limits]` ceiling.
+    pub fn run_with(mut self, mut tick: impl FnMut(f64) -> bool) -> Result<Option<RunOutput>, LimitExceeded> {
         let wall = std::time::Instant::now();
         let slice = self.step.max(Time::from_millis(1));
         let mut t = Time::ZERO;
         while t < self.end {
             if !tick(t.as_secs_f64() / self.end.as_secs_f64()) {
-                return None;
+                return Ok(None);
             }
             t = Time(t.0.saturating_add(slice.0)).min(self.end);
             self.run_until(t);
+            if let Some(e) = self.stopped.take() {
+                return Err(e);
+            }
         }
         if !tick(1.0) {
-            return None;
+            return Ok(None);
         }
         self.now = self.end;
         self.sample();
-        Some(self.finish(wall.elapsed().as_secs_f64()))
+        Ok(Some(self.finish(wall.elapsed().as_secs_f64())))
     }
 
-    /// Executes every event up to and including time `t` (or the end of the run).
+    /// Executes every event up to and including time `t` (or the end of the run). Once the
+    /// run has reached a `[limits]` ceiling ([`Simulation::stopped`]) it does nothing.
     pub fn run_until(&mut self, t: Time) {
+        if self.stopped.is_some() {
+            return;
+        }
         let limit = t.min(self.end);
-        while let Some((at, ev)) = self.events.pop_due(limit) {
+        loop {
+            if self.events.processed() >= self.next_check {
+                self.check_limits();
+                if self.stopped.is_some() {
+                    return;
+                }
+            }
+            let Some((at, ev)) = self.events.pop_due(limit) else { break };
             // Invariant, checked in every run: simulated time never goes back (an event
             // scheduled in the past is a bug that would otherwise go unnoticed).
             assert!(at >= self.now, "invariant violated: monotonic time: an event at {at} popped at {}", self.now);

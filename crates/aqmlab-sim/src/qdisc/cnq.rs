@@ -20,8 +20,10 @@
 //! This follows the twin version with those fixes (chromi/sce@acc6ad66); the other stored
 //! version (03a785e0) can starve a class whose only flow has a dummy at its bulk head.
 //!
-//! Each has CAKE's deficit-mode shaper ([`super::shaper`]) and no packet limit (the kernel
-//! sets `sch->limit` but never checks it). See docs/algorithms/sce-qdiscs.md.
+//! Each has CAKE's deficit-mode shaper ([`super::shaper`]). The kernel sets `sch->limit =
+//! 10240` but never checks it; the model does ([`sce::PACKET_LIMIT`], with a byte bound of
+//! [`sce::byte_limit`]): an arriving packet beyond either is dropped. Dummies do not count.
+//! See docs/algorithms/sce-qdiscs.md.
 
 use super::cobalt::{CobaltSce, SceParams, SceSignals, Share};
 use super::sce::{self, SceTc};
@@ -184,13 +186,15 @@ pub struct Cnq {
     perturb: u32,
     rng: Stream,
     qlen: usize,
+    /// Bytes the classes may hold ([`sce::byte_limit`]).
+    byte_limit: u64,
     hold_until: Option<Time>,
     stats: QdiscStats,
     sce_marks: u64,
 }
 
 impl Cnq {
-    fn new(cfg: &CnqConfig, mut rng: Stream) -> Cnq {
+    fn new(cfg: &CnqConfig, mtu: u32, mut rng: Stream) -> Cnq {
         let classes = cfg.class_params().into_iter().map(Class::new).collect();
         let perturb = rng.next_u32();
         Cnq {
@@ -203,6 +207,7 @@ impl Cnq {
             perturb,
             rng,
             qlen: 0,
+            byte_limit: sce::byte_limit(mtu, None),
             hold_until: None,
             stats: QdiscStats::default(),
             sce_marks: 0,
@@ -253,6 +258,10 @@ impl Qdisc for Cnq {
     }
 
     fn enqueue(&mut self, pkt: Packet, now: Time) -> Enqueued {
+        if self.qlen >= sce::PACKET_LIMIT || self.backlog_bytes() + pkt.wire_len as u64 > self.byte_limit {
+            self.stats.overlimit_drop();
+            return Enqueued::Dropped;
+        }
         if self.qlen == 0 {
             self.shaper.unstale(now);
         }
@@ -386,7 +395,7 @@ impl CnqConfig {
 
 impl QdiscConfig for CnqConfig {
     fn build(&self, ctx: &mut BuildCtx) -> Box<dyn Qdisc> {
-        Box::new(Cnq::new(self, ctx.rng.clone()))
+        Box::new(Cnq::new(self, ctx.mtu, ctx.rng.clone()))
     }
 }
 
@@ -420,7 +429,7 @@ mod tests {
         let tc = sce::parse(&mut Params::new("x", &tokens), false).unwrap();
         let kind = if s.starts_with("twin") { "twin_codel_af" } else { "cnq_codel_af" };
         assert!(cfg.contains(kind));
-        Cnq::new(&CnqConfig { kind, tc }, Stream::new(1, "cnq-test"))
+        Cnq::new(&CnqConfig { kind, tc }, 1514, Stream::new(1, "cnq-test"))
     }
 
     fn pkt(key: u32, len: u32, seq: u32, at: Time) -> Packet {
@@ -577,5 +586,32 @@ mod tests {
         let mut v = vec![];
         build("twin_codel_af").xstats(&mut v);
         assert_eq!(v.iter().map(|x| x.0).collect::<Vec<_>>(), ["sce_marks", "bulk_flows", "p_drop_max"]);
+    }
+
+    /// Issue 14: 1-byte UDP at 100 Mbit/s grew these queues to 1 GB in a second (the kernel
+    /// never checks `sch->limit`). The model holds at most 10240 packets (dummies not counted)
+    /// and 10240 MTUs of bytes, dropping the arriving packet beyond them.
+    #[test]
+    fn queues_are_bounded_in_packets_and_bytes() {
+        let t = Time::from_secs(1);
+        for kind in ["cnq_codel_af", "twin_codel_af"] {
+            let mut q = build(kind);
+            for i in 0..sce::PACKET_LIMIT as u32 {
+                // Many flows, both classes of twin: sparse packets and their dummies too.
+                let mut p = pkt(i % 7, 43, i, t);
+                p.dscp = if i % 3 == 0 { DSCP_LL } else { 0 };
+                assert_eq!(q.enqueue(p, t), Enqueued::Queued, "{kind} packet {i}");
+            }
+            assert_eq!(q.enqueue(pkt(99, 43, 0, t), t), Enqueued::Dropped, "{kind}");
+            assert_eq!((q.len(), q.stats().drops, q.stats().overlimits), (sce::PACKET_LIMIT, 1, 1), "{kind}");
+            // Room again after a dequeue.
+            q.dequeue(t).unwrap();
+            assert_eq!(q.enqueue(pkt(99, 43, 1, t), t), Enqueued::Queued, "{kind}");
+            // Bytes: 64 KB GSO packets hit 10240 x 1514 bytes first (236 of them).
+            let mut q = build(kind);
+            let n = (0..1000).take_while(|&i| q.enqueue(pkt(1, 65_000, i, t), t) == Enqueued::Queued).count();
+            assert_eq!(n as u64, sce::byte_limit(1514, None) / 65_000, "{kind}");
+            assert!(q.backlog_bytes() <= sce::byte_limit(1514, None));
+        }
     }
 }

@@ -13,7 +13,9 @@
 //! one FIFO. Each flow has its own COBALT-SCE state on the plain sojourn ([`CobaltSce`],
 //! low-latency parameters for DSCP 4); the last packet of a flow is never dropped; one idle
 //! flow's state decays per dequeue. With `memlimit`, packets are dropped from the head of
-//! the bulk queue (then the sparse queue) to make room. CAKE's deficit-mode shaper
+//! the bulk queue (then the sparse queue) to make room. The kernel sets `sch->limit = 10240`
+//! and never checks it; the model does ([`sce::PACKET_LIMIT`], with a byte bound of
+//! [`sce::byte_limit`]), dropping the arriving packet beyond either. CAKE's deficit-mode shaper
 //! ([`super::shaper`]) paces the output. See docs/algorithms/sce-qdiscs.md.
 
 use super::cobalt::{CobaltSce, SceParams, Share};
@@ -41,6 +43,10 @@ struct Node {
     pkt: Packet,
     flow: u16,
     prev: u32,
+    /// Position in arrival order (queue order: packets are only appended).
+    seq: u64,
+    /// The next bulk packet of the same flow (`NIL`: none); not in the kernel.
+    next_same: u32,
 }
 
 /// A doubly linked packet FIFO with a scan pointer (`struct lfq_queue`), in a slab.
@@ -51,27 +57,30 @@ struct ScanQueue {
     scan: u32,
     len: usize,
     bytes: u64,
+    next_seq: u64,
 }
 
 impl ScanQueue {
     fn new() -> ScanQueue {
-        ScanQueue { slab: Slab::with_capacity(1024), ends: Ends::default(), scan: NIL, len: 0, bytes: 0 }
+        ScanQueue { slab: Slab::with_capacity(1024), ends: Ends::default(), scan: NIL, len: 0, bytes: 0, next_seq: 0 }
     }
 
-    /// `lfq_push`: appends; an empty queue's scan starts at the new head.
-    fn push(&mut self, pkt: Packet, flow: u16) {
+    /// `lfq_push`: appends; an empty queue's scan starts at the new head. Returns the node.
+    fn push(&mut self, pkt: Packet, flow: u16) -> u32 {
         let prev = self.ends.tail;
-        let i = self.slab.push_back(&mut self.ends, Node { pkt, flow, prev });
+        let i = self.slab.push_back(&mut self.ends, Node { pkt, flow, prev, seq: self.next_seq, next_same: NIL });
+        self.next_seq += 1;
         if prev == NIL {
             self.scan = i;
         }
         self.len += 1;
         self.bytes += pkt.wire_len as u64;
+        i
     }
 
     /// Unlinks node `i` and returns its contents.
     fn unlink(&mut self, i: u32) -> (Packet, u16) {
-        let (Node { pkt, flow, prev }, next) = self.slab.release(i);
+        let (Node { pkt, flow, prev, .. }, next) = self.slab.release(i);
         match prev {
             NIL => self.ends.head = next,
             p => self.slab.set_next(p, next),
@@ -98,24 +107,28 @@ impl ScanQueue {
         self.unlink(self.scan)
     }
 
-    fn scan_flow(&self) -> Option<u16> {
-        (self.scan != NIL).then(|| self.slab.get(self.scan).flow)
-    }
     fn scan_wire_len(&self) -> u32 {
         self.slab.get(self.scan).pkt.wire_len
-    }
-    fn scan_next(&mut self) {
-        self.scan = self.slab.next(self.scan);
     }
 }
 
 /// `struct lfq_flow_data`.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Copy, Debug)]
 struct FlowData {
     deficit: i32,
     backlog: u32,
+    /// The flow's first and last packet in the bulk queue, linked by `Node::next_same`
+    /// (`NIL`: none; not in the kernel: they feed [`Lfq::ready`]).
+    bulk_head: u32,
+    bulk_tail: u32,
     skip: bool,
     dirty: bool,
+}
+
+impl Default for FlowData {
+    fn default() -> Self {
+        FlowData { deficit: 0, backlog: 0, bulk_head: NIL, bulk_tail: NIL, skip: false, dirty: false }
+    }
 }
 
 /// `lfq_cobalt`.
@@ -126,6 +139,14 @@ pub struct Lfq {
     flows: Vec<FlowData>,
     /// Flows whose data changed since the last sweep (`dirty_flows`).
     dirty: Vec<u16>,
+    /// (arrival position of its first bulk packet, flow) of every flow that has bulk packets
+    /// and is not flagged `skip`. Every bulk packet before the scan pointer belongs to a
+    /// skipped flow (the scan passed it while its flow was skipped, and flags are only
+    /// cleared by a sweep, which restarts the scan at the head), so the packet the kernel's
+    /// scan walks to is the first of this set, and with the set empty the walk runs off the
+    /// tail and sweeps. The model goes there at once: the walk over skipped packets cost
+    /// O(queue) per packet under unresponsive overload.
+    ready: std::collections::BTreeSet<(u64, u16)>,
     cvars: Vec<CobaltSce>,
     params: SceParams,
     params_ll: SceParams,
@@ -133,6 +154,8 @@ pub struct Lfq {
     /// `psched_mtu`: the deficit credit per round.
     mtu: u32,
     buffer_limit: Option<u64>,
+    /// Bytes the queues may hold ([`sce::byte_limit`]).
+    byte_limit: u64,
     shaper: Shaper,
     comp: Compensation,
     perturb: u32,
@@ -151,12 +174,14 @@ impl Lfq {
             bulk: ScanQueue::new(),
             flows: vec![FlowData::default(); FLOWS],
             dirty: Vec::with_capacity(FLOWS),
+            ready: std::collections::BTreeSet::new(),
             cvars: vec![CobaltSce::default(); FLOWS],
             params,
             params_ll,
             decay_index: 0,
             mtu,
             buffer_limit: cfg.tc.memlimit,
+            byte_limit: sce::byte_limit(mtu, cfg.tc.memlimit),
             shaper: Shaper::new(cfg.tc.bytes_per_sec()),
             comp: cfg.tc.comp,
             perturb,
@@ -190,6 +215,9 @@ impl Lfq {
             let d = &mut self.flows[f as usize];
             if d.skip {
                 d.skip = false;
+                if d.bulk_head != NIL {
+                    self.ready.insert((self.bulk.slab.get(d.bulk_head).seq, f));
+                }
             } else if d.backlog == 0 {
                 d.deficit = 0;
             }
@@ -206,26 +234,58 @@ impl Lfq {
         d.backlog -= 1;
         d.deficit -= len as i32;
         if d.deficit < 0 {
+            if !d.skip && d.bulk_head != NIL {
+                self.ready.remove(&(self.bulk.slab.get(d.bulk_head).seq, flow));
+            }
             d.skip = true;
             d.deficit += self.mtu as i32;
         }
         self.set_dirty(flow);
     }
 
+    /// Packet `i` of `flow` joined the bulk queue.
+    fn bulk_joined(&mut self, flow: u16, i: u32) {
+        let d = &mut self.flows[flow as usize];
+        if d.bulk_head == NIL {
+            d.bulk_head = i;
+            if !d.skip {
+                self.ready.insert((self.bulk.slab.get(i).seq, flow));
+            }
+        } else {
+            self.bulk.slab.get_mut(d.bulk_tail).next_same = i;
+        }
+        d.bulk_tail = i;
+    }
+
+    /// Packet `i`, `flow`'s first in the bulk queue, is about to leave it.
+    fn bulk_leaving(&mut self, flow: u16, i: u32) {
+        let Node { seq, next_same, .. } = *self.bulk.slab.get(i);
+        self.ready.remove(&(seq, flow));
+        let d = &mut self.flows[flow as usize];
+        debug_assert_eq!(d.bulk_head, i, "a flow's bulk packets leave in order");
+        d.bulk_head = next_same;
+        if next_same == NIL {
+            d.bulk_tail = NIL;
+        } else if !d.skip {
+            self.ready.insert((self.bulk.slab.get(next_same).seq, flow));
+        }
+    }
+
     /// The bulk packet the scan serves next (`lfq_dequeue`'s scan loop): sends and removes it.
     fn take_bulk(&mut self) -> (Packet, u16) {
-        loop {
-            let Some(flow) = self.bulk.scan_flow() else {
-                self.sweep();
-                continue;
-            };
-            if !self.flows[flow as usize].skip {
-                let len = self.bulk.scan_wire_len();
-                self.send(flow, len);
-                return self.bulk.pull();
-            }
-            self.bulk.scan_next();
+        // A scan past the tail sweeps; so does one with every bulk packet skipped, after
+        // walking to the tail (see `ready`).
+        if self.bulk.scan == NIL || self.ready.is_empty() {
+            self.sweep();
         }
+        let &(_, flow) = self.ready.first().expect("after a sweep every flow with bulk packets is ready");
+        let i = self.flows[flow as usize].bulk_head;
+        // Where the kernel's walk over skipped flows' packets stops.
+        self.bulk.scan = i;
+        let len = self.bulk.scan_wire_len();
+        self.send(flow, len);
+        self.bulk_leaving(flow, i);
+        self.bulk.pull()
     }
 }
 
@@ -239,7 +299,15 @@ impl Qdisc for Lfq {
         if let Some(limit) = self.buffer_limit {
             // Make room by dropping from the head of the bulk queue, then the sparse queue.
             while self.backlog() + pkt.wire_len as u64 > limit {
-                let Some((_, f)) = self.bulk.pop().or_else(|| self.sparse.pop()) else {
+                let f = if !self.bulk.ends.is_empty() {
+                    let head = self.bulk.ends.head;
+                    let f = self.bulk.slab.get(head).flow;
+                    self.bulk_leaving(f, head);
+                    self.bulk.pop();
+                    f
+                } else if let Some((_, f)) = self.sparse.pop() {
+                    f
+                } else {
                     self.stats.drops += 1;
                     self.stats.overlimits += 1;
                     return Enqueued::Dropped;
@@ -250,6 +318,10 @@ impl Qdisc for Lfq {
                 self.stats.overlimits += 1;
             }
         }
+        if self.qlen() >= sce::PACKET_LIMIT || self.backlog() + pkt.wire_len as u64 > self.byte_limit {
+            self.stats.overlimit_drop();
+            return Enqueued::Dropped;
+        }
         if self.qlen() == 0 {
             self.shaper.unstale(now);
         }
@@ -259,7 +331,8 @@ impl Qdisc for Lfq {
             self.sparse.push(pkt, flow);
         } else {
             pkt.queue = 1;
-            self.bulk.push(pkt, flow);
+            let i = self.bulk.push(pkt, flow);
+            self.bulk_joined(flow, i);
         }
         self.flows[flow as usize].backlog += 1;
         self.set_dirty(flow);
@@ -529,5 +602,74 @@ mod tests {
         assert!(e.contains("sce-thresh"), "{e}");
         let e = QdiscSpec::parse("lfq_cobalt flows 4").unwrap_err();
         assert!(e.contains("'flows'"), "{e}");
+    }
+
+    #[test]
+    fn queues_are_bounded_in_packets_and_bytes() {
+        let t = Time::from_secs(1);
+        let mut q = build("lfq_cobalt");
+        for i in 0..sce::PACKET_LIMIT as u32 {
+            assert_eq!(q.enqueue(pkt(i % 5, 43, i, t), t), Enqueued::Queued);
+        }
+        assert_eq!(q.enqueue(pkt(9, 43, 0, t), t), Enqueued::Dropped);
+        assert_eq!((q.len(), q.stats().drops, q.stats().overlimits), (sce::PACKET_LIMIT, 1, 1));
+        let mut q = build("lfq_cobalt");
+        let n = (0..1000).take_while(|&i| q.enqueue(pkt(1, 65_000, i, t), t) == Enqueued::Queued).count();
+        assert_eq!(n as u64, sce::byte_limit(MTU, None) / 65_000);
+        // A larger memlimit raises the byte bound (CAKE's max(limit x MTU, memlimit)).
+        let mut q = build("lfq_cobalt memlimit 32mb");
+        let n = (0..1000).take_while(|&i| q.enqueue(pkt(1, 65_000, i, t), t) == Enqueued::Queued).count();
+        assert!(n as u64 > sce::byte_limit(MTU, None) / 65_000, "{n}");
+    }
+
+    /// `ready` (the set that takes the scan straight to the packet the kernel's walk would
+    /// reach) equals a recount after every operation of a mixed run of flows and packet
+    /// sizes, with memlimit drops, and every bulk packet before the scan pointer belongs to a
+    /// skipped flow (the invariant that makes it exact); a single backlogged flow (always
+    /// skipped after its first packet, the case that walked the whole queue) is served in
+    /// order.
+    #[test]
+    fn ready_set_matches_a_recount() {
+        let check = |q: &Lfq| {
+            let mut want = std::collections::BTreeSet::new();
+            let (mut i, mut before_scan) = (q.bulk.ends.head, q.bulk.scan != NIL);
+            while i != NIL {
+                let n = q.bulk.slab.get(i);
+                let d = &q.flows[n.flow as usize];
+                before_scan &= i != q.bulk.scan;
+                if before_scan {
+                    assert!(d.skip, "an unskipped flow's packet before the scan");
+                }
+                if !d.skip && d.bulk_head == i {
+                    want.insert((n.seq, n.flow));
+                }
+                i = q.bulk.slab.next(i);
+            }
+            want
+        };
+        let mut q = build("lfq_cobalt memlimit 40000");
+        let mut rng = Stream::new(7, "lfq-recount");
+        let mut now = Time::from_secs(1);
+        for i in 0..20_000u32 {
+            now = now + Time(rng.next_u32() as u64 % 20_000);
+            if rng.next_u32() % 5 < 3 {
+                let len = [64, 500, 1514][rng.next_u32() as usize % 3];
+                q.enqueue(pkt(rng.next_u32() % 6, len, i, now), now);
+            } else {
+                q.dequeue(now);
+            }
+            assert_eq!(q.ready, check(&q), "after operation {i}");
+        }
+        let mut q = build("lfq_cobalt");
+        for i in 0..sce::PACKET_LIMIT as u32 {
+            q.enqueue(pkt(1, 43, i, t0()), t0());
+        }
+        let seqs: Vec<u32> = (0..sce::PACKET_LIMIT).map(|_| q.dequeue(t0()).unwrap().tcp.seq).collect();
+        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "FIFO order within the flow");
+        assert!(q.ready.is_empty());
+    }
+
+    fn t0() -> Time {
+        Time::from_secs(1)
     }
 }

@@ -30,6 +30,22 @@ pub struct SceTc {
     pub memlimit: Option<u64>,
 }
 
+/// The packet bound of the three SCE qdiscs: `sch->limit = 10240`, as `cnq_init` (chromi/sce
+/// `sch_twin_codel_af.c`, stored file 14002178221) and `lfq_init` (`sch_lfq_cobalt.c`,
+/// 14009602287) set it, CAKE's value. Their enqueue functions never check it: the kernel
+/// queue grows until memory runs out (issue 14: 1 GB and 5 M packets after 1 s of 1-byte
+/// UDP at 100 Mbit/s). The model enforces it, and a byte bound of [`byte_limit`], dropping
+/// the arriving packet (an overlimit drop); below the bounds nothing changes.
+pub const PACKET_LIMIT: usize = 10240;
+
+/// The byte bound that goes with [`PACKET_LIMIT`]: CAKE's cap on its own buffer,
+/// `max(sch->limit × psched_mtu, memlimit)` (`cake_reconfigure`), which the SCE qdiscs'
+/// shared CAKE code base suggests and which only applies where the kernel would grow without
+/// bound.
+pub fn byte_limit(mtu: u32, memlimit: Option<u64>) -> u64 {
+    (PACKET_LIMIT as u64 * mtu as u64).max(memlimit.unwrap_or(0))
+}
+
 /// `sce-thresh N` (1..=1024), `sce` (1) or `no-sce` (0).
 const SCE_THRESH: Param = Param::new("sce-thresh", crate::params::Type::Uint { min: 1, max: 1024 }, Value::Unset)
     .words(&[("sce", Value::Uint(1)), ("no-sce", Value::Uint(0))])

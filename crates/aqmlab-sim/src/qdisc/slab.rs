@@ -95,6 +95,8 @@ impl<T: Copy> Slab<T> {
     pub fn get_mut(&mut self, i: u32) -> &mut T {
         &mut self.entries[i as usize].val
     }
+    /// The entry after `i` in its list (lfq's tests walk the bulk queue with it).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub fn next(&self, i: u32) -> u32 {
         self.entries[i as usize].next
     }
