@@ -201,40 +201,154 @@ def writer(
 PARQUET_META_KEY = b"aqmlab"
 
 
-def labelled_table(result: RunResult) -> Any:
-    """The tidy series as a pyarrow Table with the run's ``run``, ``cell`` and ``seed``
-    columns first and, in the schema metadata under ``aqmlab``, the unit of each series."""
-    import pyarrow as pa
+#: Rows per Parquet row group: pyarrow's default for ``pq.write_table`` (1 Mi), so that the
+#: streamed file is the file ``pq.write_table`` writes of the whole table.
+ROW_GROUP_ROWS = 1 << 20
 
-    ts = result.timeseries
-    n = len(ts)
-    labels = result.labels or {"run": result.name or "run", "cell": result.name or "run", "seed": result.summary.get("seed")}
-    table = pa.Table.from_pandas(ts, preserve_index=False)
-    seed = labels.get("seed")
-    cols = {
-        "run": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([str(labels.get("run"))])),
-        "cell": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([str(labels.get("cell"))])),
-        "seed": pa.array([seed] * n, pa.uint64() if seed is not None and seed >= 2**63 else pa.int64()),
-    }
-    for i, (name, arr) in enumerate(cols.items()):
-        table = table.add_column(i, name, arr)
+
+def _labels(result: RunResult) -> dict[str, Any]:
+    return result.labels or {"run": result.name or "run", "cell": result.name or "run", "seed": result.summary.get("seed")}
+
+
+def _parquet_meta(result: RunResult) -> bytes:
     meta = {
         "format_version": FORMAT_VERSION,
         "units": [{"flow": e, "metric": m, "unit": u} for (e, m), u in result.units.items()],
     }
-    return table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_META_KEY: json.dumps(meta).encode()})
+    return json.dumps(meta).encode()
+
+
+def _label_arrays(labels: Mapping[str, Any], n: int) -> dict[str, Any]:
+    import numpy as np
+    import pyarrow as pa
+
+    seed = labels.get("seed")
+    zeros = pa.array(np.zeros(n, dtype=np.int32))
+    if seed is None:
+        seed_arr = pa.nulls(n, pa.int64())
+    else:
+        big = seed >= 2**63
+        seed_arr = pa.array(np.full(n, seed, dtype=np.uint64 if big else np.int64))
+    return {
+        "run": pa.DictionaryArray.from_arrays(zeros, pa.array([str(labels.get("run"))])),
+        "cell": pa.DictionaryArray.from_arrays(zeros, pa.array([str(labels.get("cell"))])),
+        "seed": seed_arr,
+    }
+
+
+def labelled_table(result: RunResult) -> Any:
+    """The tidy series as a pyarrow Table with the run's ``run``, ``cell`` and ``seed``
+    columns first and, in the schema metadata under ``aqmlab``, the unit of each series.
+    (The Parquet writer streams the same table a row group at a time: :func:`_stream_parquet`.)"""
+    import pyarrow as pa
+
+    ts = result.timeseries
+    n = len(ts)
+    table = pa.Table.from_pandas(ts, preserve_index=False)
+    for i, (name, arr) in enumerate(_label_arrays(_labels(result), n).items()):
+        table = table.add_column(i, name, arr)
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_META_KEY: _parquet_meta(result)})
+
+
+def _tidy_schema(data: Any, labels: Mapping[str, Any], meta: bytes) -> Any:
+    """The schema :func:`labelled_table` gives the series of ``data`` (a
+    :class:`aqmlab.api.SeriesData`): pyarrow's from a DataFrame (its pandas metadata, the
+    categoricals' code widths) made from an empty frame with the same categories."""
+    import pandas as pd
+    import pyarrow as pa
+
+    entities, metrics, _, _ = data.codes()
+    empty = pd.DataFrame(
+        {
+            "time": pd.Series([], dtype="f8"),
+            "flow": pd.Categorical.from_codes([], categories=entities),
+            "metric": pd.Categorical.from_codes([], categories=metrics),
+            "value": pd.Series([], dtype="f8"),
+        }
+    )
+    schema = pa.Schema.from_pandas(empty, preserve_index=False)
+    for i, (name, arr) in enumerate(_label_arrays(labels, 0).items()):
+        schema = schema.insert(i, pa.field(name, arr.type))
+    return schema.with_metadata({**(schema.metadata or {}), PARQUET_META_KEY: meta})
+
+
+def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, Iterator[Any]]:
+    """The labelled tidy table of a run with :attr:`RunResult.series_data` as its schema and
+    an iterator of tables of ``rows`` rows each (the last shorter), made from the engine's
+    buffers a slice at a time (never the whole table: a long run's series stay on disk)."""
+    import numpy as np
+    import pyarrow as pa
+
+    data = result.series_data
+    labels = _labels(result)
+    schema = _tidy_schema(data, labels, _parquet_meta(result))
+    entities, metrics, e_codes, m_codes = data.codes()
+    n, total = data.n_ticks, data.n_ticks * len(data.keys)
+    fields = {f.name: f.type for f in schema}
+    e_dict = pa.array(entities, fields["flow"].value_type)
+    m_dict = pa.array(metrics, fields["metric"].value_type)
+
+    def batches() -> Iterator[Any]:
+        for a in range(0, total, rows):
+            b = min(a + rows, total)
+            times, values, cols, lens = [], [], [], []
+            r = a
+            while r < b:  # the pieces of columns rows a..b cover
+                i, start = divmod(r, n)
+                stop = min(n, start + (b - r))
+                times.append(data.time(start, stop))
+                values.append(data.column(i, start, stop))
+                cols.append(i)
+                lens.append(stop - start)
+                r += stop - start
+            col_idx = np.repeat(np.array(cols, dtype=np.intp), lens)
+            arrays = {**_label_arrays(labels, b - a)}
+            arrays["time"] = pa.array(np.concatenate(times), from_pandas=True)
+            arrays["flow"] = pa.DictionaryArray.from_arrays(pa.array(e_codes[col_idx].astype(fields["flow"].index_type.to_pandas_dtype())), e_dict)
+            arrays["metric"] = pa.DictionaryArray.from_arrays(pa.array(m_codes[col_idx].astype(fields["metric"].index_type.to_pandas_dtype())), m_dict)
+            arrays["value"] = pa.array(np.concatenate(values), from_pandas=True)  # NaN -> null, as from_pandas
+            yield pa.Table.from_arrays([arrays[f.name] for f in schema], schema=schema)
+
+    return schema, batches()
+
+
+def _stream_parquet(result: RunResult, path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    schema, batches = tidy_batches(result)
+    with pq.ParquetWriter(path, schema) as w:
+        for t in batches:
+            w.write_table(t, row_group_size=ROW_GROUP_ROWS)
 
 
 @writer("parquet", file=PARQUET)
 def write_parquet(result: RunResult, path: Path) -> None:
+    """The labelled tidy table; a run's engine series (:attr:`RunResult.series_data`) are
+    written a row group at a time straight from the engine's buffers, so a long run needs no
+    more memory than a short one; a result built from a DataFrame goes through
+    :func:`labelled_table`. Both give the same file."""
     import pyarrow.parquet as pq
 
-    pq.write_table(labelled_table(result), path)
+    if result.series_data is not None and result.series_data.keys and result._timeseries is None:
+        _stream_parquet(result, path)
+    else:
+        pq.write_table(labelled_table(result), path)
 
 
 @writer("csv", file=CSV)
 def write_csv(result: RunResult, path: Path) -> None:
-    result.timeseries.to_csv(path, index=False, lineterminator="\n")
+    """The tidy table as CSV; a run's engine series are written a block of rows at a time."""
+    data = result.series_data
+    if data is None or not data.keys or result._timeseries is not None:
+        result.timeseries.to_csv(path, index=False, lineterminator="\n")
+        return
+    import pandas as pd
+
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        for k, (i, a, b) in enumerate(data.blocks(1 << 18)):
+            e, m = data.keys[i]
+            block = pd.DataFrame({"time": data.time(a, b), "flow": e, "metric": m, "value": data.column(i, a, b)})
+            block.to_csv(f, index=False, header=k == 0, lineterminator="\n")
 
 
 @writer("plot", file=PLOT)
