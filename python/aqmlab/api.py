@@ -239,6 +239,14 @@ class SeriesData:
         parts.append(self._tail[i, max(start - self._first_tick, 0) : max(stop - self._first_tick, 0)])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
+    def all_values(self) -> Any:
+        """Every column's values one after the other (the tidy table's ``value``)."""
+        import numpy as np
+
+        if not self._spill:
+            return self._tail.reshape(-1)
+        return np.concatenate([self.column(i) for i in range(len(self.keys))])
+
     def columns(self) -> dict[tuple[str, str], Any]:
         """Every column as an array, by ``(entity, metric)`` (the first of a repeated key)."""
         out: dict[tuple[str, str], Any] = {}
@@ -274,7 +282,7 @@ class SeriesData:
             return pd.DataFrame({c: pd.Series(dtype=d) for c, d in zip(TIDY_COLUMNS, ["f8", "str", "str", "f8"])})
         n = self.n_ticks
         entities, metrics, e_codes, m_codes = self.codes()
-        values = self._tail.reshape(-1) if not self._spill else np.concatenate([self.column(i) for i in range(len(self.keys))])
+        values = self.all_values()
         return pd.DataFrame(
             {
                 "time": np.tile(self.time(), len(self.keys)),

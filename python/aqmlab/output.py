@@ -105,6 +105,14 @@ def _umask() -> int:
     return mask
 
 
+#: Whether each file is fsync'ed before it is renamed into place (``AQMLAB_FSYNC=1``). Off by
+#: default: the rename alone makes a killed process leave no half-written file under its final
+#: name, and after a machine crash a run whose files did not reach the disk is found by the
+#: resume's hash check (manifest.json) and run again; the five fsyncs cost more than the rest of
+#: a short suite run's writing.
+FSYNC = os.environ.get("AQMLAB_FSYNC", "") not in ("", "0")
+
+
 @contextlib.contextmanager
 def atomic_path(final: Path) -> Iterator[Path]:
     """Yields a temporary path beside ``final``; on success moves it to ``final``."""
@@ -114,8 +122,9 @@ def atomic_path(final: Path) -> Iterator[Path]:
     os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
     try:
         yield tmp_path
-        with open(tmp_path, "rb+") as f:
-            os.fsync(f.fileno())
+        if FSYNC:
+            with open(tmp_path, "rb+") as f:
+                os.fsync(f.fileno())
         os.replace(tmp_path, final)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -146,6 +155,8 @@ def pcap_files(out_dir: Path) -> Iterator[tuple[Path, Path]]:
 
 
 def _fsync_dir(d: Path) -> None:
+    if not FSYNC:
+        return
     with contextlib.suppress(OSError):
         fd = os.open(d, os.O_RDONLY)
         try:
@@ -272,6 +283,20 @@ def _tidy_schema(data: Any, labels: Mapping[str, Any], meta: bytes) -> Any:
     return schema.with_metadata({**(schema.metadata or {}), PARQUET_META_KEY: meta})
 
 
+@functools.lru_cache(maxsize=64)
+def _tidy_schema_cached(entities: tuple[str, ...], metrics: tuple[str, ...], seed_type: str) -> Any:
+    """:func:`_tidy_schema` without the aqmlab metadata, for a suite's many runs of one shape."""
+    import pyarrow as pa
+
+    class _Keys:
+        def codes(self) -> tuple[list[str], list[str], None, None]:
+            return list(entities), list(metrics), None, None
+
+    seed = {"null": None, "u64": 2**63, "i64": 0}[seed_type]
+    schema = _tidy_schema(_Keys(), {"run": "", "cell": "", "seed": seed}, b"")
+    return schema.remove_metadata().with_metadata({k: v for k, v in schema.metadata.items() if k != PARQUET_META_KEY})
+
+
 def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, Iterator[Any]]:
     """The labelled tidy table of a run with :attr:`RunResult.series_data` as its schema and
     an iterator of tables of ``rows`` rows each (the last shorter), made from the engine's
@@ -281,32 +306,43 @@ def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, It
 
     data = result.series_data
     labels = _labels(result)
-    schema = _tidy_schema(data, labels, _parquet_meta(result))
     entities, metrics, e_codes, m_codes = data.codes()
+    seed = labels.get("seed")
+    seed_type = "null" if seed is None else "u64" if seed >= 2**63 else "i64"
+    schema = _tidy_schema_cached(tuple(entities), tuple(metrics), seed_type).with_metadata(
+        {**_tidy_schema_cached(tuple(entities), tuple(metrics), seed_type).metadata, PARQUET_META_KEY: _parquet_meta(result)}
+    )
     n, total = data.n_ticks, data.n_ticks * len(data.keys)
     fields = {f.name: f.type for f in schema}
     e_dict = pa.array(entities, fields["flow"].value_type)
     m_dict = pa.array(metrics, fields["metric"].value_type)
+    e_codes = e_codes.astype(fields["flow"].index_type.to_pandas_dtype())
+    m_codes = m_codes.astype(fields["metric"].index_type.to_pandas_dtype())
 
     def batches() -> Iterator[Any]:
         for a in range(0, total, rows):
             b = min(a + rows, total)
-            times, values, cols, lens = [], [], [], []
-            r = a
-            while r < b:  # the pieces of columns rows a..b cover
-                i, start = divmod(r, n)
-                stop = min(n, start + (b - r))
-                times.append(data.time(start, stop))
-                values.append(data.column(i, start, stop))
-                cols.append(i)
-                lens.append(stop - start)
-                r += stop - start
-            col_idx = np.repeat(np.array(cols, dtype=np.intp), lens)
-            arrays = {**_label_arrays(labels, b - a)}
-            arrays["time"] = pa.array(np.concatenate(times), from_pandas=True)
-            arrays["flow"] = pa.DictionaryArray.from_arrays(pa.array(e_codes[col_idx].astype(fields["flow"].index_type.to_pandas_dtype())), e_dict)
-            arrays["metric"] = pa.DictionaryArray.from_arrays(pa.array(m_codes[col_idx].astype(fields["metric"].index_type.to_pandas_dtype())), m_dict)
-            arrays["value"] = pa.array(np.concatenate(values), from_pandas=True)  # NaN -> null, as from_pandas
+            if a == 0 and b == total and not data.streamed:  # the whole table, from the buffers
+                time, value = np.tile(data.time(), len(data.keys)), data.all_values()
+                flow, metric = np.repeat(e_codes, n), np.repeat(m_codes, n)
+            else:
+                times, values, cols, lens = [], [], [], []
+                r = a
+                while r < b:  # the pieces of columns rows a..b cover
+                    i, start = divmod(r, n)
+                    stop = min(n, start + (b - r))
+                    times.append(data.time(start, stop))
+                    values.append(data.column(i, start, stop))
+                    cols.append(i)
+                    lens.append(stop - start)
+                    r += stop - start
+                col_idx = np.repeat(np.array(cols, dtype=np.intp), lens)
+                time, value, flow, metric = np.concatenate(times), np.concatenate(values), e_codes[col_idx], m_codes[col_idx]
+            arrays = _label_arrays(labels, b - a)
+            arrays["time"] = pa.array(time, from_pandas=True)
+            arrays["flow"] = pa.DictionaryArray.from_arrays(pa.array(flow), e_dict)
+            arrays["metric"] = pa.DictionaryArray.from_arrays(pa.array(metric), m_dict)
+            arrays["value"] = pa.array(value, from_pandas=True)  # NaN -> null, as from_pandas
             yield pa.Table.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
     return schema, batches()
