@@ -254,13 +254,27 @@ class SeriesData:
             out.setdefault(k, self.column(i))
         return out
 
-    def blocks(self, rows: int = 1 << 20) -> Iterator[tuple[int, int, int]]:
-        """``(column, start, stop)`` slices of the tidy table in its row order (column after
-        column), each at most ``rows`` rows."""
-        n = self.n_ticks
-        for i in range(len(self.keys)):
-            for a in range(0, n, max(rows, 1)):
-                yield i, a, min(a + rows, n)
+    def rows(self, a: int, b: int) -> tuple[Any, Any, Any]:
+        """Rows ``a:b`` of the tidy table (one block of rows per column, column after column)
+        as ``(time, value, column index)`` arrays."""
+        import numpy as np
+
+        n, total = self.n_ticks, self.n_ticks * len(self.keys)
+        b = min(b, total)
+        if a == 0 and b == total and not self._spill:  # the whole table, from the buffers
+            return np.tile(self.time(), len(self.keys)), self.all_values(), np.repeat(np.arange(len(self.keys)), n)
+        times, values, cols, lens = [], [], [], []
+        r = a
+        while r < b:  # the pieces of columns rows a..b cover
+            i, start = divmod(r, n)
+            stop = min(n, start + (b - r))
+            times.append(self.time(start, stop))
+            values.append(self.column(i, start, stop))
+            cols.append(i)
+            lens.append(stop - start)
+            r += stop - start
+        col = np.repeat(np.array(cols, dtype=np.intp), lens)
+        return np.concatenate(times), np.concatenate(values), col
 
     def codes(self) -> tuple[list[str], list[str], Any, Any]:
         """The entity and metric categories (in order of first appearance) and each column's

@@ -322,22 +322,8 @@ def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, It
     def batches() -> Iterator[Any]:
         for a in range(0, total, rows):
             b = min(a + rows, total)
-            if a == 0 and b == total and not data.streamed:  # the whole table, from the buffers
-                time, value = np.tile(data.time(), len(data.keys)), data.all_values()
-                flow, metric = np.repeat(e_codes, n), np.repeat(m_codes, n)
-            else:
-                times, values, cols, lens = [], [], [], []
-                r = a
-                while r < b:  # the pieces of columns rows a..b cover
-                    i, start = divmod(r, n)
-                    stop = min(n, start + (b - r))
-                    times.append(data.time(start, stop))
-                    values.append(data.column(i, start, stop))
-                    cols.append(i)
-                    lens.append(stop - start)
-                    r += stop - start
-                col_idx = np.repeat(np.array(cols, dtype=np.intp), lens)
-                time, value, flow, metric = np.concatenate(times), np.concatenate(values), e_codes[col_idx], m_codes[col_idx]
+            time, value, col = data.rows(a, b)
+            flow, metric = e_codes[col], m_codes[col]
             arrays = _label_arrays(labels, b - a)
             arrays["time"] = pa.array(time, from_pandas=True)
             arrays["flow"] = pa.DictionaryArray.from_arrays(pa.array(flow), e_dict)
@@ -380,11 +366,21 @@ def write_csv(result: RunResult, path: Path) -> None:
         return
     import pandas as pd
 
+    entities, metrics, e_codes, m_codes = data.codes()
+    total = data.n_ticks * len(data.keys)
+    rows = 1 << 18
     with open(path, "w", encoding="utf-8", newline="") as f:
-        for k, (i, a, b) in enumerate(data.blocks(1 << 18)):
-            e, m = data.keys[i]
-            block = pd.DataFrame({"time": data.time(a, b), "flow": e, "metric": m, "value": data.column(i, a, b)})
-            block.to_csv(f, index=False, header=k == 0, lineterminator="\n")
+        for a in range(0, total, rows):
+            time, value, col = data.rows(a, a + rows)
+            block = pd.DataFrame(
+                {
+                    "time": time,
+                    "flow": pd.Categorical.from_codes(e_codes[col], categories=entities),
+                    "metric": pd.Categorical.from_codes(m_codes[col], categories=metrics),
+                    "value": value,
+                }
+            )
+            block.to_csv(f, index=False, header=a == 0, lineterminator="\n")
 
 
 @writer("plot", file=PLOT)
