@@ -212,9 +212,11 @@ def writer(
 PARQUET_META_KEY = b"aqmlab"
 
 
-#: Rows per Parquet row group: pyarrow's default for ``pq.write_table`` (1 Mi), so that the
-#: streamed file is the file ``pq.write_table`` writes of the whole table.
-ROW_GROUP_ROWS = 1 << 20
+#: Rows per Parquet row group (128 Ki, about 5 MB of arrays): the file is written a row group at
+#: a time, so this bounds the writer's memory whatever the run's length. A table up to this size
+#: is one row group, byte for byte the file ``pq.write_table`` (row groups of 1 Mi rows) wrote
+#: before the series were streamed; a longer one has the same content in more row groups.
+ROW_GROUP_ROWS = 1 << 17
 
 
 def _labels(result: RunResult) -> dict[str, Any]:
@@ -229,20 +231,49 @@ def _parquet_meta(result: RunResult) -> bytes:
     return json.dumps(meta).encode()
 
 
+def _strings(strings: list[str], type_: Any) -> Any:
+    """A pyarrow (large) string array made from its buffers: ``pa.array`` of Python strings
+    imports pandas (110 MB) to look for its missing values."""
+    import numpy as np
+    import pyarrow as pa
+
+    enc = [x.encode("utf-8") for x in strings]
+    width = np.int64 if type_ == pa.large_string() else np.int32
+    offsets = np.zeros(len(enc) + 1, dtype=width)
+    np.cumsum([len(e) for e in enc], out=offsets[1:])
+    return pa.Array.from_buffers(type_, len(enc), [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(enc))])
+
+
+def _numbers(a: Any, type_: Any, nan_is_null: bool = False) -> Any:
+    """A pyarrow array on a numpy array's buffer (NaN as null, as ``from_pandas`` makes it,
+    when ``nan_is_null``), made from its buffers: ``pa.array`` imports pandas (110 MB)."""
+    import numpy as np
+    import pyarrow as pa
+
+    a = np.ascontiguousarray(a, dtype=type_.to_pandas_dtype())
+    validity, nulls = None, 0
+    if nan_is_null:
+        ok = ~np.isnan(a)
+        nulls = len(a) - int(np.count_nonzero(ok))
+        if nulls:
+            validity = pa.py_buffer(np.packbits(ok, bitorder="little"))
+    return pa.Array.from_buffers(type_, len(a), [validity, pa.py_buffer(a)], null_count=nulls)
+
+
 def _label_arrays(labels: Mapping[str, Any], n: int) -> dict[str, Any]:
     import numpy as np
     import pyarrow as pa
 
     seed = labels.get("seed")
-    zeros = pa.array(np.zeros(n, dtype=np.int32))
+    zeros = _numbers(np.zeros(n, dtype=np.int32), pa.int32())
     if seed is None:
         seed_arr = pa.nulls(n, pa.int64())
     else:
         big = seed >= 2**63
-        seed_arr = pa.array(np.full(n, seed, dtype=np.uint64 if big else np.int64))
+        seed_arr = _numbers(np.full(n, seed, dtype=np.uint64 if big else np.int64), pa.uint64() if big else pa.int64())
     return {
-        "run": pa.DictionaryArray.from_arrays(zeros, pa.array([str(labels.get("run"))])),
-        "cell": pa.DictionaryArray.from_arrays(zeros, pa.array([str(labels.get("cell"))])),
+        "run": pa.DictionaryArray.from_arrays(zeros, _strings([str(labels.get("run"))], pa.string())),
+        "cell": pa.DictionaryArray.from_arrays(zeros, _strings([str(labels.get("cell"))], pa.string())),
         "seed": seed_arr,
     }
 
@@ -261,40 +292,55 @@ def labelled_table(result: RunResult) -> Any:
     return table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_META_KEY: _parquet_meta(result)})
 
 
-def _tidy_schema(data: Any, labels: Mapping[str, Any], meta: bytes) -> Any:
-    """The schema :func:`labelled_table` gives the series of ``data`` (a
-    :class:`aqmlab.api.SeriesData`): pyarrow's from a DataFrame (its pandas metadata, the
-    categoricals' code widths) made from an empty frame with the same categories."""
-    import pandas as pd
-    import pyarrow as pa
-
-    entities, metrics, _, _ = data.codes()
-    empty = pd.DataFrame(
-        {
-            "time": pd.Series([], dtype="f8"),
-            "flow": pd.Categorical.from_codes([], categories=entities),
-            "metric": pd.Categorical.from_codes([], categories=metrics),
-            "value": pd.Series([], dtype="f8"),
-        }
-    )
-    schema = pa.Schema.from_pandas(empty, preserve_index=False)
-    for i, (name, arr) in enumerate(_label_arrays(labels, 0).items()):
-        schema = schema.insert(i, pa.field(name, arr.type))
-    return schema.with_metadata({**(schema.metadata or {}), PARQUET_META_KEY: meta})
+def _codes_type(n_categories: int) -> str:
+    """The integer type pandas gives the codes of a categorical with this many categories
+    (``pandas.core.dtypes.cast.coerce_indexer_dtype``: below each type's maximum)."""
+    for t, top in (("int8", 2**7 - 1), ("int16", 2**15 - 1), ("int32", 2**31 - 1)):
+        if n_categories < top:
+            return t
+    return "int64"
 
 
 @functools.lru_cache(maxsize=64)
-def _tidy_schema_cached(entities: tuple[str, ...], metrics: tuple[str, ...], seed_type: str) -> Any:
-    """:func:`_tidy_schema` without the aqmlab metadata, for a suite's many runs of one shape."""
+def _tidy_schema_cached(n_entities: int, n_metrics: int, seed_type: str) -> Any:
+    """The schema of the labelled tidy table (without the aqmlab metadata): the one
+    ``pa.Table.from_pandas`` gives the tidy DataFrame plus the label columns, pandas metadata
+    included, written out here so that writing a run's Parquet file does not import pandas
+    (110 MB); tests/python/test_output.py checks it against ``from_pandas``."""
+    from importlib.metadata import version
+
     import pyarrow as pa
 
-    class _Keys:
-        def codes(self) -> tuple[list[str], list[str], None, None]:
-            return list(entities), list(metrics), None, None
+    e_t, m_t = _codes_type(n_entities), _codes_type(n_metrics)
 
-    seed = {"null": None, "u64": 2**63, "i64": 0}[seed_type]
-    schema = _tidy_schema(_Keys(), {"run": "", "cell": "", "seed": seed}, b"")
-    return schema.remove_metadata().with_metadata({k: v for k, v in schema.metadata.items() if k != PARQUET_META_KEY})
+    def num(name: str) -> dict[str, Any]:
+        return {"name": name, "field_name": name, "pandas_type": "float64", "numpy_type": "float64", "metadata": None}
+
+    def cat(name: str, t: str, n: int) -> dict[str, Any]:
+        meta = {"num_categories": n, "ordered": False}
+        return {"name": name, "field_name": name, "pandas_type": "categorical", "numpy_type": t, "metadata": meta}
+
+    pandas_meta = {
+        "index_columns": [],
+        "column_indexes": [],
+        "columns": [num("time"), cat("flow", e_t, n_entities), cat("metric", m_t, n_metrics), num("value")],
+        "attributes": {},
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+        "pandas_version": version("pandas"),
+    }
+    seed = {"null": pa.int64(), "u64": pa.uint64(), "i64": pa.int64()}[seed_type]
+    label = pa.dictionary(pa.int32(), pa.string())
+    # pandas 3's string categories are Arrow large strings (pandas 2's objects: strings).
+    text = pa.large_string() if int(pandas_meta["pandas_version"].split(".")[0]) >= 3 else pa.string()
+    return pa.schema(
+        [
+            ("run", label), ("cell", label), ("seed", seed), ("time", pa.float64()),
+            ("flow", pa.dictionary(getattr(pa, e_t)(), text)),
+            ("metric", pa.dictionary(getattr(pa, m_t)(), text)),
+            ("value", pa.float64()),
+        ],
+        metadata={b"pandas": json.dumps(pandas_meta).encode()},
+    )
 
 
 def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, Iterator[Any]]:
@@ -309,13 +355,12 @@ def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, It
     entities, metrics, e_codes, m_codes = data.codes()
     seed = labels.get("seed")
     seed_type = "null" if seed is None else "u64" if seed >= 2**63 else "i64"
-    schema = _tidy_schema_cached(tuple(entities), tuple(metrics), seed_type).with_metadata(
-        {**_tidy_schema_cached(tuple(entities), tuple(metrics), seed_type).metadata, PARQUET_META_KEY: _parquet_meta(result)}
-    )
+    schema = _tidy_schema_cached(len(entities), len(metrics), seed_type)
+    schema = schema.with_metadata({**schema.metadata, PARQUET_META_KEY: _parquet_meta(result)})
     n, total = data.n_ticks, data.n_ticks * len(data.keys)
     fields = {f.name: f.type for f in schema}
-    e_dict = pa.array(entities, fields["flow"].value_type)
-    m_dict = pa.array(metrics, fields["metric"].value_type)
+    e_dict = _strings(entities, fields["flow"].value_type)
+    m_dict = _strings(metrics, fields["metric"].value_type)
     e_codes = e_codes.astype(fields["flow"].index_type.to_pandas_dtype())
     m_codes = m_codes.astype(fields["metric"].index_type.to_pandas_dtype())
 
@@ -325,10 +370,10 @@ def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, It
             time, value, col = data.rows(a, b)
             flow, metric = e_codes[col], m_codes[col]
             arrays = _label_arrays(labels, b - a)
-            arrays["time"] = pa.array(time, from_pandas=True)
-            arrays["flow"] = pa.DictionaryArray.from_arrays(pa.array(flow), e_dict)
-            arrays["metric"] = pa.DictionaryArray.from_arrays(pa.array(metric), m_dict)
-            arrays["value"] = pa.array(value, from_pandas=True)  # NaN -> null, as from_pandas
+            arrays["time"] = _numbers(time, pa.float64(), nan_is_null=True)
+            arrays["flow"] = pa.DictionaryArray.from_arrays(_numbers(flow, fields["flow"].index_type), e_dict)
+            arrays["metric"] = pa.DictionaryArray.from_arrays(_numbers(metric, fields["metric"].index_type), m_dict)
+            arrays["value"] = _numbers(value, pa.float64(), nan_is_null=True)
             yield pa.Table.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
     return schema, batches()
@@ -357,6 +402,9 @@ def write_parquet(result: RunResult, path: Path) -> None:
         pq.write_table(labelled_table(result), path)
 
 
+TIDY_COLUMNS_CSV = ["time", "flow", "metric", "value"]
+
+
 @writer("csv", file=CSV)
 def write_csv(result: RunResult, path: Path) -> None:
     """The tidy table as CSV; a run's engine series are written a block of rows at a time."""
@@ -364,23 +412,28 @@ def write_csv(result: RunResult, path: Path) -> None:
     if data is None or not data.keys or result._timeseries is not None:
         result.timeseries.to_csv(path, index=False, lineterminator="\n")
         return
-    import pandas as pd
+    import csv as csvmod
+
+    import numpy as np
 
     entities, metrics, e_codes, m_codes = data.codes()
+    e_names, m_names = np.array(entities, dtype=object), np.array(metrics, dtype=object)
     total = data.n_ticks * len(data.keys)
-    rows = 1 << 18
+    rows = 1 << 16
+
+    def text(v: Any) -> Any:
+        # What pandas' to_csv writes for a float64 column: numpy's str() of each value, NaN
+        # as the empty string (pandas.core.internals.blocks.get_values_for_csv).
+        out = v.astype(str).astype(object)
+        out[np.isnan(v)] = ""
+        return out
+
     with open(path, "w", encoding="utf-8", newline="") as f:
+        w = csvmod.writer(f, lineterminator="\n")  # pandas' writer: csv, QUOTE_MINIMAL
+        w.writerow(TIDY_COLUMNS_CSV)
         for a in range(0, total, rows):
             time, value, col = data.rows(a, a + rows)
-            block = pd.DataFrame(
-                {
-                    "time": time,
-                    "flow": pd.Categorical.from_codes(e_codes[col], categories=entities),
-                    "metric": pd.Categorical.from_codes(m_codes[col], categories=metrics),
-                    "value": value,
-                }
-            )
-            block.to_csv(f, index=False, header=a == 0, lineterminator="\n")
+            w.writerows(zip(text(time), e_names[e_codes[col]], m_names[m_codes[col]], text(value)))
 
 
 @writer("plot", file=PLOT)
