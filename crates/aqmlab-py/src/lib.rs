@@ -210,12 +210,13 @@ fn run<'py>(
         None => Vec::new(),
     };
     let summary = serde_json::to_string(&out.summary).map_err(|e| PyRuntimeError::new_err(format!("cannot serialise summary: {e}")))?;
-    let series = out.series;
+    let mut series = out.series;
     let ticks = series.time.len();
     let time = PyBytes::new(py, f64_bytes(&series.time));
     let values = PyBytes::new_with(py, 8 * ticks * series.columns.len(), |buf| {
-        for (c, chunk) in series.columns.iter().zip(buf.chunks_exact_mut((8 * ticks).max(1))) {
+        for (c, chunk) in series.columns.iter_mut().zip(buf.chunks_exact_mut((8 * ticks).max(1))) {
             chunk.copy_from_slice(f64_bytes(&c.values));
+            c.values = Vec::new(); // freed as copied: the run's peak holds the series once
         }
         Ok(())
     })?;
