@@ -22,9 +22,9 @@ ScenarioSource = Union[str, os.PathLike, Mapping[str, Any]]
 #: Columns of the tidy time-series table, in order.
 TIDY_COLUMNS = ["time", "flow", "metric", "value"]
 
-#: The engine hands the series over in chunks of this many values (ticks x columns, 8 MB)
+#: The engine hands the series over in chunks of this many values (ticks x columns, 2 MB)
 #: while it runs; a run with fewer keeps them in memory.
-CHUNK_VALUES = 1 << 20
+CHUNK_VALUES = 1 << 18
 
 
 @dataclass
