@@ -413,27 +413,33 @@ def write_csv(result: RunResult, path: Path) -> None:
         result.timeseries.to_csv(path, index=False, lineterminator="\n")
         return
     import csv as csvmod
+    import io
 
     import numpy as np
 
-    entities, metrics, e_codes, m_codes = data.codes()
-    e_names, m_names = np.array(entities, dtype=object), np.array(metrics, dtype=object)
+    def quoted(x: str) -> str:  # csv.QUOTE_MINIMAL, as pandas' to_csv
+        buf = io.StringIO()
+        csvmod.writer(buf, lineterminator="").writerow([x])
+        return buf.getvalue()
+
+    # Each row is "<time>,<flow>,<metric>,<value>"; the middle is one string per column.
+    mids = np.array([f",{quoted(e)},{quoted(m)}," for e, m in data.keys], dtype=object)
     total = data.n_ticks * len(data.keys)
     rows = 1 << 16
 
     def text(v: Any) -> Any:
-        # What pandas' to_csv writes for a float64 column: numpy's str() of each value, NaN
-        # as the empty string (pandas.core.internals.blocks.get_values_for_csv).
-        out = v.astype(str).astype(object)
+        # What pandas' to_csv writes for a float64 column: numpy's str() of each value, which
+        # is Python's repr() of the float (made 2x faster this way), NaN as the empty string
+        # (pandas.core.internals.blocks.get_values_for_csv).
+        out = np.array(list(map(repr, v.tolist())), dtype=object)
         out[np.isnan(v)] = ""
         return out
 
     with open(path, "w", encoding="utf-8", newline="") as f:
-        w = csvmod.writer(f, lineterminator="\n")  # pandas' writer: csv, QUOTE_MINIMAL
-        w.writerow(TIDY_COLUMNS_CSV)
+        f.write(",".join(TIDY_COLUMNS_CSV) + "\n")
         for a in range(0, total, rows):
             time, value, col = data.rows(a, a + rows)
-            w.writerows(zip(text(time), e_names[e_codes[col]], m_names[m_codes[col]], text(value)))
+            f.write("".join([f"{t}{m}{v}\n" for t, m, v in zip(text(time), mids[col], text(value))]))
 
 
 @writer("plot", file=PLOT)
