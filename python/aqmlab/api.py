@@ -200,6 +200,14 @@ class SeriesData:
         vals = np.concatenate([np.asarray(c[3], dtype=np.float64) for c in columns]) if columns else np.zeros(0)
         return cls([(c[0], c[1]) for c in columns], [c[2] for c in columns], t, vals)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (a result sent between processes) with every value in memory: the spill
+        file does not travel."""
+        state = dict(self.__dict__)
+        if self._spill:
+            state.update(_tail_time=self.time(), _tail=self.all_values().reshape(len(self.keys), -1), _first_tick=0, _spill=[], _file=None)
+        return state
+
     @property
     def streamed(self) -> bool:
         """Whether part of the series is in the spill file."""

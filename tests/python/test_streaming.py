@@ -163,3 +163,14 @@ def test_engine_spill_index_describes_the_file(tmp_path):
         tick += n
     assert end == size and first == tick
     assert len(values) == 8 * len(keys) * (len(time) // 8)
+
+
+def test_a_streamed_result_pickles_with_its_values(monkeypatch):
+    import pickle
+
+    r = _streamed(SCENARIO, 400, monkeypatch)
+    assert r.series_data.streamed
+    back = pickle.loads(pickle.dumps(r.series_data))
+    assert not back.streamed and back.keys == r.series_data.keys
+    for i in range(len(back.keys)):
+        assert np.array_equal(back.column(i), r.series_data.column(i), equal_nan=True)
