@@ -399,7 +399,7 @@ def write_parquet(result: RunResult, path: Path) -> None:
     if result.series_data is not None and result.series_data.keys and result._timeseries is None:
         _stream_parquet(result, path)
     else:
-        pq.write_table(labelled_table(result), path)
+        pq.write_table(labelled_table(result), path, row_group_size=ROW_GROUP_ROWS)
 
 
 TIDY_COLUMNS_CSV = ["time", "flow", "metric", "value"]
