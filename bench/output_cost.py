@@ -1,4 +1,4 @@
-"""Memory and time of a run's output side (issues 14 and 15): ``python bench/output_cost.py [rss|flows|all]``.
+"""Memory and time of a run's output side (issues 14 and 15): ``python bench/output_cost.py [rss|flows|suite|all]``.
 
 ``rss``: peak RSS (``/usr/bin/time -v``) of whole ``aqmlab run`` processes of 2 CUBIC at 50 Mbit/s
 (scenarios/two-cubic-pfifo.toml) for ``--duration`` seconds and ten times that, with the series
@@ -12,6 +12,9 @@ default output. The series stream out of the engine in chunks, so the two peaks 
 and summary, then with the CSV too (``write_outputs`` without plot, flent and HTML), as wall and
 CPU time, the minimum of ``--repeat`` runs, the writing's CPU time as a share of ``api.run``'s;
 then the peak RSS of the same run as a whole ``aqmlab run`` process.
+
+``suite``: ``--suite`` (default jarvinen-kojo) with ``--seeds`` (default 10: 560 runs) and
+``--no-plots``: wall time and the CPU time of the main process and of the workers, per run.
 
 Wall times on a shared machine are noisy: take the minimum of repeats, and read the CPU times.
 """
@@ -129,9 +132,42 @@ def bench_flows(n: int, repeat: int) -> None:
         print(f"aqmlab run (every default output):           peak RSS {rss / 1024:.1f} MB, process {wall:.1f}s, engine {engine:.1f}s")
 
 
+def bench_suite(name: str, seeds: int, jobs: int) -> None:
+    """A suite without plots in a fresh output directory: CPU of the main process and of the
+    workers (getrusage), wall time, CPU per run."""
+    code = (
+        "import resource, sys, time\n"
+        "from aqmlab.cli import main\n"
+        "if __name__ == '__main__':\n"
+        "    sys.argv = ['aqmlab'] + sys.argv[1:]\n"
+        "    t0 = time.perf_counter()\n"
+        "    try:\n"
+        "        main()\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "    s, c = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+        "    print(s.ru_utime + s.ru_stime, c.ru_utime + c.ru_stime, time.perf_counter() - t0)\n"
+    )
+    with tempfile.TemporaryDirectory(prefix="aqmlab-bench-") as d:
+        script = Path(d) / "suite_cpu.py"
+        script.write_text(code)
+        out = Path(d) / "out"
+        args = [sys.executable, str(script), "suite", "run", name, "--seeds", str(seeds), "-j", str(jobs), "-q", "--no-plots", "--out", str(out)]
+        res = subprocess.run(args, capture_output=True, text=True)
+        if res.returncode != 0 or not res.stdout.strip():
+            raise SystemExit(f"failed: {' '.join(args)}\n{res.stderr[-2000:]}")
+        main_cpu, workers_cpu, wall = map(float, res.stdout.split()[-3:])
+        runs = len(list((out / "runs").glob("*/*/summary.json")))
+    print(f"{name} --seeds {seeds} --no-plots -j {jobs}: {runs} runs, wall {wall:.1f}s; CPU main process {main_cpu:.1f}s, "
+          f"workers {workers_cpu:.1f}s, {1e3 * (main_cpu + workers_cpu) / max(runs, 1):.1f} ms of CPU per run")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("what", nargs="?", default="all", choices=["rss", "flows", "all"])
+    ap.add_argument("what", nargs="?", default="all", choices=["rss", "flows", "suite", "all"])
+    ap.add_argument("--suite", default="jarvinen-kojo", help="suite: the suite (default jarvinen-kojo)")
+    ap.add_argument("--seeds", type=int, default=10, help="suite: seeds per cell (default 10: 560 J-K runs)")
+    ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--duration", type=float, default=1000.0, help="1x duration in s for rss (default 1000)")
     ap.add_argument("--all-outputs", action="store_true", help="rss: every default output too")
     ap.add_argument("--flows", type=int, default=1000)
@@ -146,6 +182,8 @@ def main() -> None:
             bench_rss(a.duration, True)
     if a.what in ("flows", "all"):
         bench_flows(a.flows, a.repeat)
+    if a.what in ("suite", "all"):
+        bench_suite(a.suite, a.seeds, a.jobs)
 
 
 if __name__ == "__main__":
