@@ -108,9 +108,10 @@ def bench_flows(n: int, repeat: int) -> None:
         r = api.run(text)
         w1, c1 = time.perf_counter(), time.process_time()
         engine = r.summary["wall_seconds"]
-        keep("engine (summary wall_seconds)", engine, float("nan"))
+        keep("engine (summary wall_seconds)", engine, float("inf"))
         keep("api.run (engine + series transfer)", w1 - w0, c1 - c0)
-        rows = r.series_data.n_ticks * len(r.series_data.keys)
+        data = getattr(r, "series_data", None)  # (an older aqmlab: the DataFrame)
+        rows = data.n_ticks * len(data.keys) if data is not None else len(r.timeseries)
         for csv in (False, True):
             with tempfile.TemporaryDirectory(prefix="aqmlab-bench-") as d:
                 w0, c0 = time.perf_counter(), time.process_time()
@@ -122,7 +123,8 @@ def bench_flows(n: int, repeat: int) -> None:
     print(f"{'':48} {'wall':>9} {'cpu':>9} {'of api.run cpu':>15}")
     for k, (w, c) in best.items():
         share = f"{100 * c / eng:>14.1f}%" if k.startswith("write") else ""
-        print(f"{k:48} {w * 1e3:>7.0f}ms {c * 1e3:>7.0f}ms {share}")
+        cpu = f"{c * 1e3:>7.0f}ms" if c != float("inf") else f"{'-':>9}"
+        print(f"{k:48} {w * 1e3:>7.0f}ms {cpu} {share}")
     with tempfile.TemporaryDirectory(prefix="aqmlab-bench-") as d:
         sc = Path(d) / "flows.toml"
         sc.write_text(text)
