@@ -247,6 +247,23 @@ class SeriesData:
         parts.append(self._tail[i, max(start - self._first_tick, 0) : max(stop - self._first_tick, 0)])
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
+    def _block(self, c0: int, c1: int, lo: int, hi: int) -> Any:
+        """Columns ``c0:c1`` over ticks ``lo:hi`` as a 2-D array (column, tick)."""
+        import numpy as np
+
+        parts = []
+        for off, first, n, ncols in self._spill:
+            if first >= hi or first + n <= lo:
+                continue
+            a, b = max(lo - first, 0), min(hi - first, n)
+            have = max(min(c1, ncols) - c0, 0)
+            part = np.full((c1 - c0, b - a), np.nan)
+            if have:
+                part[:have] = self._read(off + 8 * n * (1 + c0), n * have).reshape(have, n)[:, a:b]
+            parts.append(part)
+        parts.append(self._tail[c0:c1, max(lo - self._first_tick, 0) : max(hi - self._first_tick, 0)])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
     def all_values(self) -> Any:
         """Every column's values one after the other (the tidy table's ``value``)."""
         import numpy as np
@@ -271,6 +288,19 @@ class SeriesData:
         b = min(b, total)
         if a == 0 and b == total and not self._spill:  # the whole table, from the buffers
             return np.tile(self.time(), len(self.keys)), self.all_values(), np.repeat(np.arange(len(self.keys)), n)
+        if a >= b:
+            return np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.intp)
+        i0, s0 = divmod(a, n)
+        i1, s1 = divmod(b - 1, n)
+        lo, hi = (0, n) if i1 > i0 else (s0, s1 + 1)
+        if (i1 + 1 - i0) * (hi - lo) <= 4 * (b - a):
+            # Many short columns: one read per spill chunk for all of them (the columns of a
+            # chunk are contiguous in the file), instead of one per column and chunk.
+            block = self._block(i0, i1 + 1, lo, hi).reshape(-1)
+            first, last = s0 - lo, (i1 - i0) * (hi - lo) + s1 - lo + 1
+            t = np.tile(self.time(lo, hi), i1 + 1 - i0)[first:last]
+            col = np.repeat(np.arange(i0, i1 + 1), hi - lo)[first:last]
+            return t, block[first:last], col
         times, values, cols, lens = [], [], [], []
         r = a
         while r < b:  # the pieces of columns rows a..b cover

@@ -90,16 +90,17 @@ def test_streamed_files_equal_the_whole_table_files(text, tmp_path, monkeypatch)
     assert a.schema.equals(b.schema, check_metadata=True) and a.equals(b)
 
 
-def test_long_table_is_written_in_bounded_row_groups_with_the_same_content(tmp_path, monkeypatch):
-    monkeypatch.setattr(output, "ROW_GROUP_ROWS", 1000)
+@pytest.mark.parametrize("group", [30, 1000])  # a row group inside one or two columns; many columns
+def test_long_table_is_written_in_bounded_row_groups_with_the_same_content(group, tmp_path, monkeypatch):
+    monkeypatch.setattr(output, "ROW_GROUP_ROWS", group)
     r = _streamed(SCENARIO, 900, monkeypatch)
     output.write_parquet(r, tmp_path / "s.parquet")
     f = pq.ParquetFile(tmp_path / "s.parquet")
     rows = [f.metadata.row_group(i).num_rows for i in range(f.metadata.num_row_groups)]
     total = r.series_data.n_ticks * len(r.series_data.keys)
-    assert max(rows) == 1000 and sum(rows) == total
+    assert max(rows) == group and sum(rows) == total
     r.timeseries  # noqa: B018
-    pq.write_table(output.labelled_table(r), tmp_path / "w.parquet", row_group_size=1000)
+    pq.write_table(output.labelled_table(r), tmp_path / "w.parquet", row_group_size=group)
     assert (tmp_path / "s.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
     got, want = pq.read_table(tmp_path / "s.parquet"), pq.read_table(tmp_path / "w.parquet")
     assert got.schema.equals(want.schema, check_metadata=True)
@@ -174,3 +175,17 @@ def test_a_streamed_result_pickles_with_its_values(monkeypatch):
     assert not back.streamed and back.keys == r.series_data.keys
     for i in range(len(back.keys)):
         assert np.array_equal(back.column(i), r.series_data.column(i), equal_nan=True)
+
+
+def test_rows_are_the_tidy_table_rows(monkeypatch):
+    """Any row range of the streamed series is that range of the tidy table."""
+    r = _streamed(SWAP, 250, monkeypatch)
+    data = r.series_data
+    whole = r.timeseries
+    codes = np.repeat(np.arange(len(data.keys)), data.n_ticks)
+    total = len(whole)
+    for a, b in [(0, total), (0, 1), (5, 17), (70, 400), (81, 162), (100, total - 3), (total - 1, total), (3, 3)]:
+        t, v, col = data.rows(a, b)
+        assert np.array_equal(t, whole["time"].to_numpy()[a:b])
+        assert np.array_equal(v, whole["value"].to_numpy()[a:b], equal_nan=True)
+        assert np.array_equal(col, codes[a:b])
