@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Union
@@ -22,6 +22,10 @@ ScenarioSource = Union[str, os.PathLike, Mapping[str, Any]]
 #: Columns of the tidy time-series table, in order.
 TIDY_COLUMNS = ["time", "flow", "metric", "value"]
 
+#: The engine hands the series over in chunks of this many values (ticks x columns, 2 MB)
+#: while it runs; a run with fewer keeps them in memory.
+CHUNK_VALUES = 1 << 18
+
 
 @dataclass
 class RunResult:
@@ -34,6 +38,8 @@ class RunResult:
     """
 
     summary: dict[str, Any]
+    #: The tidy DataFrame; for a run made by :func:`run` it is built on first use from
+    #: ``series_data`` (the writers read ``series_data`` directly).
     timeseries: pd.DataFrame
     units: dict[tuple[str, str], str] = field(default_factory=dict)
     name: str | None = None
@@ -45,6 +51,9 @@ class RunResult:
     #: applied to it; None / empty when the result was built by hand.
     scenario: str | None = None
     overrides: list[str] = field(default_factory=list)
+    #: The series as the engine gave them (:class:`SeriesData`), or None for a result built
+    #: from a DataFrame (:func:`aqmlab.load`, by hand).
+    series_data: SeriesData | None = field(default=None, repr=False, compare=False)
 
     @property
     def flows(self) -> list[str]:
@@ -63,6 +72,14 @@ class RunResult:
         if (entity, metric) not in self.units:
             known = ", ".join(f"{e}/{m}" for e, m in self.units)
             raise KeyError(f"no series {entity}/{metric} (known: {known})")
+        import numpy as np
+
+        data = self.series_data
+        if data is not None and self._timeseries is None and data.keys.count((entity, metric)) == 1:
+            v = data.column(data.keys.index((entity, metric)))
+            s = pd.Series(np.array(v), index=pd.Index(data.time(), name="time"))
+            s.name = f"{entity}/{metric}"
+            return s
         ts = self.timeseries
         sel = ts[(ts["flow"] == entity) & (ts["metric"] == metric)]
         s = pd.Series(sel["value"].to_numpy(), index=pd.Index(sel["time"].to_numpy(), name="time"))
@@ -79,6 +96,22 @@ class RunResult:
     def summary_json(self, indent: int | None = 2) -> str:
         """The summary as JSON text (keys in engine order)."""
         return json.dumps(self.summary, indent=indent, allow_nan=False)
+
+
+def _get_timeseries(self: RunResult) -> pd.DataFrame:
+    if self._timeseries is None and self.series_data is not None:
+        self._timeseries = self.series_data.tidy()
+    return self._timeseries
+
+
+def _set_timeseries(self: RunResult, value: pd.DataFrame | None) -> None:
+    self._timeseries = value
+
+
+# The dataclass field ``timeseries`` is a property: built from ``series_data`` on first use,
+# so a run whose series only go to files never makes the DataFrame.
+RunResult._timeseries = None  # type: ignore[attr-defined]
+RunResult.timeseries = property(_get_timeseries, _set_timeseries, doc=RunResult.__doc__)  # type: ignore[assignment]
 
 
 def _is_path_string(s: str) -> bool:
@@ -125,31 +158,195 @@ def load_scenario(source: ScenarioSource) -> tuple[str, str | None, str | None]:
     raise TypeError(f"scenario must be a path, a dict or TOML text, not {type(source).__name__}")
 
 
-def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -> pd.DataFrame:
-    import numpy as np
-    import pandas as pd
+class SeriesData:
+    """A run's series as the engine gave them: ``keys`` (``(entity, metric)`` per column, in
+    engine order), ``units``, and the values on the shared time grid, column after column,
+    either in memory or, for a run long enough to have streamed them (``api.run``'s
+    ``spill_dir``), partly in an unlinked spill file read back a column at a time, so that
+    nothing needs the whole run's series in memory at once.
 
-    t = np.asarray(time, dtype=np.float64)
-    n = len(t)
-    if not columns:
-        return pd.DataFrame({c: pd.Series(dtype=d) for c, d in zip(TIDY_COLUMNS, ["f8", "str", "str", "f8"])})
-    # Codes by dict look-up: linear in the number of columns (list.index made 20k flows quadratic).
-    e_index: dict[str, int] = {}
-    m_index: dict[str, int] = {}
-    e_codes = [e_index.setdefault(c[0], len(e_index)) for c in columns]
-    m_codes = [m_index.setdefault(c[1], len(m_index)) for c in columns]
-    entities, metrics = list(e_index), list(m_index)
-    e_code = np.repeat(np.array(e_codes, dtype=np.int32), n)
-    m_code = np.repeat(np.array(m_codes, dtype=np.int32), n)
-    values = np.concatenate([np.asarray(c[3], dtype=np.float64) for c in columns])
-    return pd.DataFrame(
-        {
-            "time": np.tile(t, len(columns)),
-            "flow": pd.Categorical.from_codes(e_code, categories=entities),
-            "metric": pd.Categorical.from_codes(m_code, categories=metrics),
-            "value": values,
-        }
-    )
+    The tidy table is one block of rows per column (``time``, ``flow``, ``metric``,
+    ``value``), columns in engine order: :meth:`blocks` yields it in that order, bounded in
+    size, for the writers; :meth:`tidy` builds it whole.
+    """
+
+    def __init__(
+        self,
+        keys: list[tuple[str, str]],
+        units: list[str],
+        time: Any,
+        values: Any,
+        first_tick: int = 0,
+        spill: list[tuple[int, int, int, int]] | None = None,
+        spill_file: Any = None,
+    ) -> None:
+        import numpy as np
+
+        self.keys = keys
+        self.units = units
+        self._tail_time = np.asarray(time, dtype=np.float64)
+        self._tail = np.asarray(values, dtype=np.float64).reshape(len(keys), len(self._tail_time))
+        self._first_tick = first_tick
+        self._spill = list(spill or [])
+        self._file = spill_file
+        self.n_ticks = first_tick + len(self._tail_time)
+
+    @classmethod
+    def from_columns(cls, time: Any, columns: list[tuple[str, str, str, Any]]) -> SeriesData:
+        """From ``(entity, metric, unit, values)`` columns on one time grid."""
+        import numpy as np
+
+        t = np.asarray(time, dtype=np.float64)
+        vals = np.concatenate([np.asarray(c[3], dtype=np.float64) for c in columns]) if columns else np.zeros(0)
+        return cls([(c[0], c[1]) for c in columns], [c[2] for c in columns], t, vals)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled (a result sent between processes) with every value in memory: the spill
+        file does not travel."""
+        state = dict(self.__dict__)
+        if self._spill:
+            state.update(_tail_time=self.time(), _tail=self.all_values().reshape(len(self.keys), -1), _first_tick=0, _spill=[], _file=None)
+        return state
+
+    @property
+    def streamed(self) -> bool:
+        """Whether part of the series is in the spill file."""
+        return bool(self._spill)
+
+    def _read(self, offset: int, count: int) -> Any:
+        import numpy as np
+
+        raw = os.pread(self._file.fileno(), 8 * count, offset)
+        if len(raw) != 8 * count:
+            raise OSError("the series spill file is shorter than its index")
+        return np.frombuffer(raw, dtype=np.float64)
+
+    def time(self, start: int = 0, stop: int | None = None) -> Any:
+        """The time grid (s), or its ticks ``start:stop``."""
+        import numpy as np
+
+        stop = self.n_ticks if stop is None else stop
+        parts = [self._read(off, n)[max(start - first, 0) : max(stop - first, 0)] for off, first, n, _ in self._spill if first < stop and first + n > start]
+        parts.append(self._tail_time[max(start - self._first_tick, 0) : max(stop - self._first_tick, 0)])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def column(self, i: int, start: int = 0, stop: int | None = None) -> Any:
+        """Column ``i``'s values (its ticks ``start:stop``); NaN where it had no value."""
+        import numpy as np
+
+        stop = self.n_ticks if stop is None else stop
+        parts = []
+        for off, first, n, ncols in self._spill:
+            if first >= stop or first + n <= start:
+                continue
+            a, b = max(start - first, 0), min(stop - first, n)
+            if i < ncols:  # a column registered after this chunk (a qdisc swap) is NaN there
+                parts.append(self._read(off + 8 * (n * (1 + i) + a), b - a))
+            else:
+                parts.append(np.full(b - a, np.nan))
+        parts.append(self._tail[i, max(start - self._first_tick, 0) : max(stop - self._first_tick, 0)])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
+
+    def _block(self, c0: int, c1: int, lo: int, hi: int) -> Any:
+        """Columns ``c0:c1`` over ticks ``lo:hi`` as a 2-D array (column, tick)."""
+        import numpy as np
+
+        parts = []
+        for off, first, n, ncols in self._spill:
+            if first >= hi or first + n <= lo:
+                continue
+            a, b = max(lo - first, 0), min(hi - first, n)
+            have = max(min(c1, ncols) - c0, 0)
+            part = np.full((c1 - c0, b - a), np.nan)
+            if have:
+                part[:have] = self._read(off + 8 * n * (1 + c0), n * have).reshape(have, n)[:, a:b]
+            parts.append(part)
+        parts.append(self._tail[c0:c1, max(lo - self._first_tick, 0) : max(hi - self._first_tick, 0)])
+        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=1)
+
+    def all_values(self) -> Any:
+        """Every column's values one after the other (the tidy table's ``value``)."""
+        import numpy as np
+
+        if not self._spill:
+            return self._tail.reshape(-1)
+        return np.concatenate([self.column(i) for i in range(len(self.keys))])
+
+    def columns(self) -> dict[tuple[str, str], Any]:
+        """Every column as an array, by ``(entity, metric)`` (the first of a repeated key)."""
+        out: dict[tuple[str, str], Any] = {}
+        for i, k in enumerate(self.keys):
+            out.setdefault(k, self.column(i))
+        return out
+
+    def rows(self, a: int, b: int) -> tuple[Any, Any, Any]:
+        """Rows ``a:b`` of the tidy table (one block of rows per column, column after column)
+        as ``(time, value, column index)`` arrays."""
+        import numpy as np
+
+        n, total = self.n_ticks, self.n_ticks * len(self.keys)
+        b = min(b, total)
+        if a == 0 and b == total and not self._spill:  # the whole table, from the buffers
+            return np.tile(self.time(), len(self.keys)), self.all_values(), np.repeat(np.arange(len(self.keys)), n)
+        if a >= b:
+            return np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.intp)
+        i0, s0 = divmod(a, n)
+        i1, s1 = divmod(b - 1, n)
+        lo, hi = (0, n) if i1 > i0 else (s0, s1 + 1)
+        if (i1 + 1 - i0) * (hi - lo) <= 4 * (b - a):
+            # Many short columns: one read per spill chunk for all of them (the columns of a
+            # chunk are contiguous in the file), instead of one per column and chunk.
+            block = self._block(i0, i1 + 1, lo, hi).reshape(-1)
+            first, last = s0 - lo, (i1 - i0) * (hi - lo) + s1 - lo + 1
+            t = np.tile(self.time(lo, hi), i1 + 1 - i0)[first:last]
+            col = np.repeat(np.arange(i0, i1 + 1), hi - lo)[first:last]
+            return t, block[first:last], col
+        times, values, cols, lens = [], [], [], []
+        r = a
+        while r < b:  # the pieces of columns rows a..b cover
+            i, start = divmod(r, n)
+            stop = min(n, start + (b - r))
+            times.append(self.time(start, stop))
+            values.append(self.column(i, start, stop))
+            cols.append(i)
+            lens.append(stop - start)
+            r += stop - start
+        col = np.repeat(np.array(cols, dtype=np.intp), lens)
+        return np.concatenate(times), np.concatenate(values), col
+
+    def codes(self) -> tuple[list[str], list[str], Any, Any]:
+        """The entity and metric categories (in order of first appearance) and each column's
+        codes into them."""
+        import numpy as np
+
+        e_index: dict[str, int] = {}
+        m_index: dict[str, int] = {}
+        e_codes = np.array([e_index.setdefault(e, len(e_index)) for e, _ in self.keys], dtype=np.int32)
+        m_codes = np.array([m_index.setdefault(m, len(m_index)) for _, m in self.keys], dtype=np.int32)
+        return list(e_index), list(m_index), e_codes, m_codes
+
+    def tidy(self) -> pd.DataFrame:
+        """The tidy DataFrame: ``time``, ``flow`` and ``metric`` (categoricals) and ``value``."""
+        import numpy as np
+        import pandas as pd
+
+        if not self.keys:
+            return pd.DataFrame({c: pd.Series(dtype=d) for c, d in zip(TIDY_COLUMNS, ["f8", "str", "str", "f8"])})
+        n = self.n_ticks
+        entities, metrics, e_codes, m_codes = self.codes()
+        values = self.all_values()
+        return pd.DataFrame(
+            {
+                "time": np.tile(self.time(), len(self.keys)),
+                "flow": pd.Categorical.from_codes(np.repeat(e_codes, n), categories=entities),
+                "metric": pd.Categorical.from_codes(np.repeat(m_codes, n), categories=metrics),
+                "value": values,
+            }
+        )
+
+
+def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -> pd.DataFrame:
+    return SeriesData.from_columns(time, columns).tidy()
 
 
 class InternalError(RuntimeError):
@@ -195,6 +392,7 @@ def run(
     pcap_snaplen: int = 128,
     progress: Callable[[float], Any] | None = None,
     control: _sim.RunControl | None = None,
+    spill_dir: str | os.PathLike | None = None,
 ) -> RunResult:
     """Runs one scenario and returns its :class:`RunResult`.
 
@@ -214,6 +412,12 @@ def run(
     :class:`aqmlab.RunControl`) lets another thread read ``control.progress`` and stop the run
     with ``control.cancel()``, which makes this call raise :class:`aqmlab.RunCancelled`.
     Ctrl-C (``KeyboardInterrupt``) stops a run at the next step too.
+
+    The series are streamed out of the engine while it runs: once more than
+    :data:`CHUNK_VALUES` values are held they go, a chunk at a time, to an unlinked
+    temporary file in ``spill_dir`` (default: the system's temporary directory), so that a
+    run's memory does not grow with its simulated duration; :attr:`RunResult.series_data`
+    reads them back a column at a time, and the file disappears with the result.
     """
     if isinstance(overrides, str):
         overrides = [overrides]
@@ -229,14 +433,26 @@ def run(
     pcap_paths = None if pcap is None else (os.fspath(pcap[0]), os.fspath(pcap[1]))
     if not 1 <= int(pcap_snaplen) <= 262144:
         raise ScenarioError(f"pcap snap length {pcap_snaplen}: expected 1..262144")
+    import tempfile
+
+    # The spill file is unlinked at once: a killed run leaves nothing behind.
+    spill = tempfile.TemporaryFile(dir=None if spill_dir is None else os.fspath(spill_dir), prefix=".series.", suffix=".tmp")
     try:
-        summary_json, time, columns = _call_engine(
-            _sim.run, text, seed, overrides, pcap_paths, pcap_flows, int(pcap_snaplen), progress, control
+        summary_json, (keys, time, values, first_tick, index) = _call_engine(
+            _sim.run, text, seed, overrides, pcap_paths, pcap_flows, int(pcap_snaplen), progress, control,
+            spill.fileno(), CHUNK_VALUES,
         )
     except ScenarioError as e:
+        spill.close()
         if prefix is not None:
             raise ScenarioError(f"{prefix}: {e}") from None
         raise
+    except BaseException:
+        spill.close()
+        raise
+    if not index:
+        spill.close()
+        spill = None
     summary = json.loads(summary_json)
     err = (summary.get("capture") or {}).get("error")
     if err:
@@ -245,10 +461,16 @@ def run(
         summary["name"] = name
     elif summary.get("name") is None and default_name is not None:
         summary["name"] = default_name
-    units = {(c[0], c[1]): c[2] for c in columns}
+    import numpy as np
+
+    data = SeriesData(
+        [(e, m) for e, m, _ in keys], [u for _, _, u in keys], np.frombuffer(time, dtype=np.float64),
+        np.frombuffer(values, dtype=np.float64), first_tick, index, spill,
+    )
+    units = {(e, m): u for e, m, u in keys}
     run_name = summary.get("name") or "run"
     labels = {"run": run_name, "cell": run_name, "seed": summary.get("seed")}
     return RunResult(
-        summary=summary, timeseries=_tidy(time, columns), units=units, name=summary.get("name"),
-        labels=labels, scenario=text, overrides=overrides,
+        summary=summary, timeseries=None, units=units, name=summary.get("name"),
+        labels=labels, scenario=text, overrides=overrides, series_data=data,
     )

@@ -17,6 +17,11 @@ from typing import Any, Optional
 
 import typer
 
+# Arrow's default allocator keeps what a Parquet file's writing freed (30 MB on a 1000-flow
+# run); the system allocator gives it back. Set before pyarrow loads (the commands import it
+# lazily); suite workers inherit it.
+os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
+
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_BAD_INPUT = 2

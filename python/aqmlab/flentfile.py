@@ -198,6 +198,9 @@ def _columns(result: RunResult) -> tuple[np.ndarray, dict[tuple[str, str], np.nd
     (``api._tidy``); that layout is read directly, and anything else goes through
     :meth:`RunResult.wide`.
     """
+    data = result.series_data
+    if data is not None and result._timeseries is None:  # the engine's columns, read directly
+        return data.time(), data.columns()
     ts = result.timeseries
     keys = list(result.units)
     n_rows = len(ts)

@@ -105,6 +105,14 @@ def _umask() -> int:
     return mask
 
 
+#: Whether each file is fsync'ed before it is renamed into place (``AQMLAB_FSYNC=1``). Off by
+#: default: the rename alone makes a killed process leave no half-written file under its final
+#: name, and after a machine crash a run whose files did not reach the disk is found by the
+#: resume's hash check (manifest.json) and run again; the five fsyncs cost more than the rest of
+#: a short suite run's writing.
+FSYNC = os.environ.get("AQMLAB_FSYNC", "") not in ("", "0")
+
+
 @contextlib.contextmanager
 def atomic_path(final: Path) -> Iterator[Path]:
     """Yields a temporary path beside ``final``; on success moves it to ``final``."""
@@ -114,8 +122,9 @@ def atomic_path(final: Path) -> Iterator[Path]:
     os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
     try:
         yield tmp_path
-        with open(tmp_path, "rb+") as f:
-            os.fsync(f.fileno())
+        if FSYNC:
+            with open(tmp_path, "rb+") as f:
+                os.fsync(f.fileno())
         os.replace(tmp_path, final)
     except BaseException:
         with contextlib.suppress(OSError):
@@ -146,6 +155,8 @@ def pcap_files(out_dir: Path) -> Iterator[tuple[Path, Path]]:
 
 
 def _fsync_dir(d: Path) -> None:
+    if not FSYNC:
+        return
     with contextlib.suppress(OSError):
         fd = os.open(d, os.O_RDONLY)
         try:
@@ -201,40 +212,234 @@ def writer(
 PARQUET_META_KEY = b"aqmlab"
 
 
-def labelled_table(result: RunResult) -> Any:
-    """The tidy series as a pyarrow Table with the run's ``run``, ``cell`` and ``seed``
-    columns first and, in the schema metadata under ``aqmlab``, the unit of each series."""
-    import pyarrow as pa
+#: Rows per Parquet row group (128 Ki, about 5 MB of arrays): the file is written a row group at
+#: a time, so this bounds the writer's memory whatever the run's length. A table up to this size
+#: is one row group, byte for byte the file ``pq.write_table`` (row groups of 1 Mi rows) wrote
+#: before the series were streamed; a longer one has the same content in more row groups.
+ROW_GROUP_ROWS = 1 << 17
 
-    ts = result.timeseries
-    n = len(ts)
-    labels = result.labels or {"run": result.name or "run", "cell": result.name or "run", "seed": result.summary.get("seed")}
-    table = pa.Table.from_pandas(ts, preserve_index=False)
-    seed = labels.get("seed")
-    cols = {
-        "run": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([str(labels.get("run"))])),
-        "cell": pa.DictionaryArray.from_arrays(pa.array([0] * n, pa.int32()), pa.array([str(labels.get("cell"))])),
-        "seed": pa.array([seed] * n, pa.uint64() if seed is not None and seed >= 2**63 else pa.int64()),
-    }
-    for i, (name, arr) in enumerate(cols.items()):
-        table = table.add_column(i, name, arr)
+
+def _labels(result: RunResult) -> dict[str, Any]:
+    return result.labels or {"run": result.name or "run", "cell": result.name or "run", "seed": result.summary.get("seed")}
+
+
+def _parquet_meta(result: RunResult) -> bytes:
     meta = {
         "format_version": FORMAT_VERSION,
         "units": [{"flow": e, "metric": m, "unit": u} for (e, m), u in result.units.items()],
     }
-    return table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_META_KEY: json.dumps(meta).encode()})
+    return json.dumps(meta).encode()
+
+
+def _strings(strings: list[str], type_: Any) -> Any:
+    """A pyarrow (large) string array made from its buffers: ``pa.array`` of Python strings
+    imports pandas (110 MB) to look for its missing values."""
+    import numpy as np
+    import pyarrow as pa
+
+    enc = [x.encode("utf-8") for x in strings]
+    width = np.int64 if type_ == pa.large_string() else np.int32
+    offsets = np.zeros(len(enc) + 1, dtype=width)
+    np.cumsum([len(e) for e in enc], out=offsets[1:])
+    return pa.Array.from_buffers(type_, len(enc), [None, pa.py_buffer(offsets.tobytes()), pa.py_buffer(b"".join(enc))])
+
+
+def _numbers(a: Any, type_: Any, nan_is_null: bool = False) -> Any:
+    """A pyarrow array on a numpy array's buffer (NaN as null, as ``from_pandas`` makes it,
+    when ``nan_is_null``), made from its buffers: ``pa.array`` imports pandas (110 MB)."""
+    import numpy as np
+    import pyarrow as pa
+
+    a = np.ascontiguousarray(a, dtype=type_.to_pandas_dtype())
+    validity, nulls = None, 0
+    if nan_is_null:
+        ok = ~np.isnan(a)
+        nulls = len(a) - int(np.count_nonzero(ok))
+        if nulls:
+            validity = pa.py_buffer(np.packbits(ok, bitorder="little"))
+    return pa.Array.from_buffers(type_, len(a), [validity, pa.py_buffer(a)], null_count=nulls)
+
+
+def _label_arrays(labels: Mapping[str, Any], n: int) -> dict[str, Any]:
+    import numpy as np
+    import pyarrow as pa
+
+    seed = labels.get("seed")
+    zeros = _numbers(np.zeros(n, dtype=np.int32), pa.int32())
+    if seed is None:
+        seed_arr = pa.nulls(n, pa.int64())
+    else:
+        big = seed >= 2**63
+        seed_arr = _numbers(np.full(n, seed, dtype=np.uint64 if big else np.int64), pa.uint64() if big else pa.int64())
+    return {
+        "run": pa.DictionaryArray.from_arrays(zeros, _strings([str(labels.get("run"))], pa.string())),
+        "cell": pa.DictionaryArray.from_arrays(zeros, _strings([str(labels.get("cell"))], pa.string())),
+        "seed": seed_arr,
+    }
+
+
+def labelled_table(result: RunResult) -> Any:
+    """The tidy series as a pyarrow Table with the run's ``run``, ``cell`` and ``seed``
+    columns first and, in the schema metadata under ``aqmlab``, the unit of each series.
+    (The Parquet writer streams the same table a row group at a time: :func:`_stream_parquet`.)"""
+    import pyarrow as pa
+
+    ts = result.timeseries
+    n = len(ts)
+    table = pa.Table.from_pandas(ts, preserve_index=False)
+    for i, (name, arr) in enumerate(_label_arrays(_labels(result), n).items()):
+        table = table.add_column(i, name, arr)
+    return table.replace_schema_metadata({**(table.schema.metadata or {}), PARQUET_META_KEY: _parquet_meta(result)})
+
+
+def _codes_type(n_categories: int) -> str:
+    """The integer type pandas gives the codes of a categorical with this many categories
+    (``pandas.core.dtypes.cast.coerce_indexer_dtype``: below each type's maximum)."""
+    for t, top in (("int8", 2**7 - 1), ("int16", 2**15 - 1), ("int32", 2**31 - 1)):
+        if n_categories < top:
+            return t
+    return "int64"
+
+
+@functools.lru_cache(maxsize=64)
+def _tidy_schema_cached(n_entities: int, n_metrics: int, seed_type: str) -> Any:
+    """The schema of the labelled tidy table (without the aqmlab metadata): the one
+    ``pa.Table.from_pandas`` gives the tidy DataFrame plus the label columns, pandas metadata
+    included, written out here so that writing a run's Parquet file does not import pandas
+    (110 MB); tests/python/test_output.py checks it against ``from_pandas``."""
+    from importlib.metadata import version
+
+    import pyarrow as pa
+
+    e_t, m_t = _codes_type(n_entities), _codes_type(n_metrics)
+
+    def num(name: str) -> dict[str, Any]:
+        return {"name": name, "field_name": name, "pandas_type": "float64", "numpy_type": "float64", "metadata": None}
+
+    def cat(name: str, t: str, n: int) -> dict[str, Any]:
+        meta = {"num_categories": n, "ordered": False}
+        return {"name": name, "field_name": name, "pandas_type": "categorical", "numpy_type": t, "metadata": meta}
+
+    pandas_meta = {
+        "index_columns": [],
+        "column_indexes": [],
+        "columns": [num("time"), cat("flow", e_t, n_entities), cat("metric", m_t, n_metrics), num("value")],
+        "attributes": {},
+        "creator": {"library": "pyarrow", "version": pa.__version__},
+        "pandas_version": version("pandas"),
+    }
+    seed = {"null": pa.int64(), "u64": pa.uint64(), "i64": pa.int64()}[seed_type]
+    label = pa.dictionary(pa.int32(), pa.string())
+    # pandas 3's string categories are Arrow large strings (pandas 2's objects: strings).
+    text = pa.large_string() if int(pandas_meta["pandas_version"].split(".")[0]) >= 3 else pa.string()
+    return pa.schema(
+        [
+            ("run", label), ("cell", label), ("seed", seed), ("time", pa.float64()),
+            ("flow", pa.dictionary(getattr(pa, e_t)(), text)),
+            ("metric", pa.dictionary(getattr(pa, m_t)(), text)),
+            ("value", pa.float64()),
+        ],
+        metadata={b"pandas": json.dumps(pandas_meta).encode()},
+    )
+
+
+def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, Iterator[Any]]:
+    """The labelled tidy table of a run with :attr:`RunResult.series_data` as its schema and
+    an iterator of tables of ``rows`` rows each (the last shorter), made from the engine's
+    buffers a slice at a time (never the whole table: a long run's series stay on disk)."""
+    import numpy as np
+    import pyarrow as pa
+
+    data = result.series_data
+    labels = _labels(result)
+    entities, metrics, e_codes, m_codes = data.codes()
+    seed = labels.get("seed")
+    seed_type = "null" if seed is None else "u64" if seed >= 2**63 else "i64"
+    schema = _tidy_schema_cached(len(entities), len(metrics), seed_type)
+    schema = schema.with_metadata({**schema.metadata, PARQUET_META_KEY: _parquet_meta(result)})
+    n, total = data.n_ticks, data.n_ticks * len(data.keys)
+    fields = {f.name: f.type for f in schema}
+    e_dict = _strings(entities, fields["flow"].value_type)
+    m_dict = _strings(metrics, fields["metric"].value_type)
+    e_codes = e_codes.astype(fields["flow"].index_type.to_pandas_dtype())
+    m_codes = m_codes.astype(fields["metric"].index_type.to_pandas_dtype())
+
+    def batches() -> Iterator[Any]:
+        for a in range(0, total, rows):
+            b = min(a + rows, total)
+            time, value, col = data.rows(a, b)
+            flow, metric = e_codes[col], m_codes[col]
+            arrays = _label_arrays(labels, b - a)
+            arrays["time"] = _numbers(time, pa.float64(), nan_is_null=True)
+            arrays["flow"] = pa.DictionaryArray.from_arrays(_numbers(flow, fields["flow"].index_type), e_dict)
+            arrays["metric"] = pa.DictionaryArray.from_arrays(_numbers(metric, fields["metric"].index_type), m_dict)
+            arrays["value"] = _numbers(value, pa.float64(), nan_is_null=True)
+            yield pa.Table.from_arrays([arrays[f.name] for f in schema], schema=schema)
+
+    return schema, batches()
+
+
+def _stream_parquet(result: RunResult, path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    schema, batches = tidy_batches(result)
+    with pq.ParquetWriter(path, schema) as w:
+        for t in batches:
+            w.write_table(t, row_group_size=ROW_GROUP_ROWS)
 
 
 @writer("parquet", file=PARQUET)
 def write_parquet(result: RunResult, path: Path) -> None:
+    """The labelled tidy table; a run's engine series (:attr:`RunResult.series_data`) are
+    written a row group at a time straight from the engine's buffers, so a long run needs no
+    more memory than a short one; a result built from a DataFrame goes through
+    :func:`labelled_table`. Both give the same file."""
     import pyarrow.parquet as pq
 
-    pq.write_table(labelled_table(result), path)
+    if result.series_data is not None and result.series_data.keys and result._timeseries is None:
+        _stream_parquet(result, path)
+    else:
+        pq.write_table(labelled_table(result), path, row_group_size=ROW_GROUP_ROWS)
+
+
+TIDY_COLUMNS_CSV = ["time", "flow", "metric", "value"]
 
 
 @writer("csv", file=CSV)
 def write_csv(result: RunResult, path: Path) -> None:
-    result.timeseries.to_csv(path, index=False, lineterminator="\n")
+    """The tidy table as CSV; a run's engine series are written a block of rows at a time."""
+    data = result.series_data
+    if data is None or not data.keys or result._timeseries is not None:
+        result.timeseries.to_csv(path, index=False, lineterminator="\n")
+        return
+    import csv as csvmod
+    import io
+
+    import numpy as np
+
+    def quoted(x: str) -> str:  # csv.QUOTE_MINIMAL, as pandas' to_csv
+        buf = io.StringIO()
+        csvmod.writer(buf, lineterminator="").writerow([x])
+        return buf.getvalue()
+
+    # Each row is "<time>,<flow>,<metric>,<value>"; the middle is one string per column.
+    mids = np.array([f",{quoted(e)},{quoted(m)}," for e, m in data.keys], dtype=object)
+    total = data.n_ticks * len(data.keys)
+    rows = 1 << 16
+
+    def text(v: Any) -> Any:
+        # What pandas' to_csv writes for a float64 column: numpy's str() of each value, which
+        # is Python's repr() of the float (made 2x faster this way), NaN as the empty string
+        # (pandas.core.internals.blocks.get_values_for_csv).
+        out = np.array(list(map(repr, v.tolist())), dtype=object)
+        out[np.isnan(v)] = ""
+        return out
+
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        f.write(",".join(TIDY_COLUMNS_CSV) + "\n")
+        for a in range(0, total, rows):
+            time, value, col = data.rows(a, a + rows)
+            f.write("".join([f"{t}{m}{v}\n" for t, m, v in zip(text(time), mids[col], text(value))]))
 
 
 @writer("plot", file=PLOT)

@@ -1,13 +1,15 @@
 //! `aqmlab._sim`: the thin PyO3 layer between the Rust engine and the `aqmlab` package.
 //!
-//! Only plain Python values cross the boundary (a JSON string, lists of floats, tuples of
-//! strings), so the Python side owns every DataFrame and file format decision.
+//! Only plain Python values cross the boundary (a JSON string, tuples of strings, the series
+//! as f64 bytes for `numpy.frombuffer`), so the Python side owns every DataFrame and file
+//! format decision.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::types::PyBytes;
 use pyo3::prelude::*;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 create_exception!(
     aqmlab._sim,
@@ -55,15 +57,66 @@ impl RunControl {
     }
 }
 
-/// One series: (entity, metric, unit, values).
-type ColumnTuple = (String, String, String, Vec<f64>);
+/// A run's series as they cross to Python: the `(entity, metric, unit)` of each column in
+/// engine order, the time grid and the values as native-endian f64 bytes (for
+/// `numpy.frombuffer`; values column after column, `values[c * len(time) + i]`), the run's
+/// tick the grid starts at, and the chunks streamed to the spill file before it.
+type SeriesOut<'py> = (Vec<(String, String, &'static str)>, Bound<'py, PyBytes>, Bound<'py, PyBytes>, usize, Vec<SpillEntry>);
+
+/// One chunk in the spill file: (byte offset, first tick, ticks, columns); at the offset the
+/// chunk's time grid (ticks f64) and then its values, column after column (ticks x columns f64).
+type SpillEntry = (u64, usize, usize, usize);
+
+fn f64_bytes(v: &[f64]) -> &[u8] {
+    // SAFETY: any f64 is 8 initialised bytes, u8 has alignment 1, and the length is the
+    // slice's size in bytes.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+}
+
+/// Where the series chunks of a streaming run go: appended to a file, their places indexed.
+struct Spill {
+    file: std::io::BufWriter<std::fs::File>,
+    offset: u64,
+    index: Vec<SpillEntry>,
+    error: Option<std::io::Error>,
+}
+
+impl Spill {
+    fn write(&mut self, chunk: &aqmlab_sim::metrics::SeriesChunk) {
+        use std::io::Write;
+        if self.error.is_some() {
+            return;
+        }
+        let r = self.file.write_all(f64_bytes(&chunk.time)).and_then(|()| self.file.write_all(f64_bytes(&chunk.values)));
+        match r {
+            Ok(()) => {
+                self.index.push((self.offset, chunk.first_tick, chunk.time.len(), chunk.columns));
+                self.offset += 8 * (chunk.time.len() + chunk.values.len()) as u64;
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+}
 
 /// run(toml_text, seed=None, overrides=[], pcap=None, pcap_flows=[], pcap_snaplen=128,
-///     progress=None, control=None) -> (summary_json, time, columns)
+///     progress=None, control=None, series_fd=None, chunk_values=4194304)
+///     -> (summary_json, keys, time, values, first_tick, spill)
 ///
 /// Parses the scenario TOML (after applying `key=value` overrides), runs it with the GIL
-/// released and returns the summary as a JSON string (keys in engine order), the shared
-/// time grid in seconds and the columns as `(entity, metric, unit, values)` tuples.
+/// released and returns the summary as a JSON string (keys in engine order) and the series:
+/// `keys`, the `(entity, metric, unit)` of each column in engine order; `time`, the time grid
+/// in seconds, and `values`, the columns one after the other on it, both as native-endian f64
+/// bytes (`numpy.frombuffer`); `first_tick`, the run's tick `time` starts at; `spill`, the
+/// chunks written before it.
+///
+/// With `series_fd` (an open, writable file descriptor, e.g. of an unlinked temporary file)
+/// the series are streamed: whenever about `chunk_values` values (ticks x columns) are held,
+/// they are appended to that file as one chunk and forgotten, so the run's memory does not
+/// grow with its simulated duration. `spill` lists the chunks as `(byte offset, first tick,
+/// ticks, columns)`: at the offset the chunk's time grid, then its columns one after the other
+/// (a column registered later, by a qdisc swap, is NaN over earlier chunks). The ticks after
+/// the last chunk are `time`/`values`; a run shorter than one chunk writes nothing.
+///
 /// `pcap=(cli_path, srv_path)` writes the client-side and server-side packet captures
 /// (only the endpoints named in `pcap_flows`, if any; frames cut at `pcap_snaplen` bytes).
 /// Raises `ScenarioError` (a `ValueError`) for bad input.
@@ -74,9 +127,10 @@ type ColumnTuple = (String, String, String, Vec<f64>);
 /// propagates); the last call reports 1.0. `control` (a `RunControl`) gets the fraction done
 /// and can cancel the run from another thread: the run then raises `RunCancelled`.
 #[pyfunction]
-#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new(), pcap=None, pcap_flows=Vec::new(), pcap_snaplen=aqmlab_sim::capture::DEFAULT_SNAPLEN, progress=None, control=None))]
-fn run(
-    py: Python<'_>,
+#[pyo3(signature = (toml_text, seed=None, overrides=Vec::new(), pcap=None, pcap_flows=Vec::new(), pcap_snaplen=aqmlab_sim::capture::DEFAULT_SNAPLEN, progress=None, control=None, series_fd=None, chunk_values=4 << 20))]
+#[allow(clippy::too_many_arguments)]
+fn run<'py>(
+    py: Python<'py>,
     toml_text: String,
     seed: Option<u64>,
     overrides: Vec<String>,
@@ -85,12 +139,29 @@ fn run(
     pcap_snaplen: u32,
     progress: Option<PyObject>,
     control: Option<Py<RunControl>>,
-) -> PyResult<(String, Vec<f64>, Vec<ColumnTuple>)> {
+    series_fd: Option<i32>,
+    chunk_values: usize,
+) -> PyResult<(String, SeriesOut<'py>)> {
     let capture = pcap.map(|(cli, srv)| aqmlab_sim::capture::CaptureSpec { cli: cli.into(), srv: srv.into(), flows: pcap_flows, snaplen: pcap_snaplen });
     let (cancelled, done) = match &control {
         Some(c) => (c.get().cancelled.clone(), c.get().progress.clone()),
         None => Default::default(),
     };
+    let spill = match series_fd {
+        Some(fd) if fd >= 0 => {
+            // SAFETY: the fd is only borrowed for the duration of this call to be duplicated;
+            // the caller keeps its own descriptor open.
+            let owned = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }.try_clone_to_owned()?;
+            let file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::from(owned));
+            Some(Arc::new(Mutex::new(Spill { file, offset: 0, index: Vec::new(), error: None })))
+        }
+        Some(fd) => return Err(PyValueError::new_err(format!("series_fd {fd}: not a file descriptor"))),
+        None => None,
+    };
+    let stream = spill.clone().map(|s| {
+        let sink: aqmlab_sim::metrics::ChunkSink = Box::new(move |chunk| s.lock().expect("spill lock").write(&chunk));
+        (sink, chunk_values)
+    });
     let mut py_err: Option<PyErr> = None;
     let result = py.allow_threads(|| {
         let tick = |f: f64| {
@@ -113,28 +184,44 @@ fn run(
                 }
             }
         };
-        aqmlab_sim::run_toml_with(&toml_text, seed, &overrides, capture.as_ref(), tick).map(|out| {
-            out.map(|out| {
-                let summary = serde_json::to_string(&out.summary);
-                let columns: Vec<ColumnTuple> = out
-                    .series
-                    .columns
-                    .into_iter()
-                    .map(|c| (c.entity, c.metric, c.unit.to_string(), c.values))
-                    .collect();
-                (summary, out.series.time, columns)
-            })
-        })
+        aqmlab_sim::run_toml_streaming(&toml_text, seed, &overrides, capture.as_ref(), stream, tick)
     });
     if let Some(e) = py_err {
         return Err(e);
     }
-    match result {
-        Ok(Some((Ok(summary), time, columns))) => Ok((summary, time, columns)),
-        Ok(Some((Err(e), _, _))) => Err(PyRuntimeError::new_err(format!("cannot serialise summary: {e}"))),
-        Ok(None) => Err(RunCancelled::new_err("run cancelled")),
-        Err(e) => Err(ScenarioError::new_err(e.to_string())),
-    }
+    let out = match result {
+        Ok(Some(out)) => out,
+        Ok(None) => return Err(RunCancelled::new_err("run cancelled")),
+        Err(e) => return Err(ScenarioError::new_err(e.to_string())),
+    };
+    let index = match spill {
+        Some(s) => {
+            let mut s = s.lock().expect("spill lock");
+            if s.error.is_none() {
+                if let Err(e) = std::io::Write::flush(&mut s.file) {
+                    s.error = Some(e);
+                }
+            }
+            if let Some(e) = s.error.take() {
+                return Err(PyOSError::new_err(format!("writing the series to the spill file failed: {e}")));
+            }
+            std::mem::take(&mut s.index)
+        }
+        None => Vec::new(),
+    };
+    let summary = serde_json::to_string(&out.summary).map_err(|e| PyRuntimeError::new_err(format!("cannot serialise summary: {e}")))?;
+    let mut series = out.series;
+    let ticks = series.time.len();
+    let time = PyBytes::new(py, f64_bytes(&series.time));
+    let values = PyBytes::new_with(py, 8 * ticks * series.columns.len(), |buf| {
+        for (c, chunk) in series.columns.iter_mut().zip(buf.chunks_exact_mut((8 * ticks).max(1))) {
+            chunk.copy_from_slice(f64_bytes(&c.values));
+            c.values = Vec::new(); // freed as copied: the run's peak holds the series once
+        }
+        Ok(())
+    })?;
+    let keys = series.columns.into_iter().map(|c| (c.entity, c.metric, c.unit)).collect();
+    Ok((summary, (keys, time, values, series.first_tick, index)))
 }
 
 /// scenario_schema() -> str

@@ -51,7 +51,25 @@ pub fn run_toml_with(
     capture: Option<&capture::CaptureSpec>,
     tick: impl FnMut(f64) -> bool,
 ) -> Result<Option<RunOutput>, ScenarioError> {
-    prepare(text, seed, overrides, capture)?.run_with(tick).map_err(limit_error)
+    run_toml_streaming(text, seed, overrides, capture, None, tick)
+}
+
+/// [`run_toml_with`], handing the series to a sink in chunks of about `n` values while the
+/// run goes on when `stream` is `Some((sink, n))` ([`Simulation::stream_series`]): the
+/// output's `series` then holds only the ticks after the last chunk.
+pub fn run_toml_streaming(
+    text: &str,
+    seed: Option<u64>,
+    overrides: &[String],
+    capture: Option<&capture::CaptureSpec>,
+    stream: Option<(metrics::ChunkSink, usize)>,
+    tick: impl FnMut(f64) -> bool,
+) -> Result<Option<RunOutput>, ScenarioError> {
+    let mut sim = prepare(text, seed, overrides, capture)?;
+    if let Some((sink, n)) = stream {
+        sim.stream_series(sink, n);
+    }
+    sim.run_with(tick).map_err(limit_error)
 }
 
 /// The simulation a scenario text describes, with the seed replaced and the capture set up.
@@ -121,5 +139,33 @@ count = 2
         .unwrap();
         assert!(out.is_none());
         assert_eq!(calls, 31, "stopped at the first tick at or past half of the run");
+    }
+    /// A streaming run hands its series over in chunks no larger than asked for and keeps
+    /// only the ticks after the last one; put together they are the plain run's series.
+    #[test]
+    fn streaming_run_gives_the_same_series_in_bounded_chunks() {
+        use std::sync::{Arc, Mutex};
+        let plain = run_toml(TWO_CUBIC, None, &["duration=20s".into()]).unwrap();
+        let chunks = Arc::new(Mutex::new(Vec::<metrics::SeriesChunk>::new()));
+        let sink = chunks.clone();
+        let stream: (metrics::ChunkSink, usize) = (Box::new(move |c| sink.lock().unwrap().push(c)), 2_000);
+        let out = run_toml_streaming(TWO_CUBIC, None, &["duration=20s".into()], None, Some(stream), |_| true).unwrap().unwrap();
+        let chunks = chunks.lock().unwrap();
+        let cols = plain.series.columns.len();
+        assert!(chunks.len() >= 2 && chunks.iter().all(|c| c.values.len() <= 2_000 && c.columns == cols));
+        assert_eq!(out.series.first_tick, chunks.iter().map(|c| c.time.len()).sum::<usize>());
+        assert!(out.series.time.len() * (cols + 1) <= 2_000 + cols + 1, "kept {} ticks", out.series.time.len());
+        let mut time: Vec<f64> = chunks.iter().flat_map(|c| c.time.iter().copied()).collect();
+        time.extend(&out.series.time);
+        assert_eq!(time, plain.series.time);
+        for k in 0..cols {
+            let mut v: Vec<u64> = Vec::new();
+            for c in chunks.iter() {
+                let n = c.time.len();
+                v.extend(c.values[k * n..(k + 1) * n].iter().map(|x| x.to_bits()));
+            }
+            v.extend(out.series.columns[k].values.iter().map(|x| x.to_bits()));
+            assert_eq!(v, plain.series.columns[k].values.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "column {k}");
+        }
     }
 }

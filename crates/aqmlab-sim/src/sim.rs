@@ -273,6 +273,15 @@ impl Simulation {
         Ok(())
     }
 
+    /// Hands the series to `sink` in chunks of about `chunk_values` values while the run goes
+    /// on, instead of keeping them all ([`SeriesRecorder::stream_to`]): the memory they take is
+    /// then bounded by the chunk, not by the simulated duration. The run's [`RunOutput`] keeps
+    /// the ticks after the last chunk (`series.first_tick` says where they start). Call before
+    /// running.
+    pub fn stream_series(&mut self, sink: crate::metrics::ChunkSink, chunk_values: usize) {
+        self.recorder.stream_to(sink, chunk_values);
+    }
+
     /// Runs to the end and returns the summary and series. Panics if the run reaches a
     /// `[limits]` ceiling ([`Simulation::try_run`] returns it instead).
     pub fn run(self) -> RunOutput {

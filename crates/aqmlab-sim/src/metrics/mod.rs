@@ -13,6 +13,6 @@ pub use delay::DelayStats;
 pub use fct::{empirical_quantile, FctStats};
 pub use histogram::LogHistogram;
 pub use spikes::{SpikeSummary, SpikeTracker};
-pub use series::{Column, Series, SeriesId, SeriesRecorder, Tick};
+pub use series::{ChunkSink, Column, Series, SeriesChunk, SeriesId, SeriesRecorder, Tick};
 pub use steady::{jain_index, steady_state_rate, steady_window};
 pub use summary::SojournSummary;

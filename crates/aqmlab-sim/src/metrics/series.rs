@@ -20,6 +20,9 @@ pub struct Column {
 /// All series of a run on a shared time grid (seconds).
 #[derive(Clone, Debug, Default)]
 pub struct Series {
+    /// The run's tick `time[0]` is: 0, unless the recorder streamed the ticks before it
+    /// ([`SeriesRecorder::stream_to`]).
+    pub first_tick: usize,
     pub time: Vec<f64>,
     pub columns: Vec<Column>,
 }
@@ -40,16 +43,66 @@ pub struct Tick {
     pub step_s: f64,
 }
 
-/// Builds a [`Series`] tick by tick.
-#[derive(Debug, Default)]
+/// A block of consecutive ticks drained from a [`SeriesRecorder`] while the run goes on
+/// ([`SeriesRecorder::stream_to`]): the ticks `first_tick .. first_tick + time.len()` of the
+/// run, and for each of the first `columns` registered columns its values there, column
+/// after column (`values[c * time.len() + i]`). A column registered after this chunk was
+/// drained (a qdisc swap's new series) is NaN over it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SeriesChunk {
+    pub first_tick: usize,
+    pub time: Vec<f64>,
+    pub columns: usize,
+    pub values: Vec<f64>,
+}
+
+/// Where [`SeriesRecorder::stream_to`] sends its chunks.
+pub type ChunkSink = Box<dyn FnMut(SeriesChunk) + Send>;
+
+/// Builds a [`Series`] tick by tick; with [`SeriesRecorder::stream_to`] it hands the ticks
+/// over in chunks while the run goes on, so what it holds is bounded by the chunk size, not
+/// by the simulated duration.
+#[derive(Default)]
 pub struct SeriesRecorder {
+    /// The ticks not drained yet (all of them without a sink) and their columns' values.
     series: Series,
     capacity: usize,
+    /// Ticks already handed to the sink.
+    drained: usize,
+    sink: Option<ChunkSink>,
+    /// Drain when the buffered values (ticks x columns) reach this many.
+    chunk_values: usize,
+}
+
+impl std::fmt::Debug for SeriesRecorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SeriesRecorder")
+            .field("series", &self.series)
+            .field("drained", &self.drained)
+            .field("streaming", &self.sink.is_some())
+            .finish()
+    }
 }
 
 impl SeriesRecorder {
     pub fn with_ticks(ticks: usize) -> Self {
-        SeriesRecorder { series: Series::default(), capacity: ticks }
+        SeriesRecorder { capacity: ticks, ..Default::default() }
+    }
+    /// From now on, hands the recorded ticks to `sink` in chunks of about `chunk_values`
+    /// values (ticks x columns, at least one tick), between ticks, instead of keeping them
+    /// all: what the recorder holds stays below one chunk whatever the run's duration. The
+    /// ticks still held at the end are [`SeriesRecorder::finish`]'s (with `first_tick` =
+    /// [`SeriesRecorder::drained`]), so a run short enough never calls the sink.
+    pub fn stream_to(&mut self, sink: ChunkSink, chunk_values: usize) {
+        self.sink = Some(sink);
+        self.chunk_values = chunk_values.max(1);
+        self.capacity = self.capacity.min(self.chunk_values / self.series.columns.len().max(1) + 1);
+        // The columns registered so far reserved room for the whole run: give back what one
+        // chunk does not need.
+        for c in &mut self.series.columns {
+            c.values.shrink_to(self.capacity);
+        }
+        self.series.time.shrink_to(self.capacity);
     }
     /// A column registered during the run (a qdisc swap brings new queue series) starts with
     /// NaN for the ticks already recorded (`set` and `finish` pad the rest), so every column
@@ -62,8 +115,13 @@ impl SeriesRecorder {
         self.series.columns.push(Column { entity: entity.to_string(), metric: metric.to_string(), unit, values });
         SeriesId(self.series.columns.len() - 1)
     }
-    /// Starts a new tick at `t` seconds; every column must then be `set` once.
+    /// Starts a new tick at `t` seconds; every column must then be `set` once. With a sink,
+    /// the ticks before it are drained first when they fill a chunk.
     pub fn tick(&mut self, t: f64) {
+        if self.sink.is_some() && !self.series.time.is_empty() && self.buffered_values() >= self.chunk_values {
+            let chunk = self.drain();
+            (self.sink.as_mut().expect("checked"))(chunk);
+        }
         self.series.time.push(t);
     }
     pub fn set(&mut self, id: SeriesId, v: f64) {
@@ -74,11 +132,37 @@ impl SeriesRecorder {
         debug_assert_eq!(col.len() + 1, ticks, "one value per column per tick");
         col.push(v);
     }
+    /// Ticks handed to the sink so far.
+    pub fn drained(&self) -> usize {
+        self.drained
+    }
+    /// Values held now (ticks x columns, the time grid's own included).
+    pub fn buffered_values(&self) -> usize {
+        self.series.time.len() * (self.series.columns.len() + 1)
+    }
+    /// Takes every tick recorded so far (call between ticks, when each column of the last
+    /// one is set) as one chunk; the columns stay registered and go on from the next tick.
+    pub fn drain(&mut self) -> SeriesChunk {
+        let ticks = self.series.time.len();
+        let mut values = Vec::with_capacity(ticks * self.series.columns.len());
+        for c in &mut self.series.columns {
+            c.values.resize(ticks, f64::NAN);
+            values.extend_from_slice(&c.values);
+            c.values.clear();
+        }
+        let chunk = SeriesChunk { first_tick: self.drained, time: std::mem::take(&mut self.series.time), columns: self.series.columns.len(), values };
+        self.series.time = Vec::with_capacity(ticks);
+        self.drained += ticks;
+        chunk
+    }
+    /// The ticks still held (every tick of the run unless it streamed: then those after
+    /// [`SeriesRecorder::drained`]), each column padded to one value per tick.
     pub fn finish(mut self) -> Series {
         let ticks = self.series.time.len();
         for c in &mut self.series.columns {
             c.values.resize(ticks, f64::NAN);
         }
+        self.series.first_tick = self.drained;
         self.series
     }
 }
@@ -112,5 +196,76 @@ mod tests {
         assert!(old[0] == 5.0 && old[1].is_nan() && old[2].is_nan());
         let new = v("new");
         assert!(new[0].is_nan() && new[1] == 7.0 && new[2] == 8.0);
+    }
+    /// Streaming: the recorder never holds more than one chunk (plus the tick being filled),
+    /// whatever the number of ticks, and the chunks plus what `finish` keeps are exactly the
+    /// series the recorder keeps without a sink, a late column NaN over the earlier chunks.
+    #[test]
+    fn streaming_holds_one_chunk_and_the_chunks_are_the_whole_series() {
+        use std::sync::{Arc, Mutex};
+        let record = |r: &mut SeriesRecorder, held: &mut usize| {
+            let a = r.register("f", "a", "ms");
+            let b = r.register("f", "b", "ms");
+            let mut late = None;
+            for i in 0..10_000usize {
+                r.tick(i as f64 * 0.01);
+                r.set(a, i as f64);
+                if i % 3 != 0 {
+                    r.set(b, -(i as f64)); // b is unset on every third tick: NaN there
+                }
+                if i == 4_321 {
+                    late = Some(r.register("q", "late", ""));
+                }
+                if let Some(l) = late {
+                    r.set(l, 0.5 * i as f64);
+                }
+                *held = (*held).max(r.buffered_values());
+            }
+        };
+        let mut plain = SeriesRecorder::with_ticks(10_000);
+        let mut held_plain = 0;
+        record(&mut plain, &mut held_plain);
+        let whole = plain.finish();
+
+        let chunks = Arc::new(Mutex::new(Vec::<SeriesChunk>::new()));
+        let sink = chunks.clone();
+        let mut r = SeriesRecorder::with_ticks(10_000);
+        r.stream_to(Box::new(move |c| sink.lock().unwrap().push(c)), 300);
+        let mut held = 0;
+        record(&mut r, &mut held);
+        let drained = r.drained();
+        let rest = r.finish();
+        // Bounded: at most one chunk (300 values) plus one tick of 4 values (time + 3 columns).
+        assert!(held <= 300 + 4, "held {held}");
+        assert_eq!(held_plain, 10_000 * 4, "without a sink everything is held");
+        let chunks = chunks.lock().unwrap();
+        assert!(chunks.len() > 30, "{} chunks", chunks.len());
+        assert!(chunks.iter().all(|c| c.values.len() == c.time.len() * c.columns && c.values.len() <= 300));
+        assert_eq!(rest.first_tick, drained);
+        // Rebuild each column from the chunks and the rest.
+        let mut time: Vec<f64> = Vec::new();
+        let mut cols: Vec<Vec<f64>> = vec![Vec::new(); 3];
+        for c in chunks.iter() {
+            assert_eq!(c.first_tick, time.len());
+            time.extend(&c.time);
+            let n = c.time.len();
+            for (k, col) in cols.iter_mut().enumerate() {
+                if k < c.columns {
+                    col.extend(&c.values[k * n..(k + 1) * n]);
+                } else {
+                    col.extend(std::iter::repeat(f64::NAN).take(n));
+                }
+            }
+        }
+        time.extend(&rest.time);
+        for (k, col) in cols.iter_mut().enumerate() {
+            col.extend(&rest.columns[k].values);
+        }
+        assert_eq!(time, whole.time);
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for (k, col) in cols.iter().enumerate() {
+            assert_eq!(bits(col), bits(&whole.columns[k].values), "column {k}");
+        }
+        assert!(whole.columns[1].values[3].is_nan() && whole.columns[2].values[4_320].is_nan() && whole.columns[2].values[4_321] == 0.5 * 4_321.0);
     }
 }
