@@ -31,3 +31,4 @@ mod tcp_ns2;
 mod host_noise;
 mod golden;
 mod pathologies;
+mod fuzz;
