@@ -268,6 +268,29 @@ fn keys_of(seeds: &[String]) -> Vec<String> {
     keys
 }
 
+/// `--set` assignments the seeds make: `path=value` for every `key = value` line, the path
+/// qualified by its table (`bottleneck.rate`, `flows[0].cc` or `flows[*].cc`).
+fn assignments_of(seeds: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for s in seeds {
+        let mut prefix = String::new();
+        for l in s.lines().map(|l| l.split(" #").next().unwrap_or("").trim()) {
+            if let Some(h) = l.strip_prefix("[[").and_then(|h| h.strip_suffix("]]")) {
+                prefix = format!("{}[{}].", h.trim(), if out.len() % 2 == 0 { "0" } else { "*" });
+            } else if let Some(h) = l.strip_prefix('[').and_then(|h| h.strip_suffix(']')) {
+                prefix = format!("{}.", h.trim());
+            } else if let Some((k, v)) = l.split_once('=') {
+                if !k.trim().is_empty() && !v.trim().is_empty() {
+                    out.push(format!("{prefix}{}={}", k.trim(), v.trim()));
+                }
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// Runs `target` on every input, counting outcomes; a violated property fails the test with
 /// the input (as a Rust string literal, ready for fuzz/regressions/).
 fn drive(name: &str, inputs: impl Iterator<Item = String>, target: fn(&str) -> Outcome) -> BTreeMap<&'static str, usize> {
@@ -349,15 +372,19 @@ fn fuzz_overrides() {
     for k in ["flows[0].cc", "flows[*].rtt", "flows[1].count", "udp[0].rate", "bottleneck.changes[0].at", "media[0].packet_size", "limits.max_packets", "flows[99999999999].rtt", "flows[].x", "a..b", "[0]", "flows[0][1]"] {
         keys.push(k.to_string());
     }
+    let valid = assignments_of(&seeds);
     let mut g = Gen::new(15);
     let tc = tc_strings(&mut g);
     let mut inputs = regressions("overrides");
     for _ in 0..cases() {
         let sets: Vec<String> = (0..1 + g.below(3))
             .map(|_| {
-                let k = g.pick(&keys).clone();
-                let v = g.toml_value(&tc);
-                let set = format!("{k}={v}");
+                let set = if g.chance(50) {
+                    g.pick(&valid).clone()
+                } else {
+                    let k = if g.chance(50) { g.pick(&valid).split('=').next().unwrap().to_string() } else { g.pick(&keys).clone() };
+                    format!("{k}={}", g.toml_value(&tc))
+                };
                 if g.chance(15) { mutate(&mut g, &set, &keys) } else { set }
             })
             .collect();
@@ -374,11 +401,15 @@ fn fuzz_spec(name: &str, reg: Registry, target: fn(&str) -> Outcome, seed: u64) 
     dict.extend(reg.kinds.iter().flat_map(|(k, p)| std::iter::once(k.clone()).chain(p.iter().cloned())));
     dict.extend(NUMBERS.iter().map(|s| s.to_string()));
     let mut inputs: Vec<String> = regressions(name);
-    // Every kind bare, then generated descriptions, some of them mutated.
+    // The descriptions the scenarios and suites use, every kind bare, then generated
+    // descriptions and mutated seeds.
+    let seeds = read_dir(&repo().join("fuzz/seeds").join(name));
+    assert!(!seeds.is_empty(), "no seeds in fuzz/seeds/{name}");
+    inputs.extend(seeds.iter().cloned());
     inputs.extend(reg.kinds.iter().map(|(k, _)| k.clone()));
     for _ in 0..cases() {
-        let d = reg.generate(&mut g);
-        inputs.push(if g.chance(20) { mutate(&mut g, &d, &dict) } else { d });
+        let d = if g.chance(25) { g.pick(&seeds).clone() } else { reg.generate(&mut g) };
+        inputs.push(if g.chance(30) { mutate(&mut g, &d, &dict) } else { d });
     }
     let c = drive(name, inputs.into_iter(), target);
     assert_both_outcomes(name, &c);
