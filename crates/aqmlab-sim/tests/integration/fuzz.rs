@@ -424,3 +424,23 @@ fn fuzz_qdisc_strings() {
 fn fuzz_cc_strings() {
     fuzz_spec("cc", cc_registry(), fuzzing::cc, 17);
 }
+
+/// Runs a scenario on a thread and fails if it has not finished within `secs` of wall clock
+/// (the test binary then exits with the failure; the stuck thread goes with it).
+fn finishes_within(text: &'static str, secs: u64) -> aqmlab_sim::RunOutput {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(aqmlab_sim::run_toml(text, None, &[]).expect("valid scenario"));
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(secs)).unwrap_or_else(|_| panic!("no result within {secs} s (a hang):\n{text}"))
+}
+
+/// Found by the no-hang property test (tests/python/test_fuzz_e2e.py): an MSS above
+/// GSO_MAX_BYTES (65215) made the size goal zero segments and the sender loop forever at one
+/// instant. Linux sends one segment per skb then.
+#[test]
+fn an_mss_above_the_gso_size_sends_one_segment_per_skb() {
+    let out = finishes_within("duration = \"3s\"\n[bottleneck]\nrate = \"10Mbit\"\nqdisc = \"pfifo\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\nmss = 65483\n", 60);
+    let goodput = out.summary.flows[0].goodput_mbps;
+    assert!(goodput > 5.0, "{goodput} Mbit/s");
+}
