@@ -342,6 +342,23 @@ fn regressions(target: &str) -> Vec<String> {
     read_dir(&repo().join("fuzz/regressions").join(target))
 }
 
+/// Every crash input kept in fuzz/regressions/ through its target, and with AQMLAB_FUZZ_REPLAY
+/// set (`make fuzz-replay`) the corpus `make fuzz` grew in fuzz/corpus/<target> (not
+/// committed), counted apart: docs/fuzzing.md's outcome table.
+#[test]
+fn replay_regressions_and_fuzz_corpus() {
+    let targets: [(&str, fn(&str) -> Outcome); 4] =
+        [("scenario", |t| fuzzing::scenario(t, &[])), ("overrides", fuzzing::overrides), ("qdisc", fuzzing::qdisc), ("cc", fuzzing::cc)];
+    for (name, target) in targets {
+        let kept = regressions(name);
+        assert!(!kept.is_empty(), "no inputs in fuzz/regressions/{name}");
+        drive(&format!("{name} regressions"), kept.into_iter(), target);
+        if std::env::var_os("AQMLAB_FUZZ_REPLAY").is_some() {
+            drive(&format!("{name} corpus"), read_dir(&repo().join("fuzz/corpus").join(name)).into_iter(), target);
+        }
+    }
+}
+
 fn assert_both_outcomes(name: &str, c: &BTreeMap<&str, usize>) {
     // A generator that only ever produces one outcome tests little.
     assert!(c.get("accepted").copied().unwrap_or(0) > 0 && c.get("rejected").copied().unwrap_or(0) > 0, "{name}: {c:?}");
