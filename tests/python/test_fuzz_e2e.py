@@ -35,6 +35,7 @@ QDISCS = json.loads(_sim.qdisc_table())
 CCS = json.loads(_sim.cc_table())
 RATES = ["1kbit", "9600bit", "56kbit", "1Mbit", "10Mbit", "100Mbit", "1Gbit", "10Gbit"]
 DELAYS = ["0ms", "1ns", "1us", "1ms", "20ms", "200ms", "2s"]
+RTTS = ["2us", "1ms", "20ms", "200ms", "2s"]  # the shortest RTT allowed is 2us
 # Per scenario, in packets (rate x duration / size): keeps each run well under a second.
 PACKET_BUDGET = 20_000
 # A run that takes longer than this (on a loaded 2-core machine) is a hang.
@@ -74,6 +75,8 @@ def param_value(draw, p: dict) -> str | None:
         return draw(st.sampled_from(["1", "5p", "1000", "150000b", "1b", "1ms"]))
     if "|" in t and " " not in t:
         return draw(st.sampled_from(t.split("|")))
+    if t == "VALUE/MASK":
+        return draw(st.sampled_from(["0x1/0x3", "0/0", "x"]))
     return draw(st.sampled_from(["0", "1", "x"]))
 
 
@@ -86,7 +89,10 @@ def spec(draw, table: list[dict]) -> str:
     if params:
         for p in draw(st.lists(st.sampled_from(params), max_size=3, unique_by=lambda p: p["name"])):
             v = draw(param_value(p))
-            words += [p["name"]] if v is None else [p["name"], v]
+            if "|" in p["type"] and " " not in p["type"]:
+                words += [v]  # a keyword parameter: the word alone (`diffserv3`, `ethernet`)
+            else:
+                words += [p["name"]] if v is None else [p["name"], v]
     return " ".join(words)
 
 
@@ -100,7 +106,7 @@ def scenario_doc(draw) -> dict:
         doc["bottleneck"]["delay"] = draw(st.sampled_from(DELAYS))
     flows = []
     for _ in range(draw(st.integers(0, 3))):
-        f = {"cc": draw(spec(CCS)), "rtt": draw(st.sampled_from(DELAYS)), "count": draw(st.integers(1, 3))}
+        f = {"cc": draw(spec(CCS)), "rtt": draw(st.sampled_from(RTTS)), "count": draw(st.integers(1, 3))}
         if draw(st.booleans()):
             f["mss"] = draw(st.sampled_from([64, 536, 1448, 8948, 65483]))
         if draw(st.booleans()):
@@ -111,12 +117,12 @@ def scenario_doc(draw) -> dict:
     udp = []
     for _ in range(draw(st.integers(0, 2))):
         size = draw(st.sampled_from([1, 20, 100, 1472]))
-        u = {"rate": draw(st.sampled_from(["1kbit", "64kbit", "1Mbit", "10Mbit"])), "packet_size": size, "rtt": draw(st.sampled_from(DELAYS))}
+        u = {"rate": draw(st.sampled_from(["1kbit", "64kbit", "1Mbit", "10Mbit"])), "packet_size": size, "rtt": draw(st.sampled_from(RTTS))}
         if draw(st.booleans()):
             u["kind"] = "video"
             u["frame_rate"] = draw(st.sampled_from([1e-3, 1, 30, 1000]))
         udp.append(u)
-    probes = [{"interval": draw(st.sampled_from(["1us", "1ms", "100ms"])), "rtt": draw(st.sampled_from(DELAYS))}] if draw(st.booleans()) else []
+    probes = [{"interval": draw(st.sampled_from(["1us", "1ms", "100ms"])), "rtt": draw(st.sampled_from(RTTS))}] if draw(st.booleans()) else []
     if not (flows or udp or probes):
         flows = [{"cc": "cubic", "rtt": "20ms"}]
     for key, v in (("flows", flows), ("udp", udp), ("probes", probes)):
@@ -168,6 +174,9 @@ def _aqmlab(*args: str, timeout: float) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "aqmlab", *args], capture_output=True, text=True, timeout=timeout, env=env, cwd=REPO)
 
 
+CLI_COUNTS: dict[int, int] = {}
+
+
 @settings(max_examples=25 * SCALE, **SETTINGS)
 @given(scenario_case())
 def test_cli_contract(tmp_path_factory, text):
@@ -178,6 +187,8 @@ def test_cli_contract(tmp_path_factory, text):
         p = _aqmlab("run", str(src), "--out", str(out), "-q", "--no-plot", "--no-html", "--no-flent", timeout=120)
     except subprocess.TimeoutExpired:
         raise AssertionError(f"aqmlab run did not finish in 120 s:\n{text}") from None
+    CLI_COUNTS[p.returncode] = CLI_COUNTS.get(p.returncode, 0) + 1
+    print(f"cli: exit codes {CLI_COUNTS}")
     assert "Traceback" not in p.stderr, p.stderr
     assert p.returncode in (0, 2), f"exit {p.returncode}: {p.stderr}\n{text}"
     if p.returncode == 0:
@@ -230,6 +241,8 @@ def test_valid_scenarios_finish(docs):
             COUNTS[r["outcome"]] = COUNTS.get(r["outcome"], 0) + 1
             assert r["outcome"] != "internal", f"{r['msg']}\n{text}"
             if r["outcome"] == "rejected":
+                if os.environ.get("AQMLAB_FUZZ_VERBOSE"):
+                    print("rejected:", r["msg"][:160])
                 assert "\n" not in r["msg"] and len(r["msg"]) < 1000, r["msg"][:200]
             COUNTS["wall_max_ms"] = max(COUNTS.get("wall_max_ms", 0), int((time.monotonic() - t0) * 1e3))
     finally:
