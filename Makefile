@@ -102,8 +102,7 @@ fuzz:
 		mkdir -p fuzz/corpus/$$t fuzz/artifacts; \
 		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
 		nice -n 10 cargo +nightly fuzz run -s none -a $$t fuzz/corpus/$$t fuzz/seeds/$$t fuzz/regressions/$$t -- \
-			-max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-			-artifact_prefix=fuzz/artifacts/$$t- || exit 1; \
+			-max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 || exit 1; \
 	done
 
 fuzz-replay:

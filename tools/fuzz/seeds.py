@@ -1,6 +1,7 @@
 """Writes the fuzzers' seed corpora (issue 14) into fuzz/seeds/: every built-in suite's cells
-as scenario texts (fuzz/seeds/scenario/), and every qdisc and cc description those and
-scenarios/*.toml use (fuzz/seeds/qdisc/, fuzz/seeds/cc/). Each file is named by a hash of its
+as scenario texts (fuzz/seeds/scenario/), every qdisc and cc description those and
+scenarios/*.toml use (fuzz/seeds/qdisc/, fuzz/seeds/cc/), and `--set` lines on each of
+scenarios/*.toml (fuzz/seeds/overrides/: the lines, an empty line, the scenario). Each file is named by a hash of its
 content, so rerunning after a suite changes adds and removes only what changed.
 
     .venv/bin/python tools/fuzz/seeds.py
@@ -55,7 +56,21 @@ def main() -> None:
     _write(REPO / "fuzz/seeds/scenario", scenarios, ".toml")
     _write(REPO / "fuzz/seeds/qdisc", qdiscs, ".txt")
     _write(REPO / "fuzz/seeds/cc", ccs, ".txt")
-    print(f"{len(scenarios)} scenarios, {len(qdiscs)} qdisc and {len(ccs)} cc descriptions -> fuzz/seeds/")
+    sets = [
+        "duration=1s\nflows[0].rtt=40ms",
+        "flows[*].ecn=l4s\nbottleneck.qdisc=\"dualpi2 target 15ms\"",
+        "bottleneck.rate=1Gbit\nseed=7",
+        "flows[0]={cc=\"reno\", count=2}",
+        "bottleneck.changes[0].at=1s",
+        "udp[0].packet_size=100\nudp[0].rate=1Mbit",
+        "limits.max_packets=1000",
+        "metrics.step=10ms\nname=x",
+    ]
+    overrides = set(sets)  # on the built-in base scenario (fuzzing::split_overrides)
+    for i, p in enumerate(sorted((REPO / "scenarios").glob("*.toml"))):
+        overrides.add(sets[i % len(sets)] + "\n\n" + p.read_text())
+    _write(REPO / "fuzz/seeds/overrides", overrides, ".txt")
+    print(f"{len(scenarios)} scenarios, {len(qdiscs)} qdisc and {len(ccs)} cc descriptions, {len(overrides)} override sets -> fuzz/seeds/")
 
 
 if __name__ == "__main__":
