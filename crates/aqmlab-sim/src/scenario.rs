@@ -912,7 +912,7 @@ fn parse_with_overrides(text: &str, overrides: &[String]) -> Result<toml::Table,
     let mut doc: toml::Table = toml::from_str(text).map_err(|e| ScenarioError {
         key: String::new(),
         line: e.span().map(|s| line_of(text, s.start)),
-        message: one_line(e.message()),
+        message: shorten_quoted(&one_line(e.message())),
     })?;
     for o in overrides {
         apply_override(&mut doc, o)?;
@@ -954,7 +954,8 @@ impl Scenario {
                 None => key,
             };
             let line = if overridden { None } else { line_of_key(text, &key) };
-            ScenarioError { key, line, message: msg }
+            // The path holds the input's own key names (an unknown key of any length).
+            ScenarioError { key: one_line(&excerpt(&key)), line, message: msg }
         })?;
         sc.validate().map_err(|(key, message)| ScenarioError {
             line: line_of_key(text, &key),
