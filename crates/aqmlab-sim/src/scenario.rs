@@ -1392,7 +1392,7 @@ fn move_media_flows(doc: &mut toml::Table) -> Result<(), ScenarioError> {
 fn apply_override(doc: &mut toml::Table, assignment: &str) -> Result<(), ScenarioError> {
     // The key path names the error (an excerpt: the whole assignment may be a 1 MB value).
     // Control characters in it are escaped, so that the error stays one line.
-    let key_of = |a: &str| excerpt(a.split_once('=').map_or(a, |(k, _)| k).trim()).escape_debug().to_string();
+    let key_of = |a: &str| excerpt(&a.split_once('=').map_or(a, |(k, _)| k).trim().escape_debug().to_string()).into_owned();
     let fail = |m: String| ScenarioError { key: key_of(assignment), line: None, message: shorten_quoted(&one_line(&m)) };
     let (path, raw) = assignment
         .split_once('=')
