@@ -6,6 +6,7 @@
 #   make bench  engine benchmark + scaling tables (bench/scaling.py; make bench-deps for Dask)
 #   make bench-deps  the optional benchmark dependencies (ns3 wheel, dask) into .venv;
 #               then .venv/bin/python bench/compare_ns3.py (aqmlab vs ns-3 3.44, side by side)
+#   make fuzz   cargo-fuzz targets (nightly), FUZZ_SECONDS each (default 300); docs/fuzzing.md
 #
 # Setup is cached with stamp files in .venv/, so a second run only rebuilds what changed.
 
@@ -22,12 +23,12 @@ DEMO_OUT := out/demo
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(wildcard crates/*/Cargo.toml) \
 	$(shell find crates -name '*.rs' -not -path '*/target/*' 2>/dev/null)
 
-.PHONY: all setup demo validate test test-rust test-python test-tools bench bench-deps clean distclean help
+.PHONY: all setup demo validate test test-rust test-python test-tools bench bench-deps fuzz fuzz-replay clean distclean help
 
 all: demo
 
 help:
-	@sed -n '3,11p' Makefile
+	@sed -n '3,12p' Makefile
 
 # 1. The virtualenv with the runtime + test dependencies (read from pyproject.toml) and maturin.
 $(DEPS_STAMP): pyproject.toml
@@ -95,6 +96,26 @@ bench-deps: $(EXT_STAMP)
 	$(VPY) -m pip install --quiet --disable-pip-version-check \
 		$$($(VPY) -c 'import tomllib; p = tomllib.load(open("pyproject.toml", "rb")); \
 		print(" ".join(p["project"]["optional-dependencies"]["bench"]))')
+
+# libFuzzer on the parser targets (fuzz/, issue 14), one after another, FUZZ_SECONDS each, at low
+# priority. Needs the nightly toolchain and cargo-fuzz (installed here if missing). New inputs
+# go to fuzz/corpus/<target> (not committed); a crash stops with its input in fuzz/artifacts/:
+# add it to fuzz/regressions/<target>/, which `make test` replays. `make fuzz-replay` counts the
+# outcomes (accepted, rejected) of every corpus input with the stable-Rust driver.
+FUZZ_SECONDS ?= 300
+FUZZ_TARGETS := scenario overrides qdisc cc
+fuzz:
+	@rustup toolchain list | grep -q nightly || rustup toolchain install nightly --profile minimal
+	@command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
+	@for t in $(FUZZ_TARGETS); do \
+		mkdir -p fuzz/corpus/$$t fuzz/artifacts; \
+		echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+		nice -n 10 cargo +nightly fuzz run -s none -a $$t fuzz/corpus/$$t fuzz/seeds/$$t fuzz/regressions/$$t -- \
+			-max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 || exit 1; \
+	done
+
+fuzz-replay:
+	AQMLAB_FUZZ_REPLAY=1 cargo test --profile test-release -p aqmlab-sim --test integration replay_regressions_and_fuzz_corpus -- --nocapture
 
 clean:
 	rm -rf out python/aqmlab/_sim*.so $(EXT_STAMP)

@@ -9,6 +9,8 @@ pub mod capture;
 pub mod cc;
 pub mod endpoint;
 pub mod event;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod host;
 pub mod metrics;
 pub mod packet;

@@ -642,10 +642,12 @@ impl<C: ?Sized + Registered> Spec<C> {
         let (name, rest) = tokens.split_first().ok_or_else(|| format!("empty {} description", C::WHAT))?;
         let (name, kind) = find_kind::<C>(name).ok_or_else(|| {
             let known: Vec<&str> = C::registry().iter().map(|(n, _)| *n).collect();
-            format!("unknown {} '{name}' (known: {})", C::WHAT, known.join(", "))
+            format!("unknown {} '{}' (known: {})", C::WHAT, crate::scenario::excerpt(name), known.join(", "))
         })?;
-        let args = kind.parse_args(name, &mut Params::new(name, rest), stack)?;
-        let config = (kind.build)(&args)?;
+        // Values are quoted in errors as excerpts: a 1 MB token is not echoed back whole.
+        let short = |e: String| crate::scenario::shorten_quoted(&e);
+        let args = kind.parse_args(name, &mut Params::new(name, rest), stack).map_err(short)?;
+        let config = (kind.build)(&args).map_err(short)?;
         Ok(Spec { text: tokens.join(" "), kind, args: Arc::new(args), config })
     }
 

@@ -859,28 +859,49 @@ pub(crate) fn excerpt(v: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Shortens every quoted value ('…') in a message with [`excerpt`].
-fn shorten_quoted(msg: &str) -> String {
+/// Shortens every quoted value in a message with [`excerpt`]: our own ('…'), and serde's and
+/// toml's ("…" for a string value, `…` for a variant or field name), which quote the input too.
+pub(crate) fn shorten_quoted(msg: &str) -> String {
     let mut out = String::with_capacity(msg.len().min(1024));
     let mut rest = msg;
-    while let Some(open) = rest.find('\'') {
-        out.push_str(&rest[..=open]);
+    while let Some(open) = rest.find(['\'', '"', '`']) {
+        let q = rest[open..].chars().next().unwrap_or('\'');
+        out.push_str(&rest[..open + 1]);
         rest = &rest[open + 1..];
-        match rest.find('\'') {
-            Some(close) => {
+        // A double-quoted value is escaped (`\"` inside does not close it).
+        let mut escaped = false;
+        // A quote inside the value (`'it's'`) closes nothing: a closing quote is followed by
+        // the end, a space or punctuation.
+        let close = rest.char_indices().find(|&(i, c)| {
+            let end = c == q && !escaped && rest[i + 1..].chars().next().map_or(true, |n| !n.is_alphanumeric());
+            escaped = q == '"' && c == '\\' && !escaped;
+            end
+        });
+        match close {
+            Some((close, _)) => {
                 out.push_str(&excerpt(&rest[..close]));
-                out.push('\'');
+                out.push(q);
                 rest = &rest[close + 1..];
             }
             None => {
                 out.push_str(&excerpt(rest));
-                return out;
+                rest = "";
+                break;
             }
         }
     }
     out.push_str(rest);
-    out
+    // Quotes inside a value can still pair up wrongly; whatever the input, a message is cut
+    // at MAX_MESSAGE characters.
+    match out.char_indices().nth(MAX_MESSAGE) {
+        Some((cut, _)) => format!("{}…", &out[..cut]),
+        None => out,
+    }
 }
+
+/// The longest error message (the longest legitimate one, a list of parameters, is about
+/// 600 characters).
+pub(crate) const MAX_MESSAGE: usize = 800;
 
 /// Collapses a possibly multi-line parser message into one line.
 fn one_line(msg: &str) -> String {
@@ -946,7 +967,7 @@ fn parse_with_overrides(text: &str, overrides: &[String]) -> Result<toml::Table,
     let mut doc: toml::Table = toml::from_str(text).map_err(|e| ScenarioError {
         key: String::new(),
         line: e.span().map(|s| line_of(text, s.start)),
-        message: one_line(e.message()),
+        message: shorten_quoted(&one_line(e.message())),
     })?;
     for o in overrides {
         apply_override(&mut doc, o)?;
@@ -980,8 +1001,16 @@ impl Scenario {
             let key = e.path().to_string();
             let key = if key == "." { String::new() } else { key };
             let msg = shorten_quoted(&one_line(e.inner().message()));
+            // serde names a missing key only in its message, at the path of the table that
+            // lacks it: the key is that path plus the field (`duration`, `flows[0].cc`).
+            let key = match msg.strip_prefix("missing field `").and_then(|r| r.split_once('`')) {
+                Some((field, _)) if key.is_empty() => field.to_string(),
+                Some((field, _)) => format!("{key}.{field}"),
+                None => key,
+            };
             let line = if overridden { None } else { line_of_key(text, &key) };
-            ScenarioError { key, line, message: msg }
+            // The path holds the input's own key names (an unknown key of any length).
+            ScenarioError { key: one_line(&excerpt(&key)), line, message: msg }
         })?;
         sc.read_qdiscs_for_stack().map_err(|(key, message)| ScenarioError {
             line: if overridden { None } else { line_of_key(text, &key) },
@@ -1648,10 +1677,16 @@ fn move_media_flows(doc: &mut toml::Table) -> Result<(), ScenarioError> {
 /// Applies `a.b[2].c=value` to the document. The value is parsed as TOML (so `60`,
 /// `true`, `"x"` work) and taken as a plain string otherwise (`20ms`, `50Mbit`).
 fn apply_override(doc: &mut toml::Table, assignment: &str) -> Result<(), ScenarioError> {
-    let fail = |m: String| ScenarioError { key: assignment.to_string(), line: None, message: m };
+    // The key path names the error (an excerpt: the whole assignment may be a 1 MB value).
+    // Control characters in it are escaped, so that the error stays one line.
+    let key_of = |a: &str| excerpt(&a.split_once('=').map_or(a, |(k, _)| k).trim().escape_debug().to_string()).into_owned();
+    let fail = |m: String| ScenarioError { key: key_of(assignment), line: None, message: shorten_quoted(&one_line(&m)) };
     let (path, raw) = assignment
         .split_once('=')
         .ok_or_else(|| fail("an override must look like key=value".into()))?;
+    if path.trim().is_empty() {
+        return Err(fail("an override must look like key=value; the key is empty".into()));
+    }
     let value = toml::from_str::<toml::Table>(&format!("v = {raw}"))
         .ok()
         .and_then(|mut t| t.remove("v"))
@@ -1774,6 +1809,34 @@ count = 2        # optional: this many identical flows
         assert_eq!(linux.bottleneck.upstream[0].qdisc.args().uint("limit"), 1000);
         let nowait = Scenario::from_toml(&format!("stack = \"ns2-2013\"\n{}", text.replace("\"hred\"", "\"hred nowait\"")), &[]).unwrap();
         assert!(!nowait.bottleneck.qdisc.args().flag("wait"));
+    }
+
+    #[test]
+    fn a_missing_key_is_named() {
+        let e = Scenario::from_toml(&MINIMAL.replace("duration = \"60s\"\n", ""), &[]).unwrap_err();
+        assert_eq!(e.key, "duration", "{e}");
+        let e = Scenario::from_toml(&MINIMAL.replace("cc = \"cubic\"\n", ""), &[]).unwrap_err();
+        assert_eq!(e.key, "flows[0].cc", "{e}");
+    }
+
+    #[test]
+    fn override_errors_are_one_short_line() {
+        let long = format!("flows[0].nosuch={}", "x".repeat(100_000));
+        let e = Scenario::from_toml(MINIMAL, &[long]).unwrap_err();
+        assert_eq!(e.key, "flows[0].nosuch");
+        assert!(e.to_string().len() < 1000, "{}", e.to_string().len());
+        let e = Scenario::from_toml(MINIMAL, &["a\rb".into()]).unwrap_err();
+        assert!(!e.to_string().contains(['\r', '\n']), "{e:?}");
+        let e = Scenario::from_toml(MINIMAL, &["=1".into()]).unwrap_err();
+        assert!(e.to_string().contains("the key is empty"), "{e}");
+    }
+
+    #[test]
+    fn serde_quoted_values_are_excerpts() {
+        let e = err(&MINIMAL.replace("cc = \"cubic\"", &format!("cc = [\"{}\"]", "b".repeat(5000))));
+        assert!(e.len() < 300, "{e}");
+        let e = err(&MINIMAL.replace("cc = \"cubic\"", &format!("cc = \"cubic\"\ndirection = \"{}\"", "a".repeat(5000))));
+        assert!(e.len() < 300 && e.contains("flows[0].direction"), "{e}");
     }
 
     #[test]

@@ -32,3 +32,4 @@ mod host_noise;
 mod golden;
 mod pathologies;
 mod limits;
+mod fuzz;

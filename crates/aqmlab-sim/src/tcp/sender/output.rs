@@ -174,7 +174,10 @@ impl TcpSender {
             return 1;
         }
         let goal = (GSO_MAX_BYTES / self.cfg.mss as u64) as u32;
-        self.cfg.rwnd_packets.map_or(goal, |w| goal.min((w / 2).max(1))).min(GSO_MAX_SEGS)
+        // Linux ends with `return max(size_goal, mss_now)` (net/ipv4/tcp.c, tcp_xmit_size_goal):
+        // at least one segment, also when the MSS exceeds GSO_MAX_BYTES (mss > 65215; zero
+        // here made try_send loop forever without sending, issue 14's no-hang property test).
+        self.cfg.rwnd_packets.map_or(goal, |w| goal.min((w / 2).max(1))).min(GSO_MAX_SEGS).max(1)
     }
 
     /// New segments the application has still to send (`u32::MAX`: unlimited).
