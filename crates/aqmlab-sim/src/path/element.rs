@@ -147,7 +147,7 @@ mod tests {
         let mut q = EventQueue::default();
         let mut l = Link::new(Rate(100_000_000), Box::new(Fifo::pfifo(10)));
         l.set_htb_burst(1600);
-        let mut link = Element::Link(l);
+        let mut link = Element::Link(Box::new(l));
         let mut got = vec![];
         let send = |link: &mut Element, q: &mut EventQueue, seq: u32, at: Time, got: &mut Vec<(Time, u32)>| {
             let mut p = Packet::new(0, Direction::Forward, Kind::Data, 1414);
@@ -167,7 +167,7 @@ mod tests {
         let Element::Link(l) = &link else { unreachable!() };
         assert_eq!(l.stats.queues[0].sojourn.max(), Some(98_240));
         // Without the burst the same link serialises.
-        let mut s = Element::Link(Link::new(Rate(100_000_000), Box::new(Fifo::pfifo(10))));
+        let mut s = Element::Link(Box::new(Link::new(Rate(100_000_000), Box::new(Fifo::pfifo(10)))));
         let mut out = vec![];
         for _ in 0..3 {
             s.receive(Packet::new(0, Direction::Forward, Kind::Data, 1414), &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
