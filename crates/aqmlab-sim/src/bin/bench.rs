@@ -38,6 +38,10 @@
 //! dequeue prefetches the next flow's head packet and the flow after that's queue header
 //! (dequeue's share of samples 10.5 % -> 6.7 %; what is left there is the prefetch
 //! instruction itself, likely a TLB walk: the rings are scattered over ~30 MB).
+//! Both together, base (5dc652b) and final binaries alternating, min of 5 child runs' CPU
+//! s (scenario parsing and build included): (a) 0.136 -> 0.117, f10 0.401 -> 0.403, f100
+//! 0.562 -> 0.575, f1000 1.117 -> 1.031, f10000 3.61 -> 3.76 (min of 2-5, within the
+//! noise); 1000 flows / 10 flows per packet 2.79 -> 2.56: far from the 1.3 target.
 //! Left at 1000 flows, each ~5 % of samples and each one miss: the delay line's ring slot
 //! read by `wake` (the packet), the sender's scoreboard entry in `ts_unlink` (a 72-byte
 //! entry per segment, read once per ACKed segment), fq_codel's enqueue into the flow's
