@@ -27,29 +27,73 @@ pub fn spread_start(seed: u64, spread: Time, label: &str, start: Time) -> Time {
 
 /// Per-packet timing noise of one host's hand-off to one path (one direction of one
 /// endpoint pair), applied by that path's first delay line.
+///
+/// Stored inline in the delay line (24 bytes: the delay line stays one cache line), so a
+/// hand-off at an instant already drawn touches nothing else. The draws come in batches
+/// ([`JitterDraws`]: one cache line of ready delays, the stream behind it), so a new
+/// instant usually touches one more line, not the stream's 300-byte state: at 1000 flows
+/// the old boxed `{ last_at, stream }` cost ~3 cache misses per draw (perf annotate).
+/// The delays are the stream's draws in the same order, so the results are unchanged.
 #[derive(Debug)]
 pub struct HostJitter {
+    /// The last hand-off instant ([`NEVER`] before the first) and the departure it was given.
+    last_at: Time,
+    last_due: Time,
+    draws: Box<JitterDraws>,
+}
+
+/// No hand-off yet (simulated time never reaches it).
+const NEVER: Time = Time(u64::MAX);
+
+/// Delays drawn ahead from the stream, in the stream's order.
+const BATCH: usize = 7;
+
+/// The ready delays in the first cache line; the stream and the bound behind them.
+#[derive(Debug)]
+#[repr(C, align(64))]
+struct JitterDraws {
+    /// The next ready delay in `batch` (`BATCH`: none left).
+    next: usize,
+    batch: [Time; BATCH],
     max: Time,
     rng: Stream,
-    /// The last hand-off instant and the departure it was given.
-    last_at: Option<Time>,
-    last_due: Time,
+}
+
+impl JitterDraws {
+    #[inline]
+    fn take(&mut self) -> Time {
+        if self.next == BATCH {
+            self.refill();
+        }
+        let d = self.batch[self.next];
+        self.next += 1;
+        d
+    }
+    #[cold]
+    #[inline(never)]
+    fn refill(&mut self) {
+        for d in &mut self.batch {
+            *d = Time((self.rng.uniform() * self.max.0 as f64) as u64);
+        }
+        self.next = 0;
+    }
 }
 
 impl HostJitter {
     pub fn new(max: Time, rng: Stream) -> HostJitter {
-        HostJitter { max, rng, last_at: None, last_due: Time::ZERO }
+        let draws = Box::new(JitterDraws { next: BATCH, batch: [Time::ZERO; BATCH], max, rng });
+        HostJitter { last_at: NEVER, last_due: Time::ZERO, draws }
     }
 
     /// The departure of a packet handed over at `now` that would leave at `due` without
     /// noise: one draw per hand-off instant, never before the previous departure.
     #[inline]
     pub fn departure(&mut self, now: Time, due: Time) -> Time {
-        if self.last_at == Some(now) {
+        if self.last_at == now {
             return self.last_due.max(due);
         }
-        let d = Time((self.rng.uniform() * self.max.0 as f64) as u64);
-        self.last_at = Some(now);
+        let d = self.draws.take();
+        self.last_at = now;
         self.last_due = self.last_due.max(due + d);
         self.last_due
     }

@@ -27,6 +27,25 @@
 //! grow 1.4x (more events per packet: less GSO batching, more timers) but the time per packet
 //! ~3.5x: cache misses on per-flow state (delay line and its host-jitter stream, scoreboard
 //! ring, sender, fq_codel bucket), the top samples in `Element::receive` are the jitter box.
+//!
+//! Since (perf2 round, perf record cpu-clock + annotate at 1000 flows; CPU and wall times
+//! on the shared 2-core machine vary by 2x between runs, so shares of samples are the
+//! steadier measure): the host jitter lives inside the delay line with its draws batched
+//! in one cache line (was ~3 misses a draw: box header, ChaCha block index, block word;
+//! f1000 CPU 1.435 -> 1.290 s, f100 0.651 -> 0.548 s in the same hour; cachegrind, which
+//! the load does not disturb, f1000: instructions +0.15 %, D1 misses 55.6 M -> 53.2 M,
+//! D1 read misses 39.7 M -> 37.3 M, ~2.9 fewer per bottleneck packet); fq_codel's
+//! dequeue prefetches the next flow's head packet and the flow after that's queue header
+//! (dequeue's share of samples 10.5 % -> 6.7 %; what is left there is the prefetch
+//! instruction itself, likely a TLB walk: the rings are scattered over ~30 MB).
+//! Both together, base (5dc652b) and final binaries alternating, min of 5 child runs' CPU
+//! s (scenario parsing and build included): (a) 0.136 -> 0.117, f10 0.401 -> 0.403, f100
+//! 0.562 -> 0.575, f1000 1.117 -> 1.031, f10000 3.61 -> 3.76 (min of 2-5, within the
+//! noise); 1000 flows / 10 flows per packet 2.79 -> 2.56: far from the 1.3 target.
+//! Left at 1000 flows, each ~5 % of samples and each one miss: the delay line's ring slot
+//! read by `wake` (the packet), the sender's scoreboard entry in `ts_unlink` (a 72-byte
+//! entry per segment, read once per ACKed segment), fq_codel's enqueue into the flow's
+//! ring, and the event loop's element/flow lookups in `run_until`.
 
 use aqmlab_sim::{Scenario, Simulation};
 use std::process::Command;

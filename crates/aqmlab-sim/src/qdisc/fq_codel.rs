@@ -225,6 +225,7 @@ impl Qdisc for FqCodel {
                 continue;
             };
             self.t.flows[idx as usize].deficit -= pkt.wire_len as i64;
+            self.prefetch_next(list);
             return Some(pkt);
         }
     }
@@ -233,6 +234,60 @@ impl Qdisc for FqCodel {
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("new_flows_len", self.new_flows.len() as f64));
         out.push(("old_flows_len", self.old_flows.len() as f64));
+    }
+}
+
+impl FqCodel {
+    /// Starts loading the head packet of the flow the round robin serves after this one (the
+    /// next on the same list: with a quantum of one MTU each flow sends one packet a turn).
+    /// With 1000 flows, each flow's queue is its own allocation and its head packet was a
+    /// cache miss in two thirds of `CodelFlow::dequeue`'s samples (perf annotate); the next
+    /// dequeue is one packet's serialisation later, time enough for the load (the flow table
+    /// entry it reads the head from was prefetched one call earlier). A hint only:
+    /// a wrong guess costs a wasted load, never a different result.
+    #[inline]
+    fn prefetch_next(&self, list: List) {
+        let (next, after) = match list {
+            List::New => (self.new_flows.get(1).or(self.old_flows.front()), None),
+            List::Old => (self.old_flows.get(1), self.old_flows.get(2)),
+        };
+        if let Some(head) = next.and_then(|&i| self.t.flows[i as usize].q.queue.front()) {
+            prefetch(head);
+        }
+        // And the queue header of the one after it, read by the next call's prefetch.
+        if let Some(&i) = after {
+            prefetch_line(&self.t.flows[i as usize].q.queue);
+        }
+    }
+}
+
+/// A cache prefetch of the line holding the start of `*p`.
+#[inline(always)]
+fn prefetch_line<T>(p: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch never faults.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const T as *const i8)
+    };
+}
+
+/// A cache prefetch of the (up to three) lines of a packet (no effect on results; a no-op
+/// off x86_64).
+#[inline(always)]
+fn prefetch(p: &Packet) {
+    const SIZE: usize = std::mem::size_of::<Packet>();
+    const _: () = assert!(SIZE <= 128, "a packet spans at most three lines");
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        let base = p as *const Packet as *const i8;
+        // SAFETY: a prefetch never faults; each address is inside `*p` (it need not start
+        // on a line, so its first byte, 64 bytes on and its last byte cover its lines).
+        unsafe {
+            _mm_prefetch::<_MM_HINT_T0>(base);
+            _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(64.min(SIZE - 1)));
+            _mm_prefetch::<_MM_HINT_T0>(base.wrapping_add(SIZE - 1));
+        }
     }
 }
 
