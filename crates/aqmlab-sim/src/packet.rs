@@ -28,6 +28,23 @@ impl Ecn {
         *self = Ecn::Ce;
         true
     }
+    /// Whether a network element may turn codepoint `from` into `to` (the ECN invariant,
+    /// RFC 3168 §5 and §6.1.3 ("the CE codepoint ... MUST NOT be changed to another value"),
+    /// RFC 6040 §4.2's decapsulation table, draft-morton-tsvwg-sce §5): unchanged; ECT(0) or
+    /// ECT(1) to CE; ECT(0) to ECT(1) (an SCE mark, or RFC 6040's outer ECT(1) over an inner
+    /// ECT(0)). Not-ECT never becomes ECN-capable, CE never changes back, nothing becomes
+    /// Not-ECT. (A configured bleaching middlebox, `Element::EcnRewrite`, is exempt.)
+    pub fn transition_allowed(from: Ecn, to: Ecn) -> bool {
+        from == to || matches!((from, to), (Ecn::Ect0 | Ecn::Ect1, Ecn::Ce) | (Ecn::Ect0, Ecn::Ect1))
+    }
+    /// Panics with "invariant violated: ECN transition" if [`Ecn::transition_allowed`] fails;
+    /// `what` names the element (one branch on the common, allowed path).
+    #[inline]
+    pub fn check_transition(from: Ecn, to: Ecn, what: &str) {
+        if from != to && !Ecn::transition_allowed(from, to) {
+            panic!("invariant violated: ECN transition: {what} turned {from:?} into {to:?}");
+        }
+    }
 }
 
 // Wire sizes.
@@ -182,6 +199,9 @@ pub struct Packet {
     pub tcp: TcpHeader,
     /// Set by a tunnel entry, cleared by its exit.
     pub tunnel: TunnelTag,
+    /// ECN field on entry into the current qdisc (set by the link on enqueue, checked against
+    /// `ecn` at dequeue: [`Ecn::check_transition`]).
+    pub ecn_at_enqueue: Ecn,
 }
 
 impl Packet {
@@ -203,7 +223,22 @@ impl Packet {
             origin: Time::ZERO,
             tcp: TcpHeader::default(),
             tunnel: TunnelTag::default(),
+            ecn_at_enqueue: Ecn::NotEct,
         }
+    }
+    /// CE-marks an ECN-capable packet ([`Ecn::set_ce`]); false for Not-ECT.
+    #[inline]
+    pub fn mark_ce(&mut self) -> bool {
+        self.ecn.set_ce()
+    }
+    /// An SCE mark (Linux `INET_ECN_set_ect1`): ECT(0) becomes ECT(1). Only ECT(0) may be
+    /// SCE-marked; any other codepoint panics with "invariant violated: ECN transition".
+    #[inline]
+    pub fn mark_sce(&mut self) {
+        if self.ecn != Ecn::Ect0 {
+            panic!("invariant violated: ECN transition: SCE mark on a {:?} packet (only ECT(0) may become ECT(1))", self.ecn);
+        }
+        self.ecn = Ecn::Ect1;
     }
 }
 
@@ -218,6 +253,42 @@ mod tests {
             assert_eq!(e.set_ce(), ok);
             assert_eq!(e, to);
         }
+    }
+
+    /// The ECN invariant's table, all 16 pairs: what RFC 3168/6040 and SCE allow, nothing else.
+    #[test]
+    fn ecn_transitions_allowed_are_exactly_the_legal_ones() {
+        use Ecn::*;
+        let all = [NotEct, Ect0, Ect1, Ce];
+        let legal = [(Ect0, Ce), (Ect1, Ce), (Ect0, Ect1)];
+        for from in all {
+            for to in all {
+                let want = from == to || legal.contains(&(from, to));
+                assert_eq!(Ecn::transition_allowed(from, to), want, "{from:?} -> {to:?}");
+            }
+        }
+        for (from, to) in [(NotEct, Ce), (Ce, Ect0), (Ect1, Ect0), (Ect0, NotEct)] {
+            let err = std::panic::catch_unwind(|| Ecn::check_transition(from, to, "test")).unwrap_err();
+            let msg = err.downcast_ref::<String>().unwrap();
+            assert!(msg.starts_with("invariant violated: ECN transition: test turned"), "{msg}");
+        }
+    }
+
+    #[test]
+    fn mark_sce_only_on_ect0() {
+        let mut p = Packet::new(0, Direction::Forward, Kind::Data, 1514);
+        p.ecn = Ecn::Ect0;
+        p.mark_sce();
+        assert_eq!(p.ecn, Ecn::Ect1);
+        for e in [Ecn::NotEct, Ecn::Ect1, Ecn::Ce] {
+            p.ecn = e;
+            let err = std::panic::catch_unwind(move || p.mark_sce()).unwrap_err();
+            let msg = err.downcast_ref::<String>().unwrap();
+            assert!(msg.starts_with("invariant violated: ECN transition: SCE mark on a"), "{msg}");
+        }
+        p.ecn = Ecn::Ect1;
+        assert!(p.mark_ce());
+        assert_eq!(p.ecn, Ecn::Ce);
     }
 
     #[test]

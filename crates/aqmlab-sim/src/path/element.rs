@@ -103,7 +103,7 @@ mod tests {
     use crate::metrics::SpikeTracker;
     use crate::time::Rate;
     use crate::packet::{Direction, Kind};
-    use crate::qdisc::Fifo;
+    use crate::qdisc::{Fifo, Qdisc};
 
     fn drain(e: &mut Element, q: &mut EventQueue) -> Vec<(Time, u32)> {
         let mut got = vec![];
@@ -114,6 +114,49 @@ mod tests {
             got.extend(out.iter().map(|p| (t, p.tcp.seq)));
         }
         got
+    }
+
+    /// A broken discipline that CE-marks every packet, Not-ECT included (as a bug writing
+    /// `ecn = Ce` directly would): the link's dequeue check names the invariant.
+    struct MarksEverything(Fifo);
+    impl Qdisc for MarksEverything {
+        fn kind(&self) -> &'static str {
+            "marks-everything"
+        }
+        fn enqueue(&mut self, pkt: Packet, now: Time) -> crate::qdisc::Enqueued {
+            self.0.enqueue(pkt, now)
+        }
+        fn dequeue(&mut self, now: Time) -> Option<Packet> {
+            let mut p = self.0.dequeue(now)?;
+            p.ecn = Ecn::Ce;
+            Some(p)
+        }
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn backlog_bytes(&self) -> u64 {
+            self.0.backlog_bytes()
+        }
+        fn stats(&self) -> &crate::qdisc::QdiscStats {
+            self.0.stats()
+        }
+    }
+
+    #[test]
+    fn link_rejects_a_qdisc_that_marks_not_ect() {
+        let send = |ecn: Ecn| {
+            let mut q = EventQueue::default();
+            let mut link = Element::Link(Box::new(Link::new(Rate(12_000_000), Box::new(MarksEverything(Fifo::pfifo(10))))));
+            let mut p = Packet::new(0, Direction::Forward, Kind::Data, 1500);
+            p.ecn = ecn;
+            let mut out = vec![];
+            link.receive(p, &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
+        };
+        send(Ecn::Ect0);
+        send(Ecn::Ect1);
+        let err = std::panic::catch_unwind(move || send(Ecn::NotEct)).unwrap_err();
+        let msg = err.downcast_ref::<String>().unwrap();
+        assert_eq!(msg, "invariant violated: ECN transition: marks-everything turned NotEct into Ce");
     }
 
     #[test]

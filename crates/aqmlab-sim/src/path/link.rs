@@ -3,7 +3,7 @@
 
 use super::ElementCtx;
 use crate::metrics::{LogHistogram, SpikeTracker};
-use crate::packet::Packet;
+use crate::packet::{Ecn, Packet};
 use crate::qdisc::{Enqueued, Qdisc};
 use crate::time::{Rate, Time};
 
@@ -258,6 +258,7 @@ impl Link {
     }
     pub(crate) fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
         pkt.enqueued_at = ctx.now;
+        pkt.ecn_at_enqueue = pkt.ecn;
         if self.qdisc.enqueue(pkt, ctx.now) == Enqueued::Queued {
             self.start_next(ctx);
         }
@@ -285,6 +286,7 @@ impl Link {
             }
             return;
         };
+        Ecn::check_transition(pkt.ecn_at_enqueue, pkt.ecn, self.qdisc.kind());
         let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
         self.stats.queues[q].record(ctx.now - pkt.enqueued_at);
         if self.tx_memo.0 != pkt.wire_len {
@@ -320,6 +322,7 @@ impl Link {
                 }
                 return;
             };
+            Ecn::check_transition(pkt.ecn_at_enqueue, pkt.ecn, self.qdisc.kind());
             let tx = self.rate.serialisation(pkt.wire_len);
             self.htb.as_mut().expect("htb link").charge(pkt.wire_len, ctx.now);
             let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];

@@ -328,6 +328,7 @@ impl TunnelExit {
             self.ecn_drops += 1;
             return;
         };
+        Ecn::check_transition(tag.inner_ecn, ecn, "tunnel decapsulation");
         pkt.ecn = ecn;
         pkt.dscp = tag.inner_dscp;
         pkt.hash_key = tag.inner_key;
@@ -477,6 +478,23 @@ pub fn validate<'a>(specs: &[TunnelSpec], refs: impl Iterator<Item = (String, &'
 mod tests {
     use super::*;
     use Ecn::*;
+
+    /// Every tunnel kind's decapsulation keeps the ECN invariant across the tunnel: for each
+    /// inner codepoint and each outer codepoint the network may legally make of the encapsulated
+    /// one, the delivered codepoint is a legal transition from the inner one at entry.
+    #[test]
+    fn decapsulation_keeps_the_ecn_invariant() {
+        let all = [NotEct, Ect0, Ect1, Ce];
+        for kind in [TunnelKind::Wireguard, TunnelKind::Ipsec, TunnelKind::Fou, TunnelKind::Ipip] {
+            for inner in all {
+                for outer in all.into_iter().filter(|&o| Ecn::transition_allowed(encapsulate(inner), o)) {
+                    if let Some(got) = kind.decapsulate(outer, inner) {
+                        assert!(Ecn::transition_allowed(inner, got), "{kind:?}: inner {inner:?} outer {outer:?} -> {got:?}");
+                    }
+                }
+            }
+        }
+    }
 
     #[test]
     fn rfc6040_decapsulation_table() {

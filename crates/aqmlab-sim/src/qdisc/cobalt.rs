@@ -453,7 +453,7 @@ impl CobaltSce {
         let sce_interval = p.sce_interval.unwrap_or(Time::ZERO);
         let (due, _) = half_step(&mut self.sce, &mut self.ce, over, now, sce_interval, true);
         if due && pkt.ecn == Ecn::Ect0 {
-            pkt.ecn = Ecn::Ect1;
+            pkt.mark_sce();
             out.sce_marked = true;
             recount(&mut self.sce, &mut self.ce, true);
             self.sce.advance(sce_interval);
