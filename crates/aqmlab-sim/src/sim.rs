@@ -498,6 +498,11 @@ impl Simulation {
         // Invariant, checked in every run: every packet sent is delivered, dropped or still
         // held by an element. A panic reaches the user as one "internal error" line.
         assert!(packets.conserved(), "invariant violated: packet conservation: {packets:?}");
+        for e in self.endpoints.iter() {
+            if let Endpoint::Tcp(f) = e {
+                f.check_invariants();
+            }
+        }
         let endpoints = &self.endpoints;
         let summary = Summary {
             name: self.name.clone(),

@@ -80,6 +80,17 @@ pub struct FlowSummary {
 }
 
 impl TcpFlow {
+    /// TCP sequence invariants, checked once per connection at the end of every run (a few
+    /// comparisons): the receiver never holds a segment the sender never sent; the bytes
+    /// delivered to the application are exactly those of the in-order segments below
+    /// `rcv_nxt` (no byte delivered twice, no hole below it: delivery is only ever added to,
+    /// so it cannot go back either); a finite transfer delivers at most its size, and all of
+    /// it once the sender saw it fully acknowledged. The segment checks are skipped on the
+    /// `ns2-2013` profile, whose ns-2 agents number segments their own way.
+    pub fn check_invariants(&self) {
+        check_tcp_invariants(&self.name, &self.sender, &self.receiver);
+    }
+
     /// `ticks`: the points of the sampling grid (the capacity of the rate samples).
     #[allow(clippy::too_many_arguments)]
     pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, down: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
@@ -165,6 +176,28 @@ impl TcpFlow {
             ce_received: self.receiver.ce_received as u64,
             sce_received: self.receiver.sce_received as u64,
             fct_s: self.sender.stats.completed_at.map(|c| (c - self.start).as_secs_f64()),
+        }
+    }
+}
+
+/// [`TcpFlow::check_invariants`] for any connection (also the workloads' short flows).
+pub fn check_tcp_invariants(name: &str, tx: &TcpSender, rx: &TcpReceiver) {
+    let delivered = rx.delivered_bytes;
+    if tx.config().ns2.is_none() {
+        if rx.rcv_nxt > tx.snd_nxt() {
+            panic!("invariant violated: TCP sequence: flow {name:?}: the receiver has segments up to {} but the sender sent only up to {}", rx.rcv_nxt, tx.snd_nxt());
+        }
+        let want = tx.payload_before(rx.rcv_nxt);
+        if delivered != want {
+            panic!("invariant violated: TCP delivery: flow {name:?}: {delivered} bytes delivered to the application for {} in-order segments of {want} bytes", rx.rcv_nxt);
+        }
+    }
+    if let Some(size) = tx.config().size {
+        if delivered > size {
+            panic!("invariant violated: TCP delivery: flow {name:?}: {delivered} bytes delivered of a {size}-byte transfer");
+        }
+        if tx.is_complete() && delivered != size {
+            panic!("invariant violated: TCP delivery: flow {name:?}: the transfer completed with {delivered} of {size} bytes delivered (a hole)");
         }
     }
 }

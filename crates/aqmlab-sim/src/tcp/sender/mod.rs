@@ -419,6 +419,16 @@ impl TcpSender {
         self.payload_upto(self.tp.snd_una)
     }
 
+    /// Next new segment to send (`snd_nxt`): segments below it have been sent at least once.
+    pub fn snd_nxt(&self) -> u32 {
+        self.tp.snd_nxt
+    }
+
+    /// Payload bytes of segments `[0, seq)` (every segment one MSS but a finite transfer's last).
+    pub fn payload_before(&self, seq: u32) -> u64 {
+        self.payload_upto(seq)
+    }
+
     /// Whether a finite transfer has been fully acknowledged.
     pub fn is_complete(&self) -> bool {
         self.stats.completed_at.is_some()
@@ -487,6 +497,17 @@ impl TcpSender {
             }
             Kind::Ack if self.phase == Phase::Established => self.on_ack(pkt, ctx),
             _ => {}
+        }
+        self.check_cwnd();
+    }
+
+    /// The window invariant, after every ACK (one branch): cwnd is at least one segment, as
+    /// every Linux path that sets it guarantees (`tcp_cwnd_reduction`'s max(.., 1), the RTO's
+    /// in_flight + 1, the algorithms' `ssthresh` floors of 2); zero would stall the flow.
+    #[inline]
+    fn check_cwnd(&self) {
+        if self.tp.cwnd == 0 {
+            panic!("invariant violated: TCP window: flow {}: cwnd fell to 0 segments (ssthresh {})", self.flow, self.tp.ssthresh);
         }
     }
 

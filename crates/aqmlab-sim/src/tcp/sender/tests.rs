@@ -371,3 +371,67 @@ fn a_new_packets_out_maximum_clears_cwnd_limited_only_in_the_2015_code() {
         assert_eq!(h.tx.tp.cwnd_limited_flag, expect, "{v:?}");
     }
 }
+
+/// Runs `f` and returns its panic message (the test fails if it does not panic).
+fn panic_message(f: impl FnOnce()) -> String {
+    let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).expect_err("no invariant violation reported");
+    err.downcast_ref::<String>().cloned().unwrap_or_default()
+}
+
+/// The end-of-run TCP invariants (`apps::bulk::check_tcp_invariants`): a receiver fed the
+/// sender's own segments passes; a segment the sender never sent, a byte delivered twice and a
+/// completed transfer with a hole each fail, naming the invariant.
+#[test]
+fn tcp_invariants_catch_a_broken_receiver() {
+    use crate::apps::bulk::check_tcp_invariants;
+    use crate::tcp::TcpReceiver;
+    let cfg = TcpConfig { size: Some(5 * 1448 + 100), ..TcpConfig::default() };
+    let h = Harness::with(cfg.clone());
+    let total = h.tx.snd_nxt();
+    assert_eq!(total, 6, "the whole 6-segment transfer fits the initial window");
+    let mut q = EventQueue::default();
+    let feed = |rx: &mut TcpReceiver, q: &mut EventQueue, seqs: &[u32]| {
+        let mut out = vec![];
+        for &seq in seqs {
+            let mut p = h.sent.iter().find(|p| p.kind == Kind::Data && p.tcp.seq == seq).copied().unwrap_or(h.sent[1]);
+            p.tcp.seq = seq;
+            rx.on_packet(&p, &mut EndpointCtx { flow: 0, now: Time::from_millis(20), events: q, out: &mut out });
+        }
+    };
+    // In order, out of order and duplicated: all fine, and all 5·1448 + 100 bytes delivered.
+    let mut rx = TcpReceiver::new(0, &cfg);
+    feed(&mut rx, &mut q, &[0, 2, 1, 1, 3, 5, 4]);
+    assert_eq!(rx.delivered_bytes, 5 * 1448 + 100);
+    check_tcp_invariants("ok", &h.tx, &rx);
+
+    // A segment beyond snd_nxt.
+    let mut rx = TcpReceiver::new(0, &cfg);
+    feed(&mut rx, &mut q, &[0, 1, 2, 3, 4, 5, 6]);
+    let msg = panic_message(|| check_tcp_invariants("f", &h.tx, &rx));
+    assert!(msg.starts_with("invariant violated: TCP sequence: flow \"f\""), "{msg}");
+
+    // A segment delivered twice to the application.
+    let mut rx = TcpReceiver::new(0, &cfg);
+    feed(&mut rx, &mut q, &[0, 1]);
+    rx.delivered_bytes += 1448;
+    let msg = panic_message(|| check_tcp_invariants("f", &h.tx, &rx));
+    assert!(msg.starts_with("invariant violated: TCP delivery: flow \"f\": 4344 bytes delivered to the application for 2 in-order segments of 2896"), "{msg}");
+
+    // The sender completed but the receiver has a hole (segment 2 never delivered).
+    let mut rx = TcpReceiver::new(0, &cfg);
+    feed(&mut rx, &mut q, &[0, 1, 3, 4, 5]);
+    let mut done = Harness::with(cfg.clone());
+    done.tx.stats.completed_at = Some(Time::from_millis(30));
+    let msg = panic_message(|| check_tcp_invariants("f", &done.tx, &rx));
+    assert!(msg.contains("invariant violated: TCP delivery: flow \"f\": the transfer completed with 2896 of 7340 bytes delivered (a hole)"), "{msg}");
+}
+
+/// The window invariant: a congestion control that let cwnd reach 0 is reported at the next ACK.
+#[test]
+fn tcp_window_invariant_catches_a_zero_cwnd() {
+    let mut h = Harness::new(EcnMode::Off);
+    h.tx.check_cwnd();
+    h.tx.tp.cwnd = 0;
+    let msg = panic_message(|| h.tx.check_cwnd());
+    assert!(msg.starts_with("invariant violated: TCP window: flow 0: cwnd fell to 0"), "{msg}");
+}
