@@ -503,6 +503,11 @@ impl Simulation {
                 f.check_invariants();
             }
         }
+        for e in &self.elements {
+            if let Element::Link(l) = e {
+                l.check_invariants();
+            }
+        }
         let endpoints = &self.endpoints;
         let summary = Summary {
             name: self.name.clone(),

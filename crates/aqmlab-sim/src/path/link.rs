@@ -49,6 +49,8 @@ pub struct LinkStats {
     pub busy: Time,
     pub tx_packets: u64,
     pub tx_bytes: u64,
+    /// Packets offered to the link (for the conservation check).
+    pub arrivals: u64,
     /// Delay-spike durations of the backlog, when asked for (`[metrics] spike_thresholds`).
     pub spikes: Option<SpikeTracker>,
 }
@@ -217,6 +219,22 @@ impl Link {
     pub fn qdisc(&self) -> &dyn Qdisc {
         self.qdisc.as_ref()
     }
+    /// The queue invariants, checked for every link at the end of every run: per-queue packet
+    /// conservation (every packet offered was sent, dropped by a discipline, current or
+    /// replaced, or is still queued) and a byte backlog consistent with the packets queued
+    /// (none when empty, some when not, below 2^63: a counter that went below zero wraps to
+    /// about 2^64 in an optimised build).
+    pub fn check_invariants(&self) {
+        let kind = self.qdisc.kind();
+        let (arrivals, sent, drops, queued) = (self.stats.arrivals, self.stats.tx_packets, self.drops(), self.qdisc.len() as u64);
+        if arrivals != sent + drops + queued {
+            panic!("invariant violated: queue conservation: {kind}: {arrivals} packets arrived but {sent} were sent, {drops} dropped and {queued} are queued");
+        }
+        let bytes = self.qdisc.backlog_bytes();
+        if (queued == 0 && bytes != 0) || (queued != 0 && bytes == 0) || bytes >= 1 << 63 {
+            panic!("invariant violated: queue backlog: {kind}: {queued} packets queued hold {bytes} bytes");
+        }
+    }
     /// Packets held: queued plus the one being serialised.
     pub fn held(&self) -> usize {
         self.qdisc.len() + self.in_tx.is_some() as usize
@@ -259,6 +277,7 @@ impl Link {
     pub(crate) fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
         pkt.enqueued_at = ctx.now;
         pkt.ecn_at_enqueue = pkt.ecn;
+        self.stats.arrivals += 1;
         if self.qdisc.enqueue(pkt, ctx.now) == Enqueued::Queued {
             self.start_next(ctx);
         }
