@@ -159,6 +159,85 @@ mod tests {
         assert_eq!(msg, "invariant violated: ECN transition: marks-everything turned NotEct into Ce");
     }
 
+    /// A broken discipline that accepts packets and loses some: it reports them neither
+    /// queued, sent nor dropped; and one whose byte counter went below zero.
+    struct Leaky {
+        inner: Fifo,
+        lose_every: u64,
+        seen: u64,
+        wrapped_bytes: bool,
+    }
+    impl Qdisc for Leaky {
+        fn kind(&self) -> &'static str {
+            "leaky"
+        }
+        fn enqueue(&mut self, pkt: Packet, now: Time) -> crate::qdisc::Enqueued {
+            self.seen += 1;
+            if self.seen % self.lose_every == 0 {
+                return crate::qdisc::Enqueued::Dropped; // but not counted in stats().drops
+            }
+            self.inner.enqueue(pkt, now)
+        }
+        fn dequeue(&mut self, now: Time) -> Option<Packet> {
+            self.inner.dequeue(now)
+        }
+        fn len(&self) -> usize {
+            self.inner.len()
+        }
+        fn backlog_bytes(&self) -> u64 {
+            if self.wrapped_bytes {
+                self.inner.backlog_bytes().wrapping_sub(10_000)
+            } else {
+                self.inner.backlog_bytes()
+            }
+        }
+        fn stats(&self) -> &crate::qdisc::QdiscStats {
+            self.inner.stats()
+        }
+    }
+
+    #[test]
+    fn link_checks_queue_conservation_and_backlog() {
+        let run = |lose_every: u64, wrapped_bytes: bool| {
+            let mut q = EventQueue::default();
+            let leaky = Leaky { inner: Fifo::pfifo(3), lose_every, seen: 0, wrapped_bytes };
+            let mut link = Link::new(Rate(12_000_000), Box::new(leaky));
+            let mut out = vec![];
+            for seq in 0..6 {
+                let mut p = Packet::new(0, Direction::Forward, Kind::Data, 1500);
+                p.tcp.seq = seq;
+                link.receive(p, &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
+            }
+            link
+        };
+        // pfifo(3) refuses (and counts) 2 of 6, one is on the wire, 3 queued: conserved.
+        let ok = run(u64::MAX, false);
+        assert_eq!((ok.stats.arrivals, ok.stats.tx_packets, ok.drops(), ok.qdisc().len()), (6, 1, 2, 3));
+        ok.check_invariants();
+        let lossy = run(2, false);
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| lossy.check_invariants())).unwrap_err();
+        let msg = err.downcast_ref::<String>().unwrap();
+        assert_eq!(msg, "invariant violated: queue conservation: leaky: 6 packets arrived but 1 were sent, 0 dropped and 2 are queued");
+        let wrapped = run(u64::MAX, true);
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wrapped.check_invariants())).unwrap_err();
+        let msg = err.downcast_ref::<String>().unwrap();
+        assert!(msg.starts_with("invariant violated: queue backlog: leaky: 3 packets queued hold 18446744073709"), "{msg}");
+    }
+
+    #[test]
+    fn backlog_decrements_below_zero_are_reported() {
+        let mut c: u64 = 1000;
+        crate::qdisc::dec_backlog!(c, 1000, "test backlog");
+        assert_eq!(c, 0);
+        let err = std::panic::catch_unwind(move || {
+            let mut c = c;
+            crate::qdisc::dec_backlog!(c, 1, "test backlog");
+            c
+        })
+        .unwrap_err();
+        assert_eq!(err.downcast_ref::<String>().unwrap(), "invariant violated: queue backlog: test backlog would go below zero");
+    }
+
     #[test]
     fn link_serialises_back_to_back_at_its_rate() {
         let mut q = EventQueue::default();

@@ -487,11 +487,11 @@ impl Cake {
         let flow = &mut tin.flows[f];
         let slot = self.slab.pop_front(&mut flow.q)?;
         let len = slot.pkt.wire_len;
-        flow.backlog -= len;
-        tin.backlog -= len as u64;
-        self.backlog -= len as u64;
-        self.buffer_used -= len as u64;
-        self.qlen -= 1;
+        crate::qdisc::dec_backlog!(flow.backlog, len, "cake flow backlog");
+        crate::qdisc::dec_backlog!(tin.backlog, len as u64, "cake tin backlog");
+        crate::qdisc::dec_backlog!(self.backlog, len as u64, "cake backlog");
+        crate::qdisc::dec_backlog!(self.buffer_used, len as u64, "cake buffer_used");
+        crate::qdisc::dec_backlog!(self.qlen, 1, "cake qlen");
         Some((slot.pkt, slot.adj_len))
     }
 

@@ -121,12 +121,12 @@ impl Class {
     fn dequeue(&mut self) -> Option<(Packet, u16, bool)> {
         if let Some(s) = self.sparse.pop_front() {
             self.active_sparse -= 1;
-            self.backlog -= s.pkt.wire_len as u64;
+            crate::qdisc::dec_backlog!(self.backlog, s.pkt.wire_len as u64, "cnq class backlog");
             return Some((s.pkt, s.flow, true));
         }
         while let Some(s) = self.bulk.pop_front() {
             let b = &mut self.backlogs[s.flow as usize];
-            *b -= 1;
+            crate::qdisc::dec_backlog!(*b, 1, "cnq flow backlog");
             if *b == 0 {
                 self.active_flows -= 1;
             }
@@ -134,7 +134,7 @@ impl Class {
                 self.sparse_dummies -= 1;
                 continue;
             }
-            self.backlog -= s.pkt.wire_len as u64;
+            crate::qdisc::dec_backlog!(self.backlog, s.pkt.wire_len as u64, "cnq class backlog");
             return Some((s.pkt, s.flow, false));
         }
         None
@@ -286,7 +286,7 @@ impl Qdisc for Cnq {
             let c = self.choose_class();
             self.charge_class(c);
             let (mut pkt, flow, sparse) = self.classes[c].dequeue().expect("a class with a backlog has a packet");
-            self.qlen -= 1;
+            crate::qdisc::dec_backlog!(self.qlen, 1, "cnq qlen");
             let cls = &self.classes[c];
             let vars = &mut self.cvars[flow as usize];
             let mut sig = SceSignals::default();

@@ -253,9 +253,9 @@ impl CodelFlow {
 
     /// Takes a packet just removed from `queue` off the flow's and the qdisc's backlog.
     fn unaccount(&mut self, p: &Packet, totals: &mut Totals) {
-        self.backlog -= p.wire_len as u64;
-        totals.backlog -= p.wire_len as u64;
-        totals.qlen -= 1;
+        crate::qdisc::dec_backlog!(self.backlog, p.wire_len as u64, "codel flow backlog");
+        crate::qdisc::dec_backlog!(totals.backlog, p.wire_len as u64, "codel backlog");
+        crate::qdisc::dec_backlog!(totals.qlen, 1, "codel qlen");
     }
 
     /// The backlog the MTU guard compares, after the head packet has been removed (Linux's

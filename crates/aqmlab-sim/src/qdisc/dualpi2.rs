@@ -590,8 +590,8 @@ impl DualPi2 {
             self.credit = self.credit_init;
             return None;
         };
-        self.backlog -= pkt.wire_len as u64;
-        self.memory_used -= pkt.wire_len as u64;
+        crate::qdisc::dec_backlog!(self.backlog, pkt.wire_len as u64, "dualpi2 backlog");
+        crate::qdisc::dec_backlog!(self.memory_used, pkt.wire_len as u64, "dualpi2 memory_used");
         Some((pkt, class, apply_step, change))
     }
 

@@ -92,8 +92,8 @@ impl ScanQueue {
         if self.scan == i {
             self.scan = next;
         }
-        self.len -= 1;
-        self.bytes -= pkt.wire_len as u64;
+        crate::qdisc::dec_backlog!(self.len, 1, "lfq qlen");
+        crate::qdisc::dec_backlog!(self.bytes, pkt.wire_len as u64, "lfq backlog");
         (pkt, flow)
     }
 

@@ -89,6 +89,25 @@ pub struct BuildCtx {
     pub stack: Stack,
 }
 
+/// Decrements a backlog counter (bytes or packets) by `$by`, panicking with
+/// "invariant violated: queue backlog: <what> would go below zero" instead of wrapping (an
+/// optimised build has no overflow checks). One branch on the usual path.
+macro_rules! dec_backlog {
+    ($c:expr, $by:expr, $what:expr) => {
+        $c = match $c.checked_sub($by) {
+            Some(v) => v,
+            None => $crate::qdisc::backlog_underflow($what),
+        }
+    };
+}
+pub(crate) use dec_backlog;
+
+#[cold]
+#[inline(never)]
+pub(crate) fn backlog_underflow(what: &str) -> ! {
+    panic!("invariant violated: queue backlog: {what} would go below zero")
+}
+
 /// Counters every discipline keeps, named after `tc -s qdisc` output.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct QdiscStats {

@@ -48,13 +48,13 @@ impl PacketQueue {
     /// Removes the head without counting it as sent (the caller drops it or moves it).
     pub fn take(&mut self) -> Option<Packet> {
         let p = self.packets.pop_front()?;
-        self.backlog -= p.wire_len as u64;
+        crate::qdisc::dec_backlog!(self.backlog, p.wire_len as u64, "queue backlog");
         Some(p)
     }
     /// Removes the most recently queued packet without counting it as sent.
     pub fn take_back(&mut self) -> Option<Packet> {
         let p = self.packets.pop_back()?;
-        self.backlog -= p.wire_len as u64;
+        crate::qdisc::dec_backlog!(self.backlog, p.wire_len as u64, "queue backlog");
         Some(p)
     }
     pub fn iter(&self) -> impl Iterator<Item = &Packet> {
