@@ -180,24 +180,25 @@ impl TcpFlow {
     }
 }
 
-/// [`TcpFlow::check_invariants`] for any connection (also the workloads' short flows).
-pub fn check_tcp_invariants(name: &str, tx: &TcpSender, rx: &TcpReceiver) {
+/// [`TcpFlow::check_invariants`] for any connection (also the workloads' short flows, each
+/// when it completes). `name` is formatted only on a violation.
+pub fn check_tcp_invariants(name: impl std::fmt::Display, tx: &TcpSender, rx: &TcpReceiver) {
     let delivered = rx.delivered_bytes;
     if tx.config().ns2.is_none() {
         if rx.rcv_nxt > tx.snd_nxt() {
-            panic!("invariant violated: TCP sequence: flow {name:?}: the receiver has segments up to {} but the sender sent only up to {}", rx.rcv_nxt, tx.snd_nxt());
+            panic!("invariant violated: TCP sequence: flow \"{name}\": the receiver has segments up to {} but the sender sent only up to {}", rx.rcv_nxt, tx.snd_nxt());
         }
         let want = tx.payload_before(rx.rcv_nxt);
         if delivered != want {
-            panic!("invariant violated: TCP delivery: flow {name:?}: {delivered} bytes delivered to the application for {} in-order segments of {want} bytes", rx.rcv_nxt);
+            panic!("invariant violated: TCP delivery: flow \"{name}\": {delivered} bytes delivered to the application for {} in-order segments of {want} bytes", rx.rcv_nxt);
         }
     }
     if let Some(size) = tx.config().size {
         if delivered > size {
-            panic!("invariant violated: TCP delivery: flow {name:?}: {delivered} bytes delivered of a {size}-byte transfer");
+            panic!("invariant violated: TCP delivery: flow \"{name}\": {delivered} bytes delivered of a {size}-byte transfer");
         }
         if tx.is_complete() && delivered != size {
-            panic!("invariant violated: TCP delivery: flow {name:?}: the transfer completed with {delivered} of {size} bytes delivered (a hole)");
+            panic!("invariant violated: TCP delivery: flow \"{name}\": the transfer completed with {delivered} of {size} bytes delivered (a hole)");
         }
     }
 }

@@ -356,6 +356,8 @@ impl Workloads {
             Direction::Reverse => {
                 tr.sender.on_packet(pkt, ctx);
                 if tr.sender.is_complete() {
+                    // Named by position (workloads[w], transfer i): the names are borrowed here.
+                    crate::apps::bulk::check_tcp_invariants(format_args!("workloads[{}] transfer {}", tr.workload, tr.index), &tr.sender, &tr.receiver);
                     self.close(pkt.flow);
                 }
             }
