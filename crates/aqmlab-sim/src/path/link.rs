@@ -296,25 +296,13 @@ impl Link {
             return self.htb_dequeue(ctx);
         }
         let Some(pkt) = self.qdisc.dequeue(ctx.now) else {
-            if let Some(t) = self.qdisc.ready_at().filter(|_| !self.qdisc.is_empty()) {
-                let t = t.max(ctx.now);
-                if self.retry_at.map_or(true, |r| r <= ctx.now || r > t) {
-                    self.retry_at = Some(t);
-                    ctx.wake_at(t);
-                }
-            }
-            return;
+            return self.retry_when_ready(ctx);
         };
-        Ecn::check_transition(pkt.ecn_at_enqueue, pkt.ecn, self.qdisc.kind());
-        let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
-        self.stats.queues[q].record(ctx.now - pkt.enqueued_at);
         if self.tx_memo.0 != pkt.wire_len {
             self.tx_memo = (pkt.wire_len, self.rate.serialisation(pkt.wire_len));
         }
         let tx = self.tx_memo.1;
-        self.stats.busy += tx;
-        self.stats.tx_packets += 1;
-        self.stats.tx_bytes += pkt.wire_len as u64;
+        self.account_dequeue(&pkt, tx, ctx.now);
         self.in_tx = Some(pkt);
         self.tx_end = ctx.now + tx;
         ctx.wake_at(self.tx_end);
@@ -324,32 +312,38 @@ impl Link {
         while !self.qdisc.is_empty() {
             let toks = self.htb.as_ref().expect("htb link").tokens_at(ctx.now);
             if toks < 0 {
-                let t = ctx.now + Time((-toks) as u64);
-                if self.retry_at.map_or(true, |r| r <= ctx.now || r > t) {
-                    self.retry_at = Some(t);
-                    ctx.wake_at(t);
-                }
-                return;
+                return self.schedule_retry(ctx.now + Time((-toks) as u64), ctx);
             }
             let Some(pkt) = self.qdisc.dequeue(ctx.now) else {
-                if let Some(t) = self.qdisc.ready_at().filter(|_| !self.qdisc.is_empty()) {
-                    let t = t.max(ctx.now);
-                    if self.retry_at.map_or(true, |r| r <= ctx.now || r > t) {
-                        self.retry_at = Some(t);
-                        ctx.wake_at(t);
-                    }
-                }
-                return;
+                return self.retry_when_ready(ctx);
             };
-            Ecn::check_transition(pkt.ecn_at_enqueue, pkt.ecn, self.qdisc.kind());
             let tx = self.rate.serialisation(pkt.wire_len);
             self.htb.as_mut().expect("htb link").charge(pkt.wire_len, ctx.now);
-            let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
-            self.stats.queues[q].record(ctx.now - pkt.enqueued_at);
-            self.stats.busy += tx;
-            self.stats.tx_packets += 1;
-            self.stats.tx_bytes += pkt.wire_len as u64;
+            self.account_dequeue(&pkt, tx, ctx.now);
             ctx.out.push(pkt);
+        }
+    }
+    /// A packet leaves the discipline for the wire (`tx` on it): its ECN change is checked,
+    /// its sojourn recorded in its queue's statistics and the link's counters advanced.
+    fn account_dequeue(&mut self, pkt: &Packet, tx: Time, now: Time) {
+        Ecn::check_transition(pkt.ecn_at_enqueue, pkt.ecn, self.qdisc.kind());
+        let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
+        self.stats.queues[q].record(now - pkt.enqueued_at);
+        self.stats.busy += tx;
+        self.stats.tx_packets += 1;
+        self.stats.tx_bytes += pkt.wire_len as u64;
+    }
+    /// The discipline holds packets but none may leave yet: ask again when it says one may.
+    fn retry_when_ready(&mut self, ctx: &mut ElementCtx) {
+        if let Some(t) = self.qdisc.ready_at().filter(|_| !self.qdisc.is_empty()) {
+            self.schedule_retry(t.max(ctx.now), ctx);
+        }
+    }
+    /// A wake-up at `t` to try dequeuing again, unless an earlier pending one already covers it.
+    fn schedule_retry(&mut self, t: Time, ctx: &mut ElementCtx) {
+        if self.retry_at.map_or(true, |r| r <= ctx.now || r > t) {
+            self.retry_at = Some(t);
+            ctx.wake_at(t);
         }
     }
     /// Time spent serialising up to `end`: the packet on the wire at `end` counts only for
