@@ -522,7 +522,7 @@ def write_outputs(
     hashed = ([out_dir / SCENARIO] if (out_dir / SCENARIO).is_file() else []) + written
     if result.summary.get("capture"):  # the engine's captures of this run (--pcap)
         hashed += [out_dir / f for f in (CLI_PCAP, SRV_PCAP) if (out_dir / f).is_file()]
-    files = {p.name: _sha256_file(p) for p in hashed}
+    files = {p.name: sha256_file(p) for p in hashed}
     files[SUMMARY] = hashlib.sha256(summary.encode("utf-8")).hexdigest()
     p = out_dir / MANIFEST
     atomic_write_text(p, manifest_text(result.summary, files, command))
@@ -540,7 +540,7 @@ def write_outputs(
 # --------------------------------------------------------------------------------------
 
 
-def _sha256_file(path: Path) -> str:
+def sha256_file(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -590,17 +590,6 @@ def manifest(summary: Mapping[str, Any], files: Mapping[str, str], command: str 
         "warnings": list(summary.get("warnings", [])),
         "files": dict(files),
     }
-
-
-def manifest_matches(run_dir: Path) -> bool:
-    """Whether run_dir's manifest.json exists and every file it lists has its recorded hash."""
-    try:
-        files = json.loads((run_dir / MANIFEST).read_text(encoding="utf-8"))["files"]
-        return isinstance(files, dict) and bool(files) and all(
-            isinstance(h, str) and _sha256_file(run_dir / name) == h for name, h in files.items()
-        )
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
 
 
 def remove_temporaries(run_dir: Path) -> None:

@@ -10,7 +10,6 @@ results.csv and REPORT.md are :mod:`aqmlab.report`. Imports go one way:
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -30,7 +29,7 @@ from . import report as rep
 from .api import run as api_run
 from .output import (
     CLI_PCAP, INDEX, MANIFEST, REPORT, RESULTS, RUNS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, pcap_files,
-    remove_temporaries, write_outputs,
+    remove_temporaries, sha256_file, write_outputs,
 )
 from .suite import RunSpec, Suite, SuiteError, check_runs, plan_runs
 
@@ -89,19 +88,11 @@ def manifest_problem(run_dir: Path) -> str | None:
         if "/" in name or name.startswith("."):
             return f"manifest.json lists a bad file name {name[:40]!r}"
         try:
-            if _sha256(run_dir / name) != h:
+            if sha256_file(run_dir / name) != h:
                 return f"{name} does not match manifest.json"
         except FileNotFoundError:
             return f"{name} is missing"
     return None
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
 
 
 def is_done(run: RunSpec, pcap: bool = False) -> bool:
