@@ -44,8 +44,8 @@ import functools
 import hashlib
 import json
 import os
+import secrets
 import subprocess
-import tempfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,12 +99,6 @@ class SummaryFormatError(ValueError):
 # --------------------------------------------------------------------------------------
 
 
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
 #: Whether each file is fsync'ed before it is renamed into place (``AQMLAB_FSYNC=1``). Off by
 #: default: the rename alone makes a killed process leave no half-written file under its final
 #: name, and after a machine crash a run whose files did not reach the disk is found by the
@@ -115,12 +109,20 @@ FSYNC = os.environ.get("AQMLAB_FSYNC", "") not in ("", "0")
 
 @contextlib.contextmanager
 def atomic_path(final: Path) -> Iterator[Path]:
-    """Yields a temporary path beside ``final``; on success moves it to ``final``."""
-    fd, tmp = tempfile.mkstemp(dir=final.parent, prefix=f".{final.name}.", suffix=".tmp")
-    os.close(fd)
-    tmp_path = Path(tmp)
-    os.chmod(tmp_path, 0o666 & ~_umask())  # mkstemp creates 0600; give the usual mode
+    """Yields a temporary path beside ``final``; on success moves it to ``final``.
+
+    The temporary's name is chosen before the file exists and the file is created inside the
+    ``try``, so a worker stopped by a signal at any moment (SIGTERM raises SystemExit between
+    any two bytecodes) leaves no ``.*.tmp`` behind: the cleanup either removes the file or
+    finds there was none yet. ``os.open``'s mode 0o666 takes the umask as any new file does."""
+    tmp_path = final.parent / f".{final.name}.{secrets.token_hex(6)}.tmp"
     try:
+        while True:
+            try:
+                os.close(os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+                break
+            except FileExistsError:
+                tmp_path = final.parent / f".{final.name}.{secrets.token_hex(6)}.tmp"
         yield tmp_path
         if FSYNC:
             with open(tmp_path, "rb+") as f:

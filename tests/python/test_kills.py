@@ -393,3 +393,34 @@ def test_an_unwritable_output_directory_is_found_before_any_run(tmp_path):
     finally:
         if ro.exists() and os.geteuid() != 0:
             ro.chmod(0o755)
+
+
+@pytest.mark.parametrize("when", ["creating", "writing", "renaming"])
+def test_a_write_stopped_at_any_step_leaves_no_temporary(tmp_path, monkeypatch, when):
+    """SystemExit (a worker's SIGTERM) raised while the temporary is created, written or moved
+    into place leaves neither the temporary nor a final file (the window between creating the
+    file and entering the cleanup's ``try`` is gone)."""
+    from aqmlab import output
+
+    real_open, real_replace = os.open, os.replace
+
+    def open_then_stop(path, flags, mode=0o777):
+        os.close(real_open(path, flags, mode))  # the file exists when the signal lands
+        raise SystemExit(143)
+
+    def replace_stopped(src, dst):
+        raise SystemExit(143)
+
+    final = tmp_path / "summary.json"
+    if when == "creating":
+        monkeypatch.setattr(output.os, "open", open_then_stop)
+    if when == "renaming":
+        monkeypatch.setattr(output.os, "replace", replace_stopped)
+    with pytest.raises(SystemExit):
+        with output.atomic_path(final) as tmp:
+            monkeypatch.setattr(output.os, "open", real_open)
+            tmp.write_text("{}")
+            if when == "writing":
+                raise SystemExit(143)
+    monkeypatch.setattr(output.os, "replace", real_replace)
+    assert list(tmp_path.iterdir()) == []
