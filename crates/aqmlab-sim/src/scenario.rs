@@ -958,6 +958,11 @@ fn line_of_key(text: &str, key: &str) -> Option<usize> {
                 return Some(i + 1);
             }
         }
+        // The table is there but does not set the key (a missing field): its header's line,
+        // not another table's line that sets a key of the same name.
+        if !table.is_empty() {
+            return Some(start);
+        }
     }
     lines.iter().position(|l| sets_leaf(l)).map(|i| i + 1)
 }
@@ -2017,6 +2022,11 @@ count = 2        # optional: this many identical flows
         assert_eq!(line_of_key(&text, "bottleneck.changes[0].qdisc"), Some(line_of("qdisc", 1)));
         assert_eq!(line_of_key(&text, "bottleneck.qdisc"), Some(line_of("qdisc", 0)));
         assert_eq!(line_of_key(&text, "duration"), Some(1));
+        // A second flow without `rtt`: its own [[flows]] header, not the first flow's rtt line.
+        let missing = format!("{MINIMAL}[[flows]]\ncc = \"reno\"\n");
+        let header = missing.lines().enumerate().filter(|(_, l)| l.starts_with("[[flows]]")).nth(1).unwrap().0 + 1;
+        let e = Scenario::from_toml(&missing, &[]).unwrap_err();
+        assert_eq!((e.key.as_str(), e.line), ("flows[1].rtt", Some(header)), "{e}");
     }
 
     #[test]
