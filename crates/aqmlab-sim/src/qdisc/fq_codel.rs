@@ -176,6 +176,7 @@ impl FqCodel {
         let (mut n, mut len) = (0u32, 0u64);
         loop {
             let p = flow.q.pop(&mut self.t.cd.totals).expect("fattest flow has packets");
+            self.t.cd.stats.overlimit_drop(&p);
             len += p.wire_len as u64;
             n += 1;
             if n >= max_packets || len >= threshold {
@@ -183,8 +184,6 @@ impl FqCodel {
             }
         }
         flow.q.vars.add_count(n);
-        self.t.cd.stats.drops += n as u64;
-        self.t.cd.stats.overlimits += n as u64;
         idx as u32
     }
 }
@@ -257,6 +256,9 @@ impl Qdisc for FqCodel {
     }
 
     codel_totals!(t.cd);
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.t.flows.iter().flat_map(|fl| fl.q.queue.iter()).for_each(f)
+    }
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("new_flows_len", self.new_flows.len() as f64));
         out.push(("old_flows_len", self.old_flows.len() as f64));
