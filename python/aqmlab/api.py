@@ -364,7 +364,7 @@ def _call_engine(fn: Any, *args: Any) -> Any:
         if type(e).__name__ != "PanicException":
             raise
         msg = " ".join(str(e).split()) or "panic"
-        raise InternalError(f"internal error in the engine: {msg} (please report it with the scenario)") from None
+        raise InternalError(f"internal error: {msg} (a bug in the engine; please report it with the scenario)") from None
 
 
 def resolve(scenario: ScenarioSource, seed: int | None = None, overrides: Iterable[str] = ()) -> str:

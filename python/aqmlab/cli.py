@@ -270,6 +270,7 @@ def run_cmd(
 ) -> None:
     """Run a scenario; write scenario.toml (as run), the series, the plot, <name>.flent.gz (flent's
     data file), report.html, manifest.json and summary.json to DIR."""
+    _debug_panics(debug)
     try:
         import contextlib
 
@@ -294,21 +295,14 @@ def run_cmd(
             # A --pcap-flows name the scenario does not have, or a [limits] ceiling reached
             # while running: the with has removed the temporary captures; a directory made for
             # the run goes too.
-            if not existed:
-                try:
-                    out.rmdir()
-                except OSError:
-                    pass
+            _remove_if_made(out, existed)
             _bad_input(str(e))
             return
-        except KeyboardInterrupt:
-            # Nothing is written for an interrupted run (the captures' temporary files are
-            # removed on leaving the with); a directory made for it goes too.
-            if not existed:
-                try:
-                    out.rmdir()
-                except OSError:
-                    pass
+        except BaseException:
+            # Nothing is written for an interrupted run or one the engine failed (an internal
+            # error, e.g. an invariant violated): the with has removed the captures' temporary
+            # files; a directory made for the run goes too.
+            _remove_if_made(out, existed)
             raise
         atomic_write_text(out / SCENARIO, text)
         if result.summary.get("name") is None and isinstance(source, Path):
@@ -325,9 +319,35 @@ def run_cmd(
     except Exception as e:  # noqa: BLE001 - the CLI's last line of defence
         if debug:
             raise
-        msg = str(e).replace("\n", " ").strip() or type(e).__name__
-        sys.stderr.write(f"aqmlab: error: {type(e).__name__}: {msg} (run with --debug for a traceback)\n")
+        sys.stderr.write(_unexpected_error_line(e))
         raise typer.Exit(EXIT_FAILURE)
+
+
+def _debug_panics(debug: bool) -> None:
+    """With ``--debug``, an engine panic also prints Rust's own report (its location; a
+    backtrace with RUST_BACKTRACE) before the traceback: the extension's panic hook is silent
+    unless ``AQMLAB_DEBUG`` is set (crates/aqmlab-py, ``quiet_panics``). Suite workers inherit it."""
+    if debug:
+        os.environ["AQMLAB_DEBUG"] = "1"
+
+
+def _remove_if_made(out: Path, existed: bool) -> None:
+    """Removes ``out`` if this command created it and it is still empty."""
+    if not existed:
+        try:
+            out.rmdir()
+        except OSError:
+            pass
+
+
+def _unexpected_error_line(e: Exception) -> str:
+    """The one line an unexpected error prints (exit 1): an engine failure (``api.InternalError``,
+    e.g. "internal error: invariant violated: ...") as its own message, anything else with its
+    type."""
+    msg = " ".join(str(e).split()) or type(e).__name__
+    if type(e).__name__ == "InternalError":
+        return f"aqmlab: {msg}\n"
+    return f"aqmlab: error: {type(e).__name__}: {msg} (run with --debug for a traceback)\n"
 
 
 @app.command("check")
@@ -422,6 +442,7 @@ def _guard(debug: bool, fn) -> None:
     from .runner import ExecutorUnavailable, OutputDirError
     from .suite import SuiteError
 
+    _debug_panics(debug)
     try:
         fn()
     except typer.Exit:
@@ -434,8 +455,7 @@ def _guard(debug: bool, fn) -> None:
     except Exception as e:  # noqa: BLE001
         if debug:
             raise
-        msg = str(e).replace("\n", " ").strip() or type(e).__name__
-        sys.stderr.write(f"aqmlab: error: {type(e).__name__}: {msg} (run with --debug for a traceback)\n")
+        sys.stderr.write(_unexpected_error_line(e))
         raise typer.Exit(EXIT_FAILURE)
 
 

@@ -110,5 +110,5 @@ def test_an_engine_panic_is_one_line(monkeypatch):
         raise PanicException("index out of bounds:\n the len is 3")
 
     monkeypatch.setattr(api._sim, "run", boom)
-    with pytest.raises(api.InternalError, match=r"^internal error in the engine: index out of bounds: the len is 3"):
+    with pytest.raises(api.InternalError, match=r"^internal error: index out of bounds: the len is 3 \(a bug in the engine"):
         api.run(REPO / "scenarios" / "two-cubic-pfifo.toml")

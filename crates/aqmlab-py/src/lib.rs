@@ -261,8 +261,25 @@ fn cc_table() -> String {
     aqmlab_sim::cc::table_json().to_string()
 }
 
+/// A panic in the engine (a bug: an invariant violated, an index out of range) reaches Python
+/// as pyo3's `PanicException` carrying the panic's message, which `aqmlab.api` turns into one
+/// `internal error: ...` line (the CLI: exit 1). Rust's default hook would first print
+/// `thread '...' panicked at <file>:<line>:` and the message (and with `RUST_BACKTRACE`, a
+/// backtrace) on stderr, so the user would see several lines: the hook installed here prints
+/// nothing, unless `AQMLAB_DEBUG` is set (the CLI's `--debug` sets it), which keeps the
+/// default report with the panic's location. Looked at only when a panic happens.
+fn quiet_panics() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        if std::env::var_os("AQMLAB_DEBUG").is_some_and(|v| !v.is_empty()) {
+            default(info);
+        }
+    }));
+}
+
 #[pymodule]
 fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    quiet_panics();
     m.add_function(wrap_pyfunction!(run, m)?)?;
     m.add_function(wrap_pyfunction!(resolve, m)?)?;
     m.add_function(wrap_pyfunction!(qdisc_table, m)?)?;

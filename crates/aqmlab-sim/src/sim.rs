@@ -27,7 +27,7 @@ use crate::path::shared::{ScheduledChange, SharedLink, BOTTLENECK, RETURN};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
 use crate::path::{Element, ElementCtx, Link};
 use crate::profile::Stack;
-use crate::qdisc;
+use crate::qdisc::{self, FlowCounts};
 use crate::scenario::Scenario;
 use crate::tcp::{EndpointCtx, TcpReceiver, TcpSender};
 use crate::time::Time;
@@ -72,6 +72,13 @@ pub struct Simulation {
     xstats_buf: Vec<(&'static str, f64)>,
     packets_sent: u64,
     packets_delivered: u64,
+    /// `packets_sent` and `packets_delivered` by flow (endpoint id), for the per-flow
+    /// conservation check.
+    flow_sent: FlowCounts,
+    flow_delivered: FlowCounts,
+    /// `AQMLAB_TEST_BREAK_INVARIANT` (read once, when the run is built): an invariant the
+    /// run must report as violated, for the tests of how a violation reaches the user.
+    break_invariant: Option<String>,
     /// The pcap taps at the hosts (`--pcap`); `None` costs one branch per packet hop end.
     capture: Option<Box<Capture>>,
     /// `[limits] max_events` and `max_memory`, enforced while the run goes on.
@@ -122,6 +129,38 @@ impl Conservation {
     /// Every packet sent was delivered, dropped or is still held.
     pub fn conserved(&self) -> bool {
         self.sent == self.delivered + self.dropped + self.in_flight
+    }
+}
+
+/// The environment variable that makes a run report an invariant as violated although it
+/// holds (tests only: how a violation reaches the user, `tests/python/test_invariants_cli.py`).
+/// Its value names the invariant; only `flow conservation` is known (one packet of the first
+/// flow counted as sent twice, at the end of the run). Read once when the run is built, never
+/// on the packet path; unset or empty in every normal run.
+pub const BREAK_INVARIANT_ENV: &str = "AQMLAB_TEST_BREAK_INVARIANT";
+
+/// The per-flow packet conservation invariant, checked at the end of every run: for every
+/// flow (endpoint id, workload transfers included, so every finite transfer is checked with
+/// its final counts), packets sent = delivered to an endpoint + dropped by an element (queue
+/// disciplines, the ones replaced by a `tc qdisc replace` with the packets they held, netem
+/// loss and limit, tunnel anti-replay and ECN drops) + still held by an element (queues, the
+/// packet on a link's wire, delay lines, netem). Drops are counted by flow where they happen
+/// (`QdiscStats::drop`, one indexed increment); the packets held are counted by walking every
+/// element's queues (`Element::for_each_held`), once. `kind` names an endpoint's kind for the
+/// message. Panics with "invariant violated: flow conservation: flow <id> (<kind>) sent N,
+/// delivered D, dropped K, in flight F".
+pub fn check_flow_conservation(sent: &FlowCounts, delivered: &FlowCounts, elements: &[Element], kind: impl Fn(u32) -> &'static str) {
+    let (mut dropped, mut held) = (FlowCounts::default(), FlowCounts::default());
+    for e in elements {
+        e.add_flow_drops(&mut dropped);
+        e.for_each_held(&mut |p| held.add(p.flow));
+    }
+    let flows = sent.flows().max(delivered.flows()).max(dropped.flows()).max(held.flows());
+    for f in 0..flows as u32 {
+        let (n, d, k, h) = (sent.get(f), delivered.get(f), dropped.get(f), held.get(f));
+        if n != d + k + h {
+            panic!("invariant violated: flow conservation: flow {f} ({}) sent {n}, delivered {d}, dropped {k}, in flight {h}", kind(f));
+        }
     }
 }
 
@@ -222,6 +261,9 @@ impl Simulation {
             xstats_buf: Vec::new(),
             packets_sent: 0,
             packets_delivered: 0,
+            flow_sent: FlowCounts::default(),
+            flow_delivered: FlowCounts::default(),
+            break_invariant: std::env::var(BREAK_INVARIANT_ENV).ok().filter(|v| !v.is_empty()),
             capture: None,
             max_events: sc.limits.max_events,
             max_memory: sc.limits.max_memory,
@@ -434,6 +476,7 @@ impl Simulation {
             let route = self.endpoints.route(pkt.flow);
             if pkt.hop == 0 {
                 self.packets_sent += 1;
+                self.flow_sent.add(pkt.flow);
                 route.address(&mut pkt);
                 if let Some(c) = &mut self.capture {
                     c.tap(&pkt, self.now, &self.endpoints, true);
@@ -445,6 +488,7 @@ impl Simulation {
                 self.elements[el as usize].receive(pkt, &mut ctx);
             } else {
                 self.packets_delivered += 1;
+                self.flow_delivered.add(pkt.flow);
                 if let Some(c) = &mut self.capture {
                     c.tap(&pkt, self.now, &self.endpoints, false);
                 }
@@ -498,6 +542,20 @@ impl Simulation {
         // Invariant, checked in every run: every packet sent is delivered, dropped or still
         // held by an element. A panic reaches the user as one "internal error" line.
         assert!(packets.conserved(), "invariant violated: packet conservation: {packets:?}");
+        if self.break_invariant.as_deref() == Some("flow conservation") {
+            // The test hook: one packet of the first flow that sent any counted twice.
+            if let Some(f) = (0..self.flow_sent.flows() as u32).find(|&f| self.flow_sent.get(f) > 0) {
+                self.flow_sent.add(f);
+            }
+        }
+        let endpoints = &self.endpoints;
+        check_flow_conservation(&self.flow_sent, &self.flow_delivered, &self.elements, |f| match endpoints.get(f) {
+            Endpoint::Tcp(_) => "TCP",
+            Endpoint::Probe(_) => "probe",
+            Endpoint::Media(_) => "media",
+            Endpoint::Udp(_) => "UDP",
+            Endpoint::Workloads(_) => "workload transfer",
+        });
         for e in self.endpoints.iter() {
             if let Endpoint::Tcp(f) = e {
                 f.check_invariants();

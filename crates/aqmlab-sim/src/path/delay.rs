@@ -57,4 +57,7 @@ impl DelayLine {
     pub fn held(&self) -> usize {
         self.line.len()
     }
+    pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
+        self.line.iter().for_each(|(_, p)| f(p))
+    }
 }

@@ -73,6 +73,28 @@ impl Element {
             Element::Netem(n) => n.held(),
         }
     }
+    /// Calls `f` for each packet [`Element::held`] counts (the per-flow conservation check).
+    pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
+        match self {
+            Element::Delay(d) => d.for_each_held(f),
+            Element::Link(l) => l.for_each_held(f),
+            Element::EcnRewrite(_) | Element::Tunnel(_) => {}
+            Element::Netem(n) => n.for_each_held(f),
+        }
+    }
+    /// [`Element::drops`] by flow, added to `into`.
+    pub fn add_flow_drops(&self, into: &mut crate::qdisc::FlowCounts) {
+        match self {
+            Element::Delay(_) | Element::EcnRewrite(_) => {}
+            Element::Link(l) => l.add_flow_drops(into),
+            Element::Tunnel(t) => {
+                if let Some(d) = t.flow_drops() {
+                    into.add_all(d);
+                }
+            }
+            Element::Netem(n) => into.add_all(&n.stats.flow_drops),
+        }
+    }
     /// The link this element is; panics for another kind (shared links are links).
     pub fn as_link(&self) -> &Link {
         match self {
@@ -140,6 +162,9 @@ mod tests {
         fn stats(&self) -> &crate::qdisc::QdiscStats {
             self.0.stats()
         }
+        fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+            self.0.for_each_packet(f)
+        }
     }
 
     #[test]
@@ -194,6 +219,9 @@ mod tests {
         fn stats(&self) -> &crate::qdisc::QdiscStats {
             self.inner.stats()
         }
+        fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+            self.inner.for_each_packet(f)
+        }
     }
 
     #[test]
@@ -222,6 +250,76 @@ mod tests {
         let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| wrapped.check_invariants())).unwrap_err();
         let msg = err.downcast_ref::<String>().unwrap();
         assert!(msg.starts_with("invariant violated: queue backlog: leaky: 3 packets queued hold 18446744073709"), "{msg}");
+    }
+
+    /// A broken one-packet pfifo that counts its drops but charges them to the wrong flow
+    /// (flow 7, which sent nothing): the totals, and so packet and queue conservation, hold.
+    struct Misattributes {
+        q: std::collections::VecDeque<Packet>,
+        stats: crate::qdisc::QdiscStats,
+    }
+    impl Qdisc for Misattributes {
+        fn kind(&self) -> &'static str {
+            "misattributes"
+        }
+        fn enqueue(&mut self, pkt: Packet, _now: Time) -> crate::qdisc::Enqueued {
+            if !self.q.is_empty() {
+                self.stats.drop(&Packet { flow: 7, ..pkt });
+                return crate::qdisc::Enqueued::Dropped;
+            }
+            self.stats.enqueued += 1;
+            self.q.push_back(pkt);
+            crate::qdisc::Enqueued::Queued
+        }
+        fn dequeue(&mut self, _now: Time) -> Option<Packet> {
+            let p = self.q.pop_front()?;
+            self.stats.sent(&p);
+            Some(p)
+        }
+        fn len(&self) -> usize {
+            self.q.len()
+        }
+        fn backlog_bytes(&self) -> u64 {
+            self.q.iter().map(|p| p.wire_len as u64).sum()
+        }
+        fn stats(&self) -> &crate::qdisc::QdiscStats {
+            &self.stats
+        }
+        fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+            self.q.iter().for_each(f)
+        }
+    }
+
+    /// Per-flow conservation (`sim::check_flow_conservation`): two flows through a link whose
+    /// discipline drops; a correct pfifo passes; one that charges its drops to another flow
+    /// passes the link's own checks but not the per-flow one, which names the flow.
+    #[test]
+    fn flow_conservation_catches_drops_charged_to_the_wrong_flow() {
+        use crate::qdisc::FlowCounts;
+        let run = |qdisc: Box<dyn Qdisc>| {
+            let mut q = EventQueue::default();
+            let mut link = Element::Link(Box::new(Link::new(Rate(12_000_000), qdisc)));
+            let (mut out, mut sent) = (vec![], FlowCounts::default());
+            for (seq, flow) in [0, 0, 1, 0, 1].into_iter().enumerate() {
+                let mut p = Packet::new(flow, Direction::Forward, Kind::Data, 1500);
+                p.tcp.seq = seq as u32;
+                sent.add(flow);
+                link.receive(p, &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
+            }
+            // The first packet is on the wire, the second queued, the other three dropped.
+            assert_eq!((link.held(), link.drops()), (2, 3));
+            link.as_link().check_invariants();
+            let elements = [link];
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                crate::sim::check_flow_conservation(&sent, &FlowCounts::default(), &elements, |_| "test")
+            }))
+        };
+        assert!(run(Box::new(Fifo::pfifo(1))).is_ok());
+        let err = run(Box::new(Misattributes { q: Default::default(), stats: Default::default() })).unwrap_err();
+        assert_eq!(
+            err.downcast_ref::<String>().unwrap(),
+            "invariant violated: flow conservation: flow 0 (test) sent 3, delivered 0, dropped 0, in flight 2"
+        );
     }
 
     #[test]

@@ -44,6 +44,8 @@ pub struct LinkStats {
     pub queues: Vec<QueueStats>,
     /// Drops and CE marks of the disciplines that have been replaced.
     pub retired_drops: u64,
+    /// `retired_drops` by flow.
+    pub retired_flow_drops: crate::qdisc::FlowCounts,
     pub retired_ce_marks: u64,
     /// Time spent serialising packets.
     pub busy: Time,
@@ -239,6 +241,18 @@ impl Link {
     pub fn held(&self) -> usize {
         self.qdisc.len() + self.in_tx.is_some() as usize
     }
+    /// Calls `f` for each packet [`Link::held`] counts.
+    pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
+        self.qdisc.for_each_packet(f);
+        if let Some(p) = &self.in_tx {
+            f(p);
+        }
+    }
+    /// [`Link::drops`] by flow, added to `into`.
+    pub fn add_flow_drops(&self, into: &mut crate::qdisc::FlowCounts) {
+        into.add_all(&self.stats.retired_flow_drops);
+        into.add_all(&self.qdisc.stats().flow_drops);
+    }
     /// `tc qdisc replace` (Linux `tc_modify_qdisc`). A discipline of another kind is swapped
     /// in: the old one's queue is discarded (counted as its drops); the packet on the wire
     /// completes. One of the same kind is a `qdisc_change`: the installed discipline keeps
@@ -262,6 +276,9 @@ impl Link {
         let old = std::mem::replace(&mut self.qdisc, qdisc);
         let discarded = old.len() as u64;
         self.stats.retired_drops += old.stats().drops + discarded;
+        let retired = &mut self.stats.retired_flow_drops;
+        retired.add_all(&old.stats().flow_drops);
+        old.for_each_packet(&mut |p| retired.add(p.flow));
         self.stats.retired_ce_marks += old.stats().ce_marks;
         self.map_queues();
         self.observe_backlog(now);

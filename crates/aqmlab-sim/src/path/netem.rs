@@ -375,11 +375,13 @@ struct SlotState {
 }
 
 /// What netem did (`tc -s qdisc show` drops split by cause).
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct NetemStats {
     pub loss_drops: u64,
     pub limit_drops: u64,
     pub sent: u64,
+    /// Both kinds of drops by flow (the per-flow conservation check).
+    pub flow_drops: crate::qdisc::FlowCounts,
 }
 
 /// The netem element. Packets are kept as the kernel's tfifo keeps them: a linear list for
@@ -419,6 +421,9 @@ impl Netem {
     pub fn held(&self) -> usize {
         self.linear.len() + self.tree.len()
     }
+    pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
+        self.linear.iter().chain(self.tree.iter()).for_each(|h| f(&h.pkt))
+    }
     pub fn drops(&self) -> u64 {
         self.stats.loss_drops + self.stats.limit_drops
     }
@@ -429,8 +434,10 @@ impl Netem {
         let (rng, cfg) = (&mut self.rng, &self.cfg);
         if cfg.loss > 0 && cfg.loss >= self.loss_cor.next(rng) {
             self.stats.loss_drops += 1;
+            self.stats.flow_drops.add(pkt.flow);
         } else if held >= cfg.limit as usize {
             self.stats.limit_drops += 1;
+            self.stats.flow_drops.add(pkt.flow);
         } else {
             let cor = &mut self.delay_cor;
             let delay = tabledist(cfg.latency.0 as i64, cfg.jitter.0 as i64, &mut || cor.next(rng), cfg.dist);

@@ -310,6 +310,8 @@ pub struct TunnelExit {
     pub replay_drops: u64,
     /// Outer CE on a Not-ECT inner packet (RFC 6040's drop cell).
     pub ecn_drops: u64,
+    /// Both kinds of drops by flow (the per-flow conservation check).
+    pub flow_drops: crate::qdisc::FlowCounts,
     /// Largest distance below the right edge of any arriving packet: the window this
     /// direction would have needed to drop nothing is `max_reorder + 1`.
     pub max_reorder: u64,
@@ -322,10 +324,12 @@ impl TunnelExit {
         self.max_reorder = self.max_reorder.max(self.replay.highest.saturating_sub(seq));
         if self.replay.check(seq) != Replay::Accept {
             self.replay_drops += 1;
+            self.flow_drops.add(pkt.flow);
             return;
         }
         let Some(ecn) = self.kind.decapsulate(pkt.ecn, tag.inner_ecn) else {
             self.ecn_drops += 1;
+            self.flow_drops.add(pkt.flow);
             return;
         };
         Ecn::check_transition(tag.inner_ecn, ecn, "tunnel decapsulation");
@@ -358,6 +362,13 @@ impl TunnelElement {
         match self {
             TunnelElement::Entry(_) => 0,
             TunnelElement::Exit(x) => x.drops(),
+        }
+    }
+    /// [`TunnelElement::drops`] by flow.
+    pub fn flow_drops(&self) -> Option<&crate::qdisc::FlowCounts> {
+        match self {
+            TunnelElement::Entry(_) => None,
+            TunnelElement::Exit(x) => Some(&x.flow_drops),
         }
     }
 }
@@ -394,7 +405,7 @@ impl Tunnels {
             let window = spec.replay_window.unwrap_or(spec.kind.default_replay_window());
             let sa = |way: usize| OUTER_KEY_BASE | (((i * 2 + way) as u32) << 16);
             let entry = |way| TunnelElement::Entry(TunnelEntry { kind: spec.kind, overhead: spec.overhead, sport: spec.sport, key: sa(way), last_seq: 0 });
-            let exit = || TunnelElement::Exit(Box::new(TunnelExit { kind: spec.kind, replay: ReplayWindow::new(window), replay_drops: 0, ecn_drops: 0, max_reorder: 0 }));
+            let exit = || TunnelElement::Exit(Box::new(TunnelExit { kind: spec.kind, replay: ReplayWindow::new(window), replay_drops: 0, ecn_drops: 0, flow_drops: Default::default(), max_reorder: 0 }));
             t.entries.push([push(entry(0)), push(entry(1))]);
             t.exits.push([push(exit()), push(exit())]);
             t.names.push((spec.name.clone(), spec.kind));

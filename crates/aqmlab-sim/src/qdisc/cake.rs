@@ -507,14 +507,14 @@ impl Cake {
             }
         }
         let (t, f, _) = fattest;
-        self.pop(t, f).expect("over the memory limit with nothing queued");
+        let (dropped, _) = self.pop(t, f).expect("over the memory limit with nothing queued");
         let tin = &mut self.tins[t];
         if tin.flows[f].cvars.queue_full(&tin.cparams, now) {
             tin.unresponsive += 1;
         }
         tin.flows[f].dropped += 1;
         tin.dropped += 1;
-        self.stats.overlimit_drop();
+        self.stats.overlimit_drop(&dropped);
         (t, f)
     }
 
@@ -714,7 +714,7 @@ impl Qdisc for Cake {
                 }
                 flow.dropped += 1;
                 tin.dropped += 1;
-                self.stats.drops += 1;
+                self.stats.drop(&pkt);
             };
 
             let tin = &mut self.tins[t];
@@ -746,6 +746,11 @@ impl Qdisc for Cake {
     }
     fn stats(&self) -> &QdiscStats {
         &self.stats
+    }
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        for flow in self.tins.iter().flat_map(|t| t.flows.iter()) {
+            self.slab.for_each(&flow.q, |s| f(&s.pkt));
+        }
     }
     fn ready_at(&self) -> Option<Time> {
         self.hold_until

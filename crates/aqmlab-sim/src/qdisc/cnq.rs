@@ -161,7 +161,7 @@ impl Class {
                 Some(s) if s.dummy => {
                     let f = s.flow as usize;
                     self.bulk.pop_front();
-                    self.backlogs[f] -= 1;
+                    crate::qdisc::dec_backlog!(self.backlogs[f], 1, "cnq flow backlog");
                     if self.backlogs[f] == 0 {
                         self.active_flows -= 1;
                     }
@@ -259,7 +259,7 @@ impl Qdisc for Cnq {
 
     fn enqueue(&mut self, pkt: Packet, now: Time) -> Enqueued {
         if self.qlen >= sce::PACKET_LIMIT || self.backlog_bytes() + pkt.wire_len as u64 > self.byte_limit {
-            self.stats.overlimit_drop();
+            self.stats.overlimit_drop(&pkt);
             return Enqueued::Dropped;
         }
         if self.qlen == 0 {
@@ -301,7 +301,7 @@ impl Qdisc for Cnq {
                 sig = vars.should_drop(&cls.params, now, &mut pkt, share, &mut self.rng);
                 // Drop, and try again with the next packet, unless it was the flow's last.
                 if sig.drop && cls.backlogs[flow as usize] != 0 {
-                    self.stats.drops += 1;
+                    self.stats.drop(&pkt);
                     continue;
                 }
             }
@@ -330,6 +330,12 @@ impl Qdisc for Cnq {
     }
     fn stats(&self) -> &QdiscStats {
         &self.stats
+    }
+    /// The real packets (a sparse packet's dummy in the bulk queue is not one).
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        for c in &self.classes {
+            c.sparse.iter().chain(c.bulk.iter()).filter(|s| !s.dummy).for_each(|s| f(&s.pkt));
+        }
     }
     fn ready_at(&self) -> Option<Time> {
         self.hold_until

@@ -328,7 +328,7 @@ impl CodelFlow {
                 self.vars.dropping = false;
             }
             while now >= self.vars.drop_next && self.vars.dropping {
-                stats.drops += 1;
+                stats.drop(pkt.as_ref().expect("a packet to drop"));
                 let (next, ok) = self.ns2_pop_checked(p, totals, guard, now);
                 pkt = next;
                 if p.law == Law::Ns2CodelPatch {
@@ -345,7 +345,7 @@ impl CodelFlow {
                 }
             }
         } else if ok {
-            stats.drops += 1;
+            stats.drop(pkt.as_ref().expect("a packet to drop"));
             pkt = self.ns2_pop_checked(p, totals, guard, now).0;
             self.vars.dropping = true;
             // (sfqcodel's branch for a bin emptied by this drop cannot run: a packet that
@@ -410,7 +410,7 @@ impl CodelFlow {
                             break;
                         }
                     }
-                    stats.drops += 1;
+                    stats.drop(pkt.as_ref().expect("a packet to drop"));
                     let (next, drop) = self.pop_checked(p, totals, guard, now);
                     pkt = next;
                     let v = &mut self.vars;
@@ -429,7 +429,7 @@ impl CodelFlow {
                 ctr.ecn_mark += 1;
                 marked = changed;
             } else {
-                stats.drops += 1;
+                stats.drop(pkt.as_ref().expect("a packet to drop"));
                 // Linux re-evaluates should_drop on the next packet (for ldelay and
                 // first_above_time) but does not use its verdict here.
                 pkt = self.pop_checked(p, totals, guard, now).0;
@@ -534,7 +534,7 @@ impl Qdisc for Codel {
     /// `codel_qdisc_enqueue`: tail drop when `qlen >= limit`.
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
         if self.cd.totals.qlen >= self.limit as usize {
-            self.cd.stats.overlimit_drop();
+            self.cd.stats.overlimit_drop(&pkt);
             return Enqueued::Dropped;
         }
         self.cd.enqueue(&mut self.flow, pkt);
@@ -544,6 +544,9 @@ impl Qdisc for Codel {
         self.cd.dequeue(&mut self.flow, MtuGuard::Qdisc, now)
     }
     super::flow_table::codel_totals!(cd);
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.flow.queue.iter().for_each(f)
+    }
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         let v = &self.flow.vars;
         out.push(("ldelay", v.ldelay.as_millis_f64()));

@@ -631,11 +631,11 @@ impl Qdisc for DualPi2 {
         let class = self.classify(&pkt);
         let len = pkt.wire_len as u64;
         if self.len() >= self.limit as usize || self.memory_used + len > self.memory_limit {
-            self.stats.overlimit_drop();
+            self.stats.overlimit_drop(&pkt);
             return Enqueued::Dropped;
         }
         if self.drop_early && self.must_drop(&mut pkt, class) {
-            self.stats.drops += 1;
+            self.stats.drop(&pkt);
             return Enqueued::Dropped;
         }
         pkt.enqueued_at = now;
@@ -666,11 +666,11 @@ impl Qdisc for DualPi2 {
         self.last_now = now;
         while let Some((mut pkt, class, apply_step, change)) = self.pick() {
             if !self.drop_early && self.must_drop(&mut pkt, class) {
-                self.stats.drops += 1;
+                self.stats.drop(&pkt);
                 continue;
             }
             if class == Class::L4s && self.step_aqm(&mut pkt, apply_step, now) {
-                self.stats.drops += 1;
+                self.stats.drop(&pkt);
                 continue;
             }
             self.credit += change;
@@ -688,6 +688,10 @@ impl Qdisc for DualPi2 {
     }
     fn stats(&self) -> &QdiscStats {
         &self.stats
+    }
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.c_queue.iter().for_each(&mut *f);
+        self.l_queue.iter().for_each(|(p, _)| f(p));
     }
     fn queue_names(&self) -> &'static [&'static str] {
         &["C", "L"]

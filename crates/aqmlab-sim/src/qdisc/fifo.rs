@@ -42,7 +42,7 @@ impl Qdisc for Fifo {
     }
     fn enqueue(&mut self, pkt: Packet, _now: Time) -> Enqueued {
         if !self.queue.fits(self.limit, &pkt) {
-            self.stats.overlimit_drop();
+            self.stats.overlimit_drop(&pkt);
             return Enqueued::Dropped;
         }
         self.queue.push(pkt, &mut self.stats);
@@ -51,15 +51,7 @@ impl Qdisc for Fifo {
     fn dequeue(&mut self, _now: Time) -> Option<Packet> {
         self.queue.pop(&mut self.stats)
     }
-    fn len(&self) -> usize {
-        self.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.queue.backlog()
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
+    super::packet_queue_accessors!(queue, stats);
     /// Linux `fifo_init` as `.change`: the new limit applies to arrivals; nothing queued is
     /// dropped.
     fn change(&mut self, new: &Args) -> bool {

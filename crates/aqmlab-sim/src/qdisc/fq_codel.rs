@@ -133,23 +133,50 @@ impl FqCodel {
         };
     }
 
+    /// The flow `fq_codel_drop` picks: the largest byte backlog, the lowest index on ties.
+    ///
+    /// Linux (`net/sched/sch_fq_codel.c` `fq_codel_drop`, the same in 4.7 to 6.18; stored id
+    /// 2891953) scans all `flows_cnt` buckets with `if (q->backlogs[i] > maxbacklog)`, so the
+    /// first (lowest-index) bucket of the largest backlog wins. A bucket with a backlog is
+    /// always on `new_flows` or `old_flows` (enqueue links it; dequeue unlinks a flow only when
+    /// it found it empty), so scanning those lists, with the lowest index breaking ties, picks
+    /// the same bucket in O(listed flows) instead of O(buckets): with `flows 65536
+    /// memory_limit 1` every packet overflows, and the full scan cost 65536 visits per packet.
+    fn fattest(&self) -> usize {
+        let (mut idx, mut max) = (usize::MAX, 0);
+        for &i in self.new_flows.iter().chain(self.old_flows.iter()) {
+            let (i, b) = (i as usize, self.t.flows[i as usize].q.backlog);
+            if b > max || (b == max && b > 0 && i < idx) {
+                (idx, max) = (i, b);
+            }
+        }
+        idx
+    }
+
+    /// Linux's own scan over every bucket (what [`FqCodel::fattest`] must agree with).
+    #[cfg(test)]
+    fn fattest_by_full_scan(&self) -> usize {
+        let (mut idx, mut max) = (0, 0);
+        for (i, f) in self.t.flows.iter().enumerate() {
+            if f.q.backlog > max {
+                (idx, max) = (i, f.q.backlog);
+            }
+        }
+        idx
+    }
+
     /// `fq_codel_drop`: head-drop from the flow with the largest byte backlog (first one on
     /// ties) until half its backlog or `max_packets` are gone (at least one packet), and add
     /// the number dropped to its CoDel count. Returns the flow's index.
     fn drop_from_fattest(&mut self, max_packets: u32) -> u32 {
-        let mut idx = 0;
-        let mut max = 0;
-        for (i, f) in self.t.flows.iter().enumerate() {
-            if f.q.backlog > max {
-                max = f.q.backlog;
-                idx = i;
-            }
-        }
+        let idx = self.fattest();
+        let max = self.t.flows[idx].q.backlog;
         let threshold = max >> 1;
         let flow = &mut self.t.flows[idx];
         let (mut n, mut len) = (0u32, 0u64);
         loop {
             let p = flow.q.pop(&mut self.t.cd.totals).expect("fattest flow has packets");
+            self.t.cd.stats.overlimit_drop(&p);
             len += p.wire_len as u64;
             n += 1;
             if n >= max_packets || len >= threshold {
@@ -157,8 +184,6 @@ impl FqCodel {
             }
         }
         flow.q.vars.add_count(n);
-        self.t.cd.stats.drops += n as u64;
-        self.t.cd.stats.overlimits += n as u64;
         idx as u32
     }
 }
@@ -231,6 +256,9 @@ impl Qdisc for FqCodel {
     }
 
     codel_totals!(t.cd);
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.t.flows.iter().flat_map(|fl| fl.q.queue.iter()).for_each(f)
+    }
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("new_flows_len", self.new_flows.len() as f64));
         out.push(("old_flows_len", self.old_flows.len() as f64));
@@ -475,6 +503,34 @@ mod tests {
         }
         // 5 x 1514 > 4 x 1514: drop from the head until half of 7570 bytes are gone (3 packets).
         assert_eq!(q.overflow_drops(), (3, 3));
+    }
+
+    /// The fattest flow found on the lists is the one Linux's scan of every bucket finds
+    /// (ties included: equal-size packets make equal backlogs common), at every step of a
+    /// random mix of arrivals over 16 of 64 buckets, overflow drops, CoDel drops (a 1 ms
+    /// target) and flows that empty and are unlinked.
+    #[test]
+    fn fattest_flow_on_the_lists_is_the_full_scans() {
+        let mut q = fq(FqCodelConfig { flows: 64, limit: 40, drop_batch: 3, codel: CodelParams { target: Time(MS), interval: Time(10 * MS), ..CodelParams::new(1514) }, ..Default::default() });
+        let mut rng = crate::rng::Stream::new(7, "test");
+        let (mut t, mut checked, mut ties) = (Time::ZERO, 0, 0);
+        for seq in 0..20_000u32 {
+            if rng.next_u32() % 3 != 0 {
+                let len = if rng.next_u32() % 2 == 0 { 1514 } else { 600 };
+                enq(&mut q, pkt(rng.next_u32() % 16, len, seq, Ecn::NotEct), t);
+            } else {
+                q.dequeue(t);
+            }
+            if !q.is_empty() {
+                let want = q.fattest_by_full_scan();
+                assert_eq!(q.fattest(), want, "step {seq}");
+                let b = q.t.flows[want].q.backlog;
+                ties += q.t.flows.iter().filter(|f| f.q.backlog == b).count() as u32 - 1;
+                checked += 1;
+            }
+            t += Time(MS / 5);
+        }
+        assert!(checked > 10_000 && ties > 100 && q.stats().drops > 100, "{checked} {ties} {:?}", q.stats());
     }
 
     #[test]

@@ -231,7 +231,7 @@ impl Lfq {
     /// until the next sweep and credited one MTU.
     fn send(&mut self, flow: u16, len: u32) {
         let d = &mut self.flows[flow as usize];
-        d.backlog -= 1;
+        crate::qdisc::dec_backlog!(d.backlog, 1, "lfq flow backlog");
         d.deficit -= len as i32;
         if d.deficit < 0 {
             if !d.skip && d.bulk_head != NIL {
@@ -299,27 +299,24 @@ impl Qdisc for Lfq {
         if let Some(limit) = self.buffer_limit {
             // Make room by dropping from the head of the bulk queue, then the sparse queue.
             while self.backlog() + pkt.wire_len as u64 > limit {
-                let f = if !self.bulk.ends.is_empty() {
+                let (dropped, f) = if !self.bulk.ends.is_empty() {
                     let head = self.bulk.ends.head;
                     let f = self.bulk.slab.get(head).flow;
                     self.bulk_leaving(f, head);
-                    self.bulk.pop();
-                    f
-                } else if let Some((_, f)) = self.sparse.pop() {
-                    f
+                    self.bulk.pop().expect("a bulk head")
+                } else if let Some(x) = self.sparse.pop() {
+                    x
                 } else {
-                    self.stats.drops += 1;
-                    self.stats.overlimits += 1;
+                    self.stats.overlimit_drop(&pkt);
                     return Enqueued::Dropped;
                 };
-                self.flows[f as usize].backlog -= 1;
+                crate::qdisc::dec_backlog!(self.flows[f as usize].backlog, 1, "lfq flow backlog");
                 self.set_dirty(f);
-                self.stats.drops += 1;
-                self.stats.overlimits += 1;
+                self.stats.overlimit_drop(&dropped);
             }
         }
         if self.qlen() >= sce::PACKET_LIMIT || self.backlog() + pkt.wire_len as u64 > self.byte_limit {
-            self.stats.overlimit_drop();
+            self.stats.overlimit_drop(&pkt);
             return Enqueued::Dropped;
         }
         if self.qlen() == 0 {
@@ -363,7 +360,7 @@ impl Qdisc for Lfq {
                     let p = if pkt.dscp == DSCP_LL { &self.params_ll } else { &self.params };
                     let sig = vars.should_drop(p, now, &mut pkt, Share::PLAIN, &mut self.rng);
                     if sig.drop && self.flows[flow as usize].backlog != 0 {
-                        self.stats.drops += 1;
+                        self.stats.drop(&pkt);
                         continue;
                     }
                     self.stats.ce_marks += sig.ce_marked as u64;
@@ -391,6 +388,11 @@ impl Qdisc for Lfq {
     }
     fn stats(&self) -> &QdiscStats {
         &self.stats
+    }
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        for q in [&self.sparse, &self.bulk] {
+            q.slab.for_each(&q.ends, |n| f(&n.pkt));
+        }
     }
     fn ready_at(&self) -> Option<Time> {
         self.hold_until

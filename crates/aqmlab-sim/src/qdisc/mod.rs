@@ -108,8 +108,52 @@ pub(crate) fn backlog_underflow(what: &str) -> ! {
     panic!("invariant violated: queue backlog: {what} would go below zero")
 }
 
+/// A count per flow (indexed by `Packet::flow`, an endpoint id), for the per-flow packet
+/// conservation check: the drops of a discipline or path element. Grows to the largest flow
+/// counted (amortised: no allocation per packet once the flows have been seen); one indexed
+/// increment per counted packet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct FlowCounts(Vec<u64>);
+
+impl FlowCounts {
+    /// Counts one packet of `flow`.
+    #[inline]
+    pub fn add(&mut self, flow: u32) {
+        match self.0.get_mut(flow as usize) {
+            Some(c) => *c += 1,
+            None => self.grow_and_add(flow),
+        }
+    }
+    #[cold]
+    #[inline(never)]
+    fn grow_and_add(&mut self, flow: u32) {
+        self.0.resize(flow as usize + 1, 0);
+        self.0[flow as usize] += 1;
+    }
+    /// Adds every count of `other`.
+    pub fn add_all(&mut self, other: &FlowCounts) {
+        if self.0.len() < other.0.len() {
+            self.0.resize(other.0.len(), 0);
+        }
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            *a += b;
+        }
+    }
+    pub fn get(&self, flow: u32) -> u64 {
+        self.0.get(flow as usize).copied().unwrap_or(0)
+    }
+    /// The sum over all flows.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+    /// One past the largest flow counted.
+    pub fn flows(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// Counters every discipline keeps, named after `tc -s qdisc` output.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct QdiscStats {
     /// Packets accepted by enqueue.
     pub enqueued: u64,
@@ -122,6 +166,8 @@ pub struct QdiscStats {
     pub overlimits: u64,
     /// Packets whose ECN field was set to CE.
     pub ce_marks: u64,
+    /// `drops` by flow (the per-flow conservation check); [`QdiscStats::drop`] counts both.
+    pub flow_drops: FlowCounts,
 }
 
 impl QdiscStats {
@@ -130,12 +176,43 @@ impl QdiscStats {
         self.dequeued += 1;
         self.dequeued_bytes += pkt.wire_len as u64;
     }
-    /// Counts an arriving packet refused because the queue was full.
-    pub fn overlimit_drop(&mut self) {
+    /// Counts a packet dropped (at enqueue or dequeue), for its flow too. Every drop goes
+    /// through here (or [`QdiscStats::overlimit_drop`]): a `drops` increment that does not
+    /// breaks the per-flow conservation check at the end of the run.
+    #[inline]
+    pub fn drop(&mut self, pkt: &Packet) {
         self.drops += 1;
+        self.flow_drops.add(pkt.flow);
+    }
+    /// Counts an arriving (or queued, for disciplines that make room) packet dropped because
+    /// the queue was full.
+    #[inline]
+    pub fn overlimit_drop(&mut self, pkt: &Packet) {
+        self.drop(pkt);
         self.overlimits += 1;
     }
 }
+
+/// `Qdisc::len`, `backlog_bytes`, `stats` and `for_each_packet` of a discipline that keeps its
+/// packets in one [`PacketQueue`] at `self.$queue` and its counters at `self.$stats`
+/// (pfifo/bfifo, RED, HRED, PIE, ns-2 PIE).
+macro_rules! packet_queue_accessors {
+    ($queue:ident, $stats:ident) => {
+        fn len(&self) -> usize {
+            self.$queue.len()
+        }
+        fn backlog_bytes(&self) -> u64 {
+            self.$queue.backlog()
+        }
+        fn stats(&self) -> &$crate::qdisc::QdiscStats {
+            &self.$stats
+        }
+        fn for_each_packet(&self, f: &mut dyn FnMut(&$crate::packet::Packet)) {
+            self.$queue.iter().for_each(f)
+        }
+    };
+}
+pub(crate) use packet_queue_accessors;
 
 /// Outcome of an enqueue.
 #[derive(Debug, PartialEq, Eq)]
@@ -162,6 +239,10 @@ pub trait Qdisc {
         self.len() == 0
     }
     fn stats(&self) -> &QdiscStats;
+    /// Calls `f` for every packet queued (any order), for the per-flow conservation check
+    /// at the end of a run and the packets a `tc qdisc replace` discards. Not on the packet
+    /// path.
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet));
     /// For disciplines that shape (CAKE, the SCE qdiscs): when `dequeue` returned nothing
     /// although packets are queued, the earliest time a packet may leave.
     fn ready_at(&self) -> Option<Time> {

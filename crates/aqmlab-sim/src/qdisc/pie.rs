@@ -401,7 +401,7 @@ impl Qdisc for Pie {
             false
         };
         if !accept {
-            self.stats.drops += 1;
+            self.stats.drop(&pkt);
             self.vars.accu_prob = 0;
             return Enqueued::Dropped;
         }
@@ -418,15 +418,7 @@ impl Qdisc for Pie {
         Some(pkt)
     }
 
-    fn len(&self) -> usize {
-        self.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.queue.backlog()
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
+    super::packet_queue_accessors!(queue, stats);
     /// Linux `pie_change`: new limit, target, tupdate, alpha, beta, ecn, bytemode and rate
     /// estimator; the probability, burst allowance and queue are kept, except that packets
     /// over a lower limit are dropped from the head. (`max_burst` has no netlink attribute
@@ -437,8 +429,8 @@ impl Qdisc for Pie {
         self.target = n.target_ticks();
         self.tupdate = n.tupdate_jiffies();
         while self.queue.len() > self.cfg.limit as usize {
-            if self.queue.take().is_some() {
-                self.stats.drops += 1;
+            if let Some(p) = self.queue.take() {
+                self.stats.drop(&p);
             }
         }
         true

@@ -268,11 +268,11 @@ impl Qdisc for Ns2Pie {
     fn enqueue(&mut self, mut pkt: Packet, now: Time) -> Enqueued {
         self.run_timer(now);
         if self.queue.len() >= self.cfg.limit as usize {
-            self.stats.overlimit_drop();
+            self.stats.overlimit_drop(&pkt);
             return Enqueued::Dropped;
         }
         if self.drop_early(&mut pkt) {
-            self.stats.drops += 1;
+            self.stats.drop(&pkt);
             return Enqueued::Dropped;
         }
         pkt.enqueued_at = now;
@@ -288,15 +288,7 @@ impl Qdisc for Ns2Pie {
         Some(pkt)
     }
 
-    fn len(&self) -> usize {
-        self.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.queue.backlog()
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
+    super::packet_queue_accessors!(queue, stats);
 
     /// `prob`, `pie_qdelay` (the last update's estimate, ms), `burst_allowance` (ms) and
     /// `avg_dq_rate` (the estimate in bytes/s, or packets/s with a threshold in packets).

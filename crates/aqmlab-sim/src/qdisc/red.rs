@@ -283,8 +283,8 @@ impl<A: Average> Red<A> {
         Verdict::DontMark
     }
 
-    fn congestion_drop(&mut self) -> Enqueued {
-        self.stats.drops += 1;
+    fn congestion_drop(&mut self, pkt: &Packet) -> Enqueued {
+        self.stats.drop(pkt);
         Enqueued::Dropped
     }
 }
@@ -312,27 +312,27 @@ impl<A: Average> Qdisc for Red<A> {
             Verdict::ProbMark => {
                 if !self.flags.ecn {
                     self.red.prob_drop += 1;
-                    return self.congestion_drop();
+                    return self.congestion_drop(&pkt);
                 }
                 if pkt.ecn.set_ce() {
                     self.red.prob_mark += 1;
                     self.stats.ce_marks += 1;
                 } else if !self.flags.nodrop {
                     self.red.prob_drop += 1;
-                    return self.congestion_drop();
+                    return self.congestion_drop(&pkt);
                 }
             }
             Verdict::HardMark => {
                 if A::HARD_REGION_DROPS || self.flags.harddrop || !self.flags.ecn {
                     self.red.forced_drop += 1;
-                    return self.congestion_drop();
+                    return self.congestion_drop(&pkt);
                 }
                 if pkt.ecn.set_ce() {
                     self.red.forced_mark += 1;
                     self.stats.ce_marks += 1;
                 } else if !self.flags.nodrop {
                     self.red.forced_drop += 1;
-                    return self.congestion_drop();
+                    return self.congestion_drop(&pkt);
                 }
             }
         }
@@ -343,7 +343,7 @@ impl<A: Average> Qdisc for Red<A> {
                 self.ns2_count_bytes = 0;
             }
             self.red.pdrop += 1;
-            self.stats.overlimit_drop();
+            self.stats.overlimit_drop(&pkt);
             return Enqueued::Dropped;
         }
         self.queue.push(pkt, &mut self.stats);
@@ -359,15 +359,7 @@ impl<A: Average> Qdisc for Red<A> {
         }
         pkt
     }
-    fn len(&self) -> usize {
-        self.queue.len()
-    }
-    fn backlog_bytes(&self) -> u64 {
-        self.queue.backlog()
-    }
-    fn stats(&self) -> &QdiscStats {
-        &self.stats
-    }
+    super::packet_queue_accessors!(queue, stats);
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         self.avg.xstats(out);
     }

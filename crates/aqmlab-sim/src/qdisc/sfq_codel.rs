@@ -109,8 +109,8 @@ impl SfqCodel {
             }
         }
         self.maxbin = m as u32;
-        if bins[m].q.pop_tail(&mut self.t.cd.totals).is_some() {
-            self.t.cd.stats.overlimit_drop();
+        if let Some(p) = bins[m].q.pop_tail(&mut self.t.cd.totals) {
+            self.t.cd.stats.overlimit_drop(&p);
         }
     }
 
@@ -180,6 +180,9 @@ impl Qdisc for SfqCodel {
     }
 
     codel_totals!(t.cd);
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.t.flows.iter().flat_map(|b| b.q.queue.iter()).for_each(f)
+    }
     fn xstats(&self, out: &mut Vec<(&'static str, f64)>) {
         out.push(("active_bins", self.ring.len() as f64));
     }

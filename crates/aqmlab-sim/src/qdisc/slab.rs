@@ -95,6 +95,15 @@ impl<T: Copy> Slab<T> {
     pub fn get_mut(&mut self, i: u32) -> &mut T {
         &mut self.entries[i as usize].val
     }
+    /// Calls `f` on every entry of the list `ends`, head first (not on the packet path).
+    pub fn for_each(&self, ends: &Ends, mut f: impl FnMut(&T)) {
+        let mut i = ends.head;
+        while i != NIL {
+            let e = &self.entries[i as usize];
+            f(&e.val);
+            i = e.next;
+        }
+    }
     /// The entry after `i` in its list (lfq's tests walk the bulk queue with it).
     #[cfg_attr(not(test), allow(dead_code))]
     pub fn next(&self, i: u32) -> u32 {

@@ -357,6 +357,8 @@ pub struct Rule<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> {
     /// Not the inner kind: `Link::replace_qdisc` would then `change` the existing one.
     kind: &'static str,
     rule_drops: u64,
+    /// `rule_drops` by flow.
+    rule_flow_drops: aqmlab_sim::qdisc::FlowCounts,
     rule_marks: u64,
     stats: QdiscStats,
 }
@@ -368,12 +370,22 @@ impl<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> Rule<F> {
     }
     /// The rule in front of `inner`, reported as `kind`.
     pub fn wrap(inner: Box<dyn Qdisc>, kind: &'static str, rule: F) -> Box<Self> {
-        Box::new(Rule { inner, rule, kind, rule_drops: 0, rule_marks: 0, stats: QdiscStats::default() })
+        Box::new(Rule { inner, rule, kind, rule_drops: 0, rule_flow_drops: Default::default(), rule_marks: 0, stats: QdiscStats::default() })
     }
     fn sync(&mut self) {
-        self.stats = *self.inner.stats();
-        self.stats.drops += self.rule_drops;
-        self.stats.ce_marks += self.rule_marks;
+        let s = self.inner.stats();
+        let drops = s.drops + self.rule_drops;
+        if drops != self.stats.drops {
+            // The drops by flow, rebuilt only when a drop happened.
+            self.stats.flow_drops = s.flow_drops.clone();
+            self.stats.flow_drops.add_all(&self.rule_flow_drops);
+        }
+        self.stats.enqueued = s.enqueued;
+        self.stats.dequeued = s.dequeued;
+        self.stats.dequeued_bytes = s.dequeued_bytes;
+        self.stats.overlimits = s.overlimits;
+        self.stats.drops = drops;
+        self.stats.ce_marks = s.ce_marks + self.rule_marks;
     }
 }
 
@@ -392,6 +404,7 @@ impl<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> Qdisc for Rule<F> {
                 self.inner.enqueue(pkt, now)
             } else {
                 self.rule_drops += 1;
+                self.rule_flow_drops.add(pkt.flow);
                 Enqueued::Dropped
             }
         };
@@ -411,6 +424,9 @@ impl<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> Qdisc for Rule<F> {
     }
     fn stats(&self) -> &QdiscStats {
         &self.stats
+    }
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.inner.for_each_packet(f)
     }
     fn ready_at(&self) -> Option<Time> {
         self.inner.ready_at()

@@ -99,6 +99,12 @@ impl Qdisc for HoldOne {
     fn stats(&self) -> &QdiscStats {
         self.inner.stats()
     }
+    fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
+        self.inner.for_each_packet(f);
+        if let Some(p) = &self.held {
+            f(p);
+        }
+    }
 }
 
 #[test]
