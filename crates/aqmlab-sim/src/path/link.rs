@@ -364,12 +364,13 @@ impl Link {
     }
 
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
-        if let Some(pkt) = self.in_tx {
+        if self.in_tx.is_some() {
             if ctx.now < self.tx_end {
                 return; // A shaper retry that came while a packet is on the wire.
             }
-            self.in_tx = None;
-            ctx.out.push(pkt);
+            if let Some(pkt) = self.in_tx.take() {
+                ctx.out.push(pkt);
+            }
         }
         self.start_next(ctx);
         self.observe_backlog(ctx.now);
