@@ -324,6 +324,51 @@ mod tests {
         assert!(reference.is_empty());
     }
 
+    /// The same against a reference with delays of every magnitude (1 ns to ~1 s, as a
+    /// serialiser's end, a delay line's exit and a retransmission timer are), so that entries
+    /// land in many buckets (each pop redistributes entries across several of them).
+    #[test]
+    fn pops_in_order_with_delays_of_every_magnitude() {
+        let mut q = EventQueue::default();
+        let mut reference: std::collections::BTreeSet<(u64, u64)> = Default::default();
+        let mut x: u64 = 7;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut now, mut seq, mut popped) = (0u64, 0u64, 0);
+        for _ in 0..50_000 {
+            for _ in 0..(next() % 3) {
+                let r = next();
+                let at = now + (r >> 8) % (1u64 << (r % 31));
+                q.schedule(Time(at), Event::Element(seq as u32));
+                reference.insert((at, seq));
+                seq += 1;
+            }
+            assert_eq!(q.len(), reference.len());
+            assert_eq!(q.peek_time().map(|t| t.0), reference.first().map(|e| e.0));
+            if next() % 2 == 0 {
+                let limit = now + next() % 1000;
+                match q.pop_due(Time(limit)) {
+                    Some((t, Event::Element(s))) => {
+                        assert_eq!((t.0, s as u64), reference.pop_first().unwrap());
+                        now = t.0;
+                        popped += 1;
+                    }
+                    None => assert!(reference.first().map_or(true, |e| e.0 > limit)),
+                    Some(other) => panic!("{other:?}"),
+                }
+            }
+        }
+        while let Some((t, Event::Element(s))) = q.pop() {
+            assert_eq!((t.0, s as u64), reference.pop_first().unwrap());
+            popped += 1;
+        }
+        assert!(reference.is_empty() && popped > 10_000, "{popped}");
+    }
+
     #[test]
     fn timer_rearm_later_keeps_one_entry_and_fires_at_last_deadline() {
         let mut q = EventQueue::default();

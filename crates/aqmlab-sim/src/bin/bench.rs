@@ -27,6 +27,8 @@
 //! grow 1.4x (more events per packet: less GSO batching, more timers) but the time per packet
 //! ~3.5x: cache misses on per-flow state (delay line and its host-jitter stream, scoreboard
 //! ring, sender, fq_codel bucket), the top samples in `Element::receive` are the jitter box.
+//! Session 5's profile of (a) (events per packet by kind, instructions by part, what was
+//! tried): docs/performance.md, "The per-packet path".
 //!
 //! Since (perf2 round, perf record cpu-clock + annotate at 1000 flows; CPU and wall times
 //! on the shared 2-core machine vary by 2x between runs, so shares of samples are the

@@ -44,13 +44,15 @@ impl DelayLine {
         self.line.push_back((due, pkt));
     }
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
-        while let Some(&(due, pkt)) = self.line.front() {
+        // The head's due time is read before its packet is copied (the entry is 120 bytes).
+        while let Some(due) = self.line.front().map(|e| e.0) {
             if due > ctx.now {
                 ctx.wake_at(due);
                 return;
             }
-            self.line.pop_front();
-            ctx.out.push(pkt);
+            if let Some((_, pkt)) = self.line.pop_front() {
+                ctx.out.push(pkt);
+            }
         }
     }
     /// Packets on the line.

@@ -66,6 +66,9 @@ pub struct Link {
     /// The link as an HTB class on an ifb device instead of a serialiser ([`HtbBucket`]).
     htb: Option<HtbBucket>,
     qdisc: Box<dyn Qdisc>,
+    /// The discipline's `dequeues_when_empty`, read once when it is installed (not a virtual
+    /// call per packet).
+    idle_dequeue: bool,
     in_tx: Option<Packet>,
     tx_end: Time,
     /// A pending retry for a shaping discipline.
@@ -177,7 +180,8 @@ impl Link {
         self.htb = Some(HtbBucket::new(self.rate, burst_bytes));
     }
     pub fn new(rate: Rate, qdisc: Box<dyn Qdisc>) -> Self {
-        let mut link = Link { rate, htb: None, qdisc, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), tx_memo: (u32::MAX, Time::ZERO), stats: LinkStats::default() };
+        let idle_dequeue = qdisc.dequeues_when_empty();
+        let mut link = Link { rate, htb: None, qdisc, idle_dequeue, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), tx_memo: (u32::MAX, Time::ZERO), stats: LinkStats::default() };
         link.map_queues();
         link
     }
@@ -273,6 +277,7 @@ impl Link {
             self.observe_backlog(now);
             return 0;
         }
+        self.idle_dequeue = qdisc.dequeues_when_empty();
         let old = std::mem::replace(&mut self.qdisc, qdisc);
         let discarded = old.len() as u64;
         self.stats.retired_drops += old.stats().drops + discarded;
@@ -306,7 +311,7 @@ impl Link {
         // never dequeued, so it sees no idle-time dequeue (RED does not start an idle period,
         // DualPI2 keeps its WRR credit, fq_codel keeps a drained flow listed). Disciplines
         // modelled on ns-2 (HRED) ask for idle dequeues, as ns-2's link makes them.
-        if self.in_tx.is_some() || (self.qdisc.is_empty() && !self.qdisc.dequeues_when_empty()) {
+        if self.in_tx.is_some() || (!self.idle_dequeue && self.qdisc.is_empty()) {
             return;
         }
         if self.htb.is_some() {
@@ -343,7 +348,10 @@ impl Link {
     /// A packet leaves the discipline for the wire (`tx` on it): its ECN change is checked,
     /// its sojourn recorded in its queue's statistics and the link's counters advanced.
     fn account_dequeue(&mut self, pkt: &Packet, tx: Time, now: Time) {
-        Ecn::check_transition(pkt.ecn_at_enqueue, pkt.ecn, self.qdisc.kind());
+        // The discipline's name (a virtual call) only when the codepoint changed.
+        if pkt.ecn != pkt.ecn_at_enqueue {
+            Ecn::check_transition(pkt.ecn_at_enqueue, pkt.ecn, self.qdisc.kind());
+        }
         let q = self.queue_slots[(pkt.queue as usize).min(self.queue_slots.len() - 1)];
         self.stats.queues[q].record(now - pkt.enqueued_at);
         self.stats.busy += tx;
@@ -373,12 +381,13 @@ impl Link {
     }
 
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
-        if let Some(pkt) = self.in_tx {
+        if self.in_tx.is_some() {
             if ctx.now < self.tx_end {
                 return; // A shaper retry that came while a packet is on the wire.
             }
-            self.in_tx = None;
-            ctx.out.push(pkt);
+            if let Some(pkt) = self.in_tx.take() {
+                ctx.out.push(pkt);
+            }
         }
         self.start_next(ctx);
         self.observe_backlog(ctx.now);
