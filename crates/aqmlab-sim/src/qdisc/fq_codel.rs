@@ -80,9 +80,25 @@ impl FqCodelConfig {
             flows: a.u32("flows"),
             quantum: a.uint_opt("quantum").map(|q| q as u32),
             memory_limit: a.bytes("memory_limit"),
-            drop_batch: a.u32("drop_batch"),
+            drop_batch: drop_batch_of(a),
             codel: CodelParams::from_args(a),
         }
+    }
+}
+
+/// The batch `fq_codel_drop` takes: `drop_batch` as given, at least 1 (`fq_codel_change`:
+/// `max(1U, value)`), 64 when not given (`fq_codel_init`).
+///
+/// The 5.4-based kernels of 2020 (profiles `l4steam-2020`, `l4steam-2020-04`, `sce-2020`) had
+/// `min(1U, value)` there since the batch drop came in (4.7, 9d18562a2278) until 14695212d4cd
+/// ("fq_codel: fix TCA_FQ_CODEL_DROP_BATCH_SIZE sanitizing", 25 Apr 2020; stored patch id
+/// 29406290727, in 5.4 stable only from 13 May 2020, id 46533645992): a `drop_batch` given to
+/// `tc` there dropped one packet per overflow whatever its value; not giving it kept 64.
+fn drop_batch_of(a: &Args) -> u32 {
+    let n = a.u32("drop_batch");
+    match a.stack() {
+        Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020 if a.given("drop_batch") => n.min(1),
+        _ => n,
     }
 }
 
@@ -135,8 +151,9 @@ impl FqCodel {
 
     /// The flow `fq_codel_drop` picks: the largest byte backlog, the lowest index on ties.
     ///
-    /// Linux (`net/sched/sch_fq_codel.c` `fq_codel_drop`, the same in 4.7 to 6.18; stored id
-    /// 2891953) scans all `flows_cnt` buckets with `if (q->backlogs[i] > maxbacklog)`, so the
+    /// Linux (`net/sched/sch_fq_codel.c` `fq_codel_drop`, the same in 4.7 to 6.18; read in
+    /// 5.4, unifreq/linux-5.4.y 80a0c84e, stored id 2674111489, and 6.18, stored id
+    /// 68643827253) scans all `flows_cnt` buckets with `if (q->backlogs[i] > maxbacklog)`, so the
     /// first (lowest-index) bucket of the largest backlog wins. A bucket with a backlog is
     /// always on `new_flows` or `old_flows` (enqueue links it; dequeue unlinks a flow only when
     /// it found it empty), so scanning those lists, with the lowest index breaking ties, picks
@@ -531,6 +548,37 @@ mod tests {
             t += Time(MS / 5);
         }
         assert!(checked > 10_000 && ties > 100 && q.stats().drops > 100, "{checked} {ties} {:?}", q.stats());
+    }
+
+    /// The arriving packet's flow is linked before the overflow handler runs (Linux:
+    /// `list_add_tail(&flow->flowchain, &q->new_flows)` precedes `fq_codel_drop`): a new flow
+    /// whose one packet is the fattest backlog loses that packet, and the arrival is reported
+    /// dropped.
+    #[test]
+    fn a_new_flow_fatter_than_all_others_loses_its_own_arrival() {
+        let mut q = fq(FqCodelConfig { limit: 2, ..Default::default() });
+        let ids = distinct_flows(&q, 2);
+        let t = Time::ZERO;
+        enq(&mut q, pkt(ids[0], 100, 0, Ecn::NotEct), t);
+        enq(&mut q, pkt(ids[0], 100, 1, Ecn::NotEct), t);
+        assert_eq!(enq(&mut q, pkt(ids[1], 1514, 0, Ecn::NotEct), t), Enqueued::Dropped);
+        assert_eq!((q.len(), q.stats().drops), (2, 1));
+        assert!(std::iter::from_fn(|| q.dequeue(t)).all(|p| p.flow == ids[0]));
+    }
+
+    /// `drop_batch` as each profile's `fq_codel_change` read it: given, it is one packet on the
+    /// 5.4-based kernels of 2020 (`min(1U, value)`) and itself elsewhere; not given, 64.
+    #[test]
+    fn drop_batch_follows_the_kernel_of_each_profile() {
+        let batch = |s: &str, stack: Stack| {
+            let spec = QdiscSpec::parse_for(s, stack).unwrap();
+            drop_batch_of(spec.args())
+        };
+        for stack in Stack::ALL {
+            let given = if matches!(stack, Stack::L4steam2020 | Stack::L4steam2020Apr | Stack::Sce2020) { 1 } else { 8 };
+            assert_eq!(batch("fq_codel drop_batch 8", stack), given, "{stack:?}");
+            assert_eq!(batch("fq_codel", stack), 64, "{stack:?}");
+        }
     }
 
     #[test]
