@@ -22,16 +22,21 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import htmlreport
-from . import report as rep
 from .api import run as api_run
 from .output import (
     CLI_PCAP, INDEX, MANIFEST, REPORT, RESULTS, RUNS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, pcap_files,
     remove_temporaries, sha256_file, write_outputs,
 )
 from .suite import RunSpec, Suite, SuiteError, check_runs, plan_runs
+
+if TYPE_CHECKING:
+    from . import report as rep
+
+# report and htmlreport (statistics, csv, the report tables) are imported where a suite's
+# report is written, so that `aqmlab run` (which checks its output directory with this
+# module) does not load them.
 
 
 def run_state(run: RunSpec, pcap: bool = False) -> tuple[str, str]:
@@ -580,6 +585,9 @@ def run_suite(
     summary.json is then not found there counts as failed (Dask workers need a filesystem
     shared with this process: docs/suites.md).
     """
+    from . import htmlreport
+    from . import report as rep
+
     out_dir = out_dir.resolve()
     runs = plan_runs(suite, out_dir, filters=filters, seeds=seeds, overrides=overrides)
     check_runs(runs)
@@ -650,6 +658,9 @@ def run_suite(
 
 def write_index(outcome: SuiteOutcome, command: str | None = None) -> None:
     """The suite's index.html: REPORT.md as HTML, links to the suite's files and every run's."""
+    from . import htmlreport
+    from . import report as rep
+
     out_dir = outcome.out_dir
     runs = []
     for r in outcome.runs:
