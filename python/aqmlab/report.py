@@ -545,18 +545,26 @@ def table_pivot(spec: Mapping[str, Any], suite: Suite, records: list[Record]) ->
     if ra not in suite.axis_names or ca not in suite.axis_names or not metric:
         raise SuiteError(f"{suite.name}: a pivot table needs rows and columns (axis names) and a metric")
     stat = spec.get("stat", "median_iqr")
-    rlabels = [v for v in suite.axis(ra).labels() if any(r.cell.params[ra] == v for r in records)]
-    clabels = [v for v in suite.axis(ca).labels() if any(r.cell.params[ca] == v for r in records)]
-    shown = {(a, r.cell.params[a]): r.cell.shown[a] for r in records for a in (ra, ca)}
+    # The records of each (row, column) entry, in record order, gathered in one pass (a scan
+    # of every record per entry took 6 s of J-K's 5,600-run report).
+    entries: dict[tuple[str, str], list[Record]] = {}
+    shown: dict[tuple[str, str], str] = {}
+    for r in records:
+        c = r.run.cell
+        entries.setdefault((c.params[ra], c.params[ca]), []).append(r)
+        for a in (ra, ca):
+            shown[(a, c.params[a])] = c.shown[a]
+    rlabels = [v for v in suite.axis(ra).labels() if (ra, v) in shown]
+    clabels = [v for v in suite.axis(ca).labels() if (ca, v) in shown]
     rows = []
     for rv in rlabels:
         row = [shown[(ra, rv)]]
         for cv in clabels:
-            sel = [r for r in records if r.cell.params[ra] == rv and r.cell.params[ca] == cv]
+            sel = entries.get((rv, cv), [])
             row.append(aggregate(sel, metric, stat=stat, spec=spec.get("format", ".3f"), scale=spec.get("scale", 1.0)))
         rows.append(row)
     headers = [suite.axis(ra).title or ra] + [shown[(ca, v)] for v in clabels]
-    n = max((sum(1 for r in records if r.cell.params[ra] == rv and r.cell.params[ca] == cv) for rv in rlabels for cv in clabels), default=0)
+    n = max((len(entries.get((rv, cv), [])) for rv in rlabels for cv in clabels), default=0)
     notes = [f"{spec.get('metric_title', metric)}; {STAT_NOTES.get(stat, stat).replace('seeds', 'runs')} ({n} per entry)."]
     return Table(spec.get("title", metric), headers, rows, notes, ["l"] + ["r"] * len(clabels))
 

@@ -150,3 +150,35 @@ def test_read_summary_versions(tmp_path):
     (tmp_path / "torn").mkdir()
     (tmp_path / "torn" / "summary.json").write_text('{"sim_sec')
     assert output.read_summary(tmp_path / "torn") is None
+
+
+JSON_CASES = [
+    {}, [], {"a": []}, {"a": {}}, [[]], [{}], [[], [1]], {"é": "ü\u2028\x00\"\\"}, [True, 1, 1.5], [False, None],
+    [1e-05, -0.0, 1e300, 2**70, -5, 0.1 + 0.2], {"x": [1, [2, 3], {"y": None}]}, "s", 3, 1.0, None, True,
+    [[1, 2], [3]], [[1, [2]], [3]], [[1, 2], []], [[1, "a"]], [[1, True]], [[1, None]], [[1e-7, -2], [3.5, 4]],
+    [[1, 2], [3, {}]], [[[1, 2]], [[3, 4]]],
+    # what json.dumps encodes its own way or rejects: the fast path must hand these over
+    (1, 2), {1: 2}, {"a": (1,)}, [[1, 2], (3, 4)], [float("nan")], {"a": float("inf")}, [[1, float("-inf")]], {"a": {1, 2}},
+]
+
+
+@pytest.mark.parametrize("value", JSON_CASES, ids=range(len(JSON_CASES)))
+def test_json_indent2_is_json_dumps_indent2(value):
+    try:
+        want = json.dumps(value, indent=2, allow_nan=False)
+    except (ValueError, TypeError) as e:
+        with pytest.raises(type(e), match="."):
+            output.json_indent2(value)
+        return
+    assert output.json_indent2(value) == want
+
+
+def test_summary_and_manifest_text_are_json_dumps_indent2(result, tmp_path):
+    """The fast encoder writes what json.dumps(indent=2) wrote, for a real summary (CDF
+    points, nested tables, flows) and its manifest."""
+    output.write_outputs(result, tmp_path, plot=False, csv=False, flent=False, html=False)
+    for name in ("summary.json", "manifest.json"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert text == json.dumps(json.loads(text), indent=2, allow_nan=False) + "\n"
+    doc = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    assert doc["bottleneck"]["sojourn_ms"]["cdf"], "the summary has CDF points (the list-of-rows path)"
