@@ -63,7 +63,7 @@ pub type ChunkSink = Box<dyn FnMut(SeriesChunk) + Send>;
 /// over in chunks while the run goes on, so what it holds is bounded by the chunk size, not
 /// by the simulated duration.
 ///
-/// The values are held row by row (tick by tick) in one buffer and become columns only when
+/// The values are held row by row (one vector per tick) and become columns only when
 /// drained or finished: a sampling pass over every flow then writes one contiguous row
 /// instead of one value into each of `5 x flows` separately allocated column vectors, each
 /// behind its own 88-byte column header (issue #15: with 1000 flows that pass touched ~10,000
@@ -73,10 +73,9 @@ pub struct SeriesRecorder {
     /// The columns' names and units, and the ticks not drained yet (all of them without a
     /// sink); `columns[c].values` stay empty until `drain`/`finish`.
     series: Series,
-    /// The held ticks' values, row after row: tick `t`'s row starts at `row_start[t]`
-    /// and holds the columns registered by then (a column registered later is NaN there).
-    rows: Vec<f64>,
-    row_start: Vec<usize>,
+    /// The held ticks' values, a row per tick holding the columns registered by then (a
+    /// column registered later is NaN there).
+    rows: Vec<Vec<f64>>,
     capacity: usize,
     /// Ticks already handed to the sink.
     drained: usize,
@@ -108,16 +107,16 @@ impl SeriesRecorder {
         self.sink = Some(sink);
         self.chunk_values = chunk_values.max(1);
         self.capacity = self.capacity.min(self.chunk_values / self.series.columns.len().max(1) + 1);
-        self.rows.shrink_to(self.capacity * self.series.columns.len());
+        self.rows.shrink_to(self.capacity);
         self.series.time.shrink_to(self.capacity);
     }
     /// A column registered during the run (a qdisc swap brings new queue series) is NaN for
     /// the ticks already recorded (and for the current one unless it is `set`), so every
     /// column has one value per tick.
     pub fn register(&mut self, entity: &str, metric: &str, unit: &'static str) -> SeriesId {
-        if !self.row_start.is_empty() {
-            // The current row is the buffer's last: it grows by the new column.
-            self.rows.push(f64::NAN);
+        if let Some(row) = self.rows.last_mut() {
+            // The current row grows by the new column.
+            row.push(f64::NAN);
         }
         self.series.columns.push(Column { entity: entity.to_string(), metric: metric.to_string(), unit, values: Vec::new() });
         SeriesId(self.series.columns.len() - 1)
@@ -130,19 +129,13 @@ impl SeriesRecorder {
             let chunk = self.drain();
             (self.sink.as_mut().expect("checked"))(chunk);
         }
-        let cols = self.series.columns.len();
-        if self.rows.capacity() == 0 {
-            self.rows.reserve(self.capacity.max(1) * cols);
-        }
         self.series.time.push(t);
-        self.row_start.push(self.rows.len());
-        self.rows.resize(self.rows.len() + cols, f64::NAN);
+        self.rows.push(vec![f64::NAN; self.series.columns.len()]);
     }
     #[inline]
     pub fn set(&mut self, id: SeriesId, v: f64) {
-        let start = *self.row_start.last().expect("set after a tick");
         // Every registered column is in the current row (`register` grows it).
-        self.rows[start + id.0] = v;
+        self.rows.last_mut().expect("set after a tick")[id.0] = v;
     }
     /// Ticks handed to the sink so far.
     pub fn drained(&self) -> usize {
@@ -155,18 +148,7 @@ impl SeriesRecorder {
     /// Column `c`'s value at held tick `t` (NaN before the column was registered).
     #[inline]
     fn value(&self, t: usize, c: usize) -> f64 {
-        let start = self.row_start[t];
-        let end = self.row_start.get(t + 1).copied().unwrap_or(self.rows.len());
-        if start + c < end {
-            self.rows[start + c]
-        } else {
-            f64::NAN
-        }
-    }
-    /// Empties the row buffer (after its values were copied out).
-    fn clear_rows(&mut self) {
-        self.rows.clear();
-        self.row_start.clear();
+        self.rows[t].get(c).copied().unwrap_or(f64::NAN)
     }
     /// Takes every tick recorded so far (call between ticks, when each column of the last
     /// one is set) as one chunk; the columns stay registered and go on from the next tick.
@@ -177,7 +159,7 @@ impl SeriesRecorder {
         for c in 0..cols {
             values.extend((0..ticks).map(|t| self.value(t, c)));
         }
-        self.clear_rows();
+        self.rows.clear();
         let chunk = SeriesChunk { first_tick: self.drained, time: std::mem::take(&mut self.series.time), columns: cols, values };
         self.series.time = Vec::with_capacity(ticks);
         self.drained += ticks;
@@ -188,10 +170,22 @@ impl SeriesRecorder {
     pub fn finish(mut self) -> Series {
         let ticks = self.series.time.len();
         let mut columns = std::mem::take(&mut self.series.columns);
-        for (c, col) in columns.iter_mut().enumerate() {
-            col.values = (0..ticks).map(|t| self.value(t, c)).collect();
+        // From the last columns to the first, a block at a time, the rows shrinking by each
+        // block built: the run's values are held about once, not twice, at the end.
+        const BLOCK: usize = 256;
+        let mut hi = columns.len();
+        while hi > 0 {
+            let lo = hi.saturating_sub(BLOCK);
+            for c in lo..hi {
+                columns[c].values = (0..ticks).map(|t| self.value(t, c)).collect();
+            }
+            for row in &mut self.rows {
+                row.truncate(lo);
+                row.shrink_to_fit();
+            }
+            hi = lo;
         }
-        self.clear_rows();
+        self.rows.clear();
         self.series.columns = columns;
         self.series.first_tick = self.drained;
         self.series
