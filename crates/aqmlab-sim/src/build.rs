@@ -280,7 +280,7 @@ impl Built {
             let series = FlowSeries::register(&mut recorder, &p.name);
             let (sender, receiver) = (TcpSender::new(id, p.cfg.clone(), cc), TcpReceiver::new(id, &p.cfg));
             routes.push(route);
-            endpoints.push(Endpoint::Tcp(TcpFlow::new(p.name, p.rtt + path_delay, p.start, p.stop, p.listed, data_down, sender, receiver, series, ticks)));
+            endpoints.push(Endpoint::Tcp(TcpFlow::new(p.name, p.rtt + path_delay, p.start, p.stop, p.listed, data_down, sender, receiver, series, ticks, sc.metrics.step.as_secs_f64(), sc.metrics.steady_window.map(Time::as_secs_f64))));
         }
         for (i, spec) in sc.probes.iter().enumerate() {
             let id = endpoints.len() as u32;

@@ -170,4 +170,29 @@ count = 2
             assert_eq!(v, plain.series.columns[k].values.iter().map(|x| x.to_bits()).collect::<Vec<_>>(), "column {k}");
         }
     }
+
+    /// A flow keeps only the rate samples a steady-state window can reach
+    /// (`metrics::steady_horizon`): over runs longer than that horizon, auto and fixed
+    /// windows, D_SS is still the mean of the window's samples taken from the whole
+    /// `delivery_rate` series (the same (t, rate) points, NaN while the flow is inactive).
+    #[test]
+    fn steady_rate_from_the_kept_samples_equals_the_whole_series() {
+        for window in [None, Some("5s")] {
+            let mut set = vec!["duration=150s".to_string(), "bottleneck.rate=2Mbit".to_string(), "flows[0].start=7s".to_string()];
+            if let Some(w) = window {
+                set.push(format!("metrics.steady_window={w}"));
+            }
+            let out = run_toml(TWO_CUBIC, None, &set).unwrap();
+            let w_s = window.map(|_| 5.0);
+            for f in &out.summary.flows {
+                let col = out.series.get(&f.name, "delivery_rate").unwrap();
+                let pts: Vec<(f64, f64)> = (out.series.time.iter().zip(&col.values)).filter(|(_, v)| !v.is_nan()).map(|(&t, &v)| (t, v)).collect();
+                assert!(pts.len() > 2_000, "{} samples", pts.len());
+                let win = metrics::steady_window(pts[0].0, pts.last().unwrap().0, w_s);
+                assert_eq!((f.steady_from_s, f.steady_to_s), (Some(win.0), Some(win.1)));
+                let want = metrics::steady_state_rate(&pts, win).unwrap();
+                assert_eq!(f.steady_mbps.unwrap().to_bits(), want.to_bits(), "{} window {window:?}", f.name);
+            }
+        }
+    }
 }

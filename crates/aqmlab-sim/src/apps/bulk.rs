@@ -2,7 +2,8 @@
 //! a load-transient group, with its series and its `summary.json` entry.
 
 use crate::event::FlowTimer;
-use crate::metrics::{steady_state_rate, steady_window, SeriesId, SeriesRecorder, Tick};
+use crate::metrics::{steady_horizon, steady_state_rate, steady_window, SeriesId, SeriesRecorder, Tick};
+use std::collections::VecDeque;
 use crate::packet::{Direction, Packet};
 use crate::tcp::{EndpointCtx, TcpReceiver, TcpSender};
 use crate::time::Time;
@@ -46,8 +47,13 @@ pub struct TcpFlow {
     pub series: FlowSeries,
     last_delivered: u64,
     last_retransmits: u64,
-    /// Delivery-rate samples (s, Mbit/s) while the flow runs, for the steady-state rate.
-    rate_samples: Vec<(f64, f64)>,
+    /// Delivery-rate samples (s, Mbit/s) while the flow runs, for the steady-state rate:
+    /// those of the last `horizon_s` seconds ([`steady_horizon`]; older ones cannot be in the
+    /// window), so a flow's memory is flat in the simulated duration (issue #14: 16 bytes
+    /// per flow and tick were 3.2 GB for 100,000 flows over 100 s), and the first one's time.
+    rate_samples: VecDeque<(f64, f64)>,
+    first_sample_s: Option<f64>,
+    horizon_s: f64,
 }
 
 /// Summary of one flow (`summary.json` → `flows[]`).
@@ -91,10 +97,28 @@ impl TcpFlow {
         check_tcp_invariants(&self.name, &self.sender, &self.receiver);
     }
 
-    /// `ticks`: the points of the sampling grid (the capacity of the rate samples).
+    /// `ticks`: the points of the sampling grid, `step_s` its step; `window_s` the
+    /// steady-state window (`None`: auto), which bounds the rate samples kept.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, down: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize) -> Self {
-        TcpFlow { name, rtt, start, stop, listed, down, sender, receiver, series, last_delivered: 0, last_retransmits: 0, rate_samples: Vec::with_capacity(ticks) }
+    pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, down: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize, step_s: f64, window_s: Option<f64>) -> Self {
+        let horizon_s = steady_horizon(window_s);
+        let keep = ((horizon_s / step_s.max(1e-9)).ceil() as usize).saturating_add(2).min(ticks);
+        TcpFlow {
+            name,
+            rtt,
+            start,
+            stop,
+            listed,
+            down,
+            sender,
+            receiver,
+            series,
+            last_delivered: 0,
+            last_retransmits: 0,
+            rate_samples: VecDeque::with_capacity(keep),
+            first_sample_s: None,
+            horizon_s,
+        }
     }
 
     /// The flow stops contributing samples after its stop time or its completion.
@@ -137,7 +161,11 @@ impl TcpFlow {
         self.last_delivered = delivered;
         let rate = self.sender.delivery_rate_bps() / 1e6;
         if active {
-            self.rate_samples.push((t, rate));
+            self.first_sample_s.get_or_insert(t);
+            while self.rate_samples.front().is_some_and(|&(t0, _)| t0 < t - self.horizon_s) {
+                self.rate_samples.pop_front();
+            }
+            self.rate_samples.push_back((t, rate));
         }
         let s = &self.series;
         recorder.set(s.goodput, if now > self.start { goodput } else { nan });
@@ -155,10 +183,12 @@ impl TcpFlow {
     pub fn summary(&self, end: Time, window_s: Option<f64>) -> FlowSummary {
         let active = self.end_time(end) - self.start;
         let bytes = self.receiver.delivered_bytes;
-        let window = match (self.rate_samples.first(), self.rate_samples.last()) {
-            (Some(&(first, _)), Some(&(last, _))) => Some(steady_window(first, last, window_s)),
+        let window = match (self.first_sample_s, self.rate_samples.back()) {
+            (Some(first), Some(&(last, _))) => Some(steady_window(first, last, window_s)),
             _ => None,
         };
+        let (a, b) = self.rate_samples.as_slices();
+        let samples: std::borrow::Cow<[(f64, f64)]> = if b.is_empty() { a.into() } else { [a, b].concat().into() };
         FlowSummary {
             name: self.name.clone(),
             cc: self.sender.cc_name().to_string(),
@@ -166,7 +196,7 @@ impl TcpFlow {
             start_s: self.start.as_secs_f64(),
             goodput_mbps: if active > Time::ZERO { bytes as f64 * 8.0 / active.as_secs_f64() / 1e6 } else { 0.0 },
             direction: if self.down { "down" } else { "up" },
-            steady_mbps: window.and_then(|w| steady_state_rate(&self.rate_samples, w)),
+            steady_mbps: window.and_then(|w| steady_state_rate(&samples, w)),
             steady_from_s: window.map(|w| w.0),
             steady_to_s: window.map(|w| w.1),
             bytes_delivered: bytes,

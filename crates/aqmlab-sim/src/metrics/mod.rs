@@ -14,5 +14,5 @@ pub use fct::{empirical_quantile, FctStats};
 pub use histogram::LogHistogram;
 pub use spikes::{SpikeSummary, SpikeTracker};
 pub use series::{ChunkSink, Column, Series, SeriesChunk, SeriesId, SeriesRecorder, Tick};
-pub use steady::{jain_index, steady_state_rate, steady_window};
+pub use steady::{jain_index, steady_horizon, steady_state_rate, steady_window};
 pub use summary::SojournSummary;

@@ -23,6 +23,15 @@ pub fn steady_window(t_first: f64, t_last: f64, window_s: Option<f64>) -> (f64, 
     }
 }
 
+/// How far back from the latest sample a steady-state window ([`steady_window`]) can reach,
+/// with a second of margin: auto windows are at most 60 s long and end at most 1 s before
+/// the last sample, a fixed window `w` ends 1 s before it. A flow keeps only its samples this
+/// recent (the last sample is at least as late as any sample kept), so its memory is flat in
+/// the simulated duration.
+pub fn steady_horizon(window_s: Option<f64>) -> f64 {
+    window_s.map_or(60.0, |w| w.max(0.0)) + 2.0
+}
+
 /// Steady-state delivery rate D_SS: the arithmetic mean of the non-zero samples with
 /// `from_s < t < to_s` ([`steady_window`]). `samples` are (time in s, rate); returns `None`
 /// when the window holds no sample.
@@ -82,5 +91,19 @@ mod tests {
         let j = jain_index(&[30.0, 10.0]).unwrap();
         assert!((j - 0.8).abs() < 1e-12, "{j}");
         assert_eq!(jain_index(&[]), None);
+    }
+
+    /// No window reaches further back from the last sample than `steady_horizon` less its
+    /// one second of margin, whatever the flow's life and the window asked for.
+    #[test]
+    fn windows_stay_within_the_horizon() {
+        for w in [None, Some(0.0), Some(0.5), Some(5.0), Some(60.0), Some(300.0)] {
+            for life in [0.0, 0.3, 1.0, 9.99, 10.0, 61.0, 121.0, 500.0, 1e5] {
+                let first = 3.25;
+                let last = first + life;
+                let (from, _) = steady_window(first, last, w);
+                assert!(from >= last - (steady_horizon(w) - 1.0), "window {w:?} life {life}: from {from}");
+            }
+        }
     }
 }
