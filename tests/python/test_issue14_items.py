@@ -51,6 +51,15 @@ ROWS = [
     ("nonsense: seed 3.7 became 3", BASE.replace("seed = 1", "seed = 3.7"), "seed", "not an integer"),
     ("nonsense: 1 MB qdisc string echoed whole", BASE.replace('rate = "10Mbit"', 'rate = "10Mbit"\nqdisc = "' + "x" * 1_000_000 + '"'),
      "bottleneck.qdisc", "…"),
+    # "error messages quote at most a short excerpt of a bad value": numbers too (found while
+    # checking this list: each of these printed 300 digits, up to 818 characters).
+    ("nonsense: 1e300 frame_size_variation written out", BASE + '[[udp]]\nrtt = "20ms"\nframe_size_variation = 1e300\n',
+     "udp[0].frame_size_variation", "1e300 is out of range"),
+    ("nonsense: -1e-300 pacing_headroom written out", BASE + '[[media]]\nkind = "scream"\nrtt = "20ms"\npacing_headroom = -1e-300\n',
+     "media[0].pacing_headroom", "-1e-300 is out of range"),
+    ("nonsense: unitless rate 1e300 repeated", BASE.replace('"10Mbit"', "1e300"), "bottleneck.rate", "a unit is needed"),
+    ("nonsense: dualpi2 alpha of 301 digits", BASE.replace('rate = "10Mbit"', 'rate = "10Mbit"\nqdisc = "dualpi2 alpha 1' + "0" * 300 + '"'),
+     "bottleneck.qdisc", "alpha: 1e300 is out of range"),
 ]
 
 
