@@ -80,7 +80,8 @@ impl<'a> Params<'a> {
             if x.is_finite() && range.contains(&x) {
                 Ok(x)
             } else {
-                Err(format!("{x} is out of range {}..{}", range.start(), range.end()))
+                // A huge or tiny number in exponent form, not 300 digits (issue 14).
+                Err(format!("{} is out of range {}..{}", crate::scenario::short_f64(x), range.start(), range.end()))
             }
         })
     }
@@ -814,6 +815,7 @@ mod tests {
         assert_eq!(parse("limit 101", Stack::Linux).unwrap_err(), "toy limit: 101 is out of range 1..100");
         assert_eq!(parse("limit lots", Stack::Linux).unwrap_err(), "toy limit: 'lots' is not a whole number");
         assert_eq!(parse("g 2", Stack::Linux).unwrap_err(), "toy g: 2 is out of range 0..1");
+        assert_eq!(parse(&format!("g 1{}", "0".repeat(300)), Stack::Linux).unwrap_err(), "toy g: 1e300 is out of range 0..1");
         assert_eq!(parse("rtt", Stack::Linux).unwrap_err(), "toy parameter 'rtt' needs a value");
     }
 

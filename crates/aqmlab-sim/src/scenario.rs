@@ -859,6 +859,13 @@ pub(crate) fn excerpt(v: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// A number as a message quotes it: as written (`0.5`, `25`) when that is short, else in
+/// exponent form (`{}` of 1e-300 or 1e300 is a 300-digit line; issue 14).
+pub(crate) fn short_f64(v: f64) -> String {
+    let plain = format!("{v}");
+    if plain.len() <= 20 { plain } else { format!("{v:e}") }
+}
+
 /// Shortens every quoted value in a message with [`excerpt`]: our own ('…'), and serde's and
 /// toml's ("…" for a string value, `…` for a variant or field name), which quote the input too.
 pub(crate) fn shorten_quoted(msg: &str) -> String {
@@ -1271,13 +1278,13 @@ impl Scenario {
             }
             if let Some(f) = u.frame_rate {
                 if !(f > 0.0 && f <= 1000.0) {
-                    return err(&k("frame_rate"), format!("{f} is out of range (0, 1000]"));
+                    return err(&k("frame_rate"), format!("{} is out of range (0, 1000]", short_f64(f)));
                 }
                 check_frame(&k("frame_rate"), u.rate, f)?;
             }
             if let Some(v) = u.frame_size_variation {
                 if !(0.0..=200.0).contains(&v) {
-                    return err(&k("frame_size_variation"), format!("{v} is out of range 0..200 %"));
+                    return err(&k("frame_size_variation"), format!("{} is out of range 0..200 %", short_f64(v)));
                 }
             }
         }
@@ -1300,11 +1307,11 @@ impl Scenario {
                 return err(&k("start_bitrate"), "need 0 < min_bitrate <= start_bitrate <= max_bitrate".into());
             }
             if !(m.frame_rate > 0.0 && m.frame_rate <= 1000.0) {
-                return err(&k("frame_rate"), format!("{} is out of range (0, 1000]", m.frame_rate));
+                return err(&k("frame_rate"), format!("{} is out of range (0, 1000]", short_f64(m.frame_rate)));
             }
             check_frame(&k("frame_rate"), m.max_bitrate, m.frame_rate)?;
             if !(0.0..=200.0).contains(&m.frame_size_variation) {
-                return err(&k("frame_size_variation"), format!("{} is out of range 0..200 %", m.frame_size_variation));
+                return err(&k("frame_size_variation"), format!("{} is out of range 0..200 %", short_f64(m.frame_size_variation)));
             }
             if m.microburst_interval < Time::from_micros(1) || m.microburst_interval > Time::from_millis(100) {
                 return err(&k("microburst_interval"), "must be within 1us..100ms".into());
@@ -1316,7 +1323,7 @@ impl Scenario {
                 return err(&k("queue_delay_target"), "must be at least 1ms".into());
             }
             if !(1.0..=10.0).contains(&m.pacing_headroom) {
-                return err(&k("pacing_headroom"), format!("{} is out of range 1..10", m.pacing_headroom));
+                return err(&k("pacing_headroom"), format!("{} is out of range 1..10", short_f64(m.pacing_headroom)));
             }
             if m.send_time > Time::from_millis(1) {
                 return err(&k("send_time"), "must be at most 1ms".into());
@@ -1478,7 +1485,7 @@ const MAX_FRAME_BYTES: f64 = 64.0 * 1024.0 * 1024.0;
 fn check_frame(key: &str, rate: Rate, frame_rate: f64) -> Result<(), (String, String)> {
     let bytes = rate.0 as f64 / 8.0 / frame_rate;
     if bytes > MAX_FRAME_BYTES {
-        return Err((key.to_string(), format!("{frame_rate} frames/s at {rate} makes frames of {bytes:.3e} bytes; at most 64 MiB")));
+        return Err((key.to_string(), format!("{} frames/s at {rate} makes frames of {bytes:.3e} bytes; at most 64 MiB", short_f64(frame_rate))));
     }
     Ok(())
 }
@@ -2167,7 +2174,21 @@ count = 2        # optional: this many identical flows
         ];
         for (extra, key) in cases {
             let e = err(&format!("{MINIMAL}{extra}"));
-            assert!(e.contains(key) && !e.contains('\n'), "{extra}: {e}");
+            assert!(e.contains(key) && !e.contains('\n') && e.len() < 300, "{extra}: {e}");
         }
+        // Tiny and huge numbers are quoted in exponent form, not as 300 digits.
+        assert!(err(&format!("{MINIMAL}{}", cases[1].0)).contains("1e-300 frames/s"));
+        for (extra, want) in [
+            ("[[udp]]\nrtt = \"20ms\"\nframe_rate = 1e300\n", "udp[0].frame_rate: 1e300 is out of range"),
+            ("[[udp]]\nrtt = \"20ms\"\nframe_size_variation = -1e-300\n", "udp[0].frame_size_variation: -1e-300 is out of range"),
+            ("[[media]]\nkind = \"scream\"\nrtt = \"20ms\"\npacing_headroom = 1e-300\n", "media[0].pacing_headroom: 1e-300 is out of range"),
+            ("[[media]]\nkind = \"scream\"\nrtt = \"20ms\"\nframe_rate = 1.7976931348623157e308\n", "media[0].frame_rate: 1.7976931348623157e308 is out"),
+        ] {
+            let e = err(&format!("{MINIMAL}{extra}"));
+            assert!(e.contains(want) && e.len() < 200, "{extra}: {e}");
+        }
+        assert_eq!((short_f64(0.5), short_f64(25.0), short_f64(1e-9)), ("0.5".into(), "25".into(), "0.000000001".into()));
+        let e = err(&MINIMAL.replace("\"50Mbit\"", "1e300"));
+        assert!(e.contains("bottleneck.rate") && e.contains("a unit is needed") && e.len() < 250, "{e}");
     }
 }

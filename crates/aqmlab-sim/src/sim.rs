@@ -598,3 +598,29 @@ impl Simulation {
         RunOutput { summary, series: self.recorder.finish() }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Issue 14, "Invariants": the event queue accepted times in the past and the loop never
+    /// checked. An event scheduled behind the current time now stops the run with the
+    /// monotonic-time invariant (in builds with debug assertions, the queue's own check
+    /// fires first), where it used to be executed with simulated time going back.
+    #[test]
+    fn an_event_in_the_past_is_reported_as_an_invariant_violation() {
+        let sc = Scenario::from_toml("duration = \"2s\"\n[bottleneck]\nrate = \"10Mbit\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n", &[]).unwrap();
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_millis(500));
+        assert!(sim.now() >= Time::from_millis(499), "{:?}", sim.now());
+        // Undisturbed, the rest of the run keeps time monotonic.
+        let mut clean = Simulation::new(&sc);
+        clean.run_until(Time::from_millis(1500));
+        let past = sim.now() - Time::from_millis(300);
+        sim.events.schedule(past, Event::Sample);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until(Time::from_millis(1500))));
+        let msg = r.expect_err("an event in the past must not run silently");
+        let msg = msg.downcast_ref::<String>().cloned().or_else(|| msg.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default();
+        assert!(msg.contains("invariant violated: monotonic time") || msg.contains("scheduled in the past"), "{msg}");
+    }
+}

@@ -86,7 +86,13 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
 pub fn parse_rate_with_unit(s: &str) -> Result<Rate, String> {
     match split_number(s) {
         Some((_, unit)) if unit.is_empty() => {
-            Err(format!("invalid rate '{s}': a unit is needed, e.g. {s}Mbit or {s}kbit ({s}bit for bits per second)", s = s.trim()))
+            let s = s.trim();
+            if s.len() <= 20 {
+                Err(format!("invalid rate '{s}': a unit is needed, e.g. {s}Mbit or {s}kbit ({s}bit for bits per second)"))
+            } else {
+                // A long number is not repeated three times (1e300 written out: issue 14).
+                Err(format!("invalid rate '{s}': a unit is needed, e.g. Mbit or kbit after the number (bit for bits per second)"))
+            }
         }
         _ => parse_rate(s),
     }
