@@ -12,15 +12,22 @@ pub enum Limit {
     Bytes(u64),
 }
 
+/// A leading decimal number (digits, a point, an optional exponent `e[+-]digits`: no unit
+/// starts with `e`) and the rest, lower-cased.
 fn split_number(s: &str) -> Option<(f64, String)> {
     let s = s.trim();
-    let end = s
-        .char_indices()
-        .find(|&(_, c)| !(c.is_ascii_digit() || c == '.'))
-        .map(|(i, _)| i)
-        .unwrap_or(s.len());
+    let b = s.as_bytes();
+    let digits = |from: usize| from + b[from..].iter().take_while(|c| c.is_ascii_digit() || **c == b'.').count();
+    let mut end = digits(0);
     if end == 0 {
         return None;
+    }
+    if matches!(b.get(end), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(b.get(end + 1), Some(b'+' | b'-')));
+        let exp_end = end + 1 + sign + b[end + 1 + sign..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if exp_end > end + 1 + sign {
+            end = exp_end;
+        }
     }
     let value: f64 = s[..end].parse().ok()?;
     if !value.is_finite() || value < 0.0 {
@@ -167,6 +174,11 @@ mod tests {
             assert!(e.contains("a unit is needed") && e.contains(&format!("{}Mbit", bare.trim())), "{e}");
         }
         assert!(parse_rate_with_unit("50Mbot").unwrap_err().contains("expected a number with a unit"));
+        // Exponents: 1e300s is too large (not "expected a number with a unit"), 1.5e-3s is 1.5 ms.
+        assert_eq!(parse_time("1e300s", None).unwrap_err(), "time '1e300s' is too large");
+        assert_eq!(parse_time("1.5e-3s", None), Ok(Time(1_500_000)));
+        assert_eq!(parse_rate("2E+6"), parse_rate("2Mbit"));
+        assert!(parse_time("1es", None).is_err());
     }
 
     #[test]
