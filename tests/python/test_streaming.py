@@ -82,7 +82,7 @@ def test_streamed_files_equal_the_whole_table_files(text, tmp_path, monkeypatch)
     output.write_csv(r, tmp_path / "s.csv")
     # The same result through the DataFrame path.
     r.timeseries  # noqa: B018 - builds the DataFrame, so the writers take the old path
-    pq.write_table(output.labelled_table(r), tmp_path / "w.parquet", row_group_size=output.ROW_GROUP_ROWS)
+    pq.write_table(output.labelled_table(r), tmp_path / "w.parquet", row_group_size=output.ROW_GROUP_ROWS, **output.PARQUET_OPTIONS)
     r.timeseries.to_csv(tmp_path / "w.csv", index=False, lineterminator="\n")
     assert (tmp_path / "s.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
     assert (tmp_path / "s.csv").read_bytes() == (tmp_path / "w.csv").read_bytes()
@@ -100,7 +100,7 @@ def test_long_table_is_written_in_bounded_row_groups_with_the_same_content(group
     total = r.series_data.n_ticks * len(r.series_data.keys)
     assert max(rows) == group and sum(rows) == total
     r.timeseries  # noqa: B018
-    pq.write_table(output.labelled_table(r), tmp_path / "w.parquet", row_group_size=group)
+    pq.write_table(output.labelled_table(r), tmp_path / "w.parquet", row_group_size=group, **output.PARQUET_OPTIONS)
     assert (tmp_path / "s.parquet").read_bytes() == (tmp_path / "w.parquet").read_bytes()
     got, want = pq.read_table(tmp_path / "s.parquet"), pq.read_table(tmp_path / "w.parquet")
     assert got.schema.equals(want.schema, check_metadata=True)
