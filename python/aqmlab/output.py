@@ -485,7 +485,10 @@ def write_html(result: RunResult, path: Path) -> None:
 
     ctx = _HTML_CONTEXT.get()
     files = ctx.get("files") or [HTML, SUMMARY]
-    path.write_text(htmlreport.run_report(result, files, ctx.get("js_src")), encoding="utf-8")
+    # written a piece at a time (the plot data a trace at a time): the page is never held whole
+    with open(path, "w", encoding="utf-8") as f:
+        for part in htmlreport.run_report_parts(result, files, ctx.get("js_src")):
+            f.write(part)
 
 
 def summary_text(summary: Mapping[str, Any]) -> str:
@@ -529,6 +532,9 @@ def write_outputs(
             written.append(p)
     finally:
         _HTML_CONTEXT.reset(token)
+        # the plot's and the page's bounded view of the series (seriesview.view keeps it on the
+        # result for the writers that follow): not kept beyond the writing
+        result.__dict__.pop("_series_view", None)
 
     summary = summary_text(result.summary)
     hashed = ([out_dir / SCENARIO] if (out_dir / SCENARIO).is_file() else []) + written

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .api import RunResult
+from .seriesview import View
 
 #: Above this many flows the per-flow lines are drawn thin and without a legend entry each.
 MAX_LEGEND_FLOWS = 8
@@ -199,9 +200,14 @@ def _draw_throughput(ax, runs: list[_Run], colors: list[str], *, per_flow: bool 
                 drawn.append("TCP delivery rate")
                 show = False
             if (f, "goodput") in sm:
-                t, v = sm[(f, "goodput")]
-                sv, win = _smooth(t, v, GOODPUT_SMOOTHING_S)
-                avg = f" ({win * float(t[1] - t[0]):g} s avg)" if win > 1 else ""
+                if isinstance(sm, View):  # the moving average computed before the reduction
+                    t, sv, win = sm.smoothed[f]
+                    step = sm.step
+                else:
+                    t, v = sm[(f, "goodput")]
+                    sv, win = _smooth(t, v, GOODPUT_SMOOTHING_S)
+                    step = float(t[1] - t[0]) if win > 1 else 0.0
+                avg = f" ({win * step:g} s avg)" if win > 1 else ""
                 ax.plot(t, sv, color=c, lw=lw * 0.8, ls="--" if ls == "-" else ls, alpha=0.8, zorder=2, label=_lbl(run, f, show))
                 drawn.append(f"goodput{avg}")
                 has_goodput = True
@@ -211,7 +217,7 @@ def _draw_throughput(ax, runs: list[_Run], colors: list[str], *, per_flow: bool 
         if many and per_flow and flows:
             ax.plot([], [], color="grey", lw=lw, label=_lbl(run, f"{len(flows)} TCP flows"))
         if totals:
-            tot = total_throughput(res, sm)
+            tot = sm.total if isinstance(sm, View) else total_throughput(res, sm)
             if tot is not None and (len(flows) + len(_udp_names(res.summary)) > 1 or not per_flow):
                 ax.plot(tot[0], tot[1], color="black" if len(runs) == 1 else _color(colors, r_i), lw=1.6, ls=ls,
                         alpha=0.9, zorder=4, label=_lbl(run, "total"))
@@ -401,9 +407,10 @@ def run_label(result: RunResult, i: int) -> str:
 
 
 def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name: str = "tcp_delivery_with_rtt",
-         labels: Sequence[str] | None = None):
+         labels: Sequence[str] | None = None, series: Sequence[dict[tuple[str, str], Series]] | None = None):
     """Draws ``kind_name`` for ``results`` (several: overlaid, each run a line style) into ``path``
-    (a PNG). ``path`` None returns the figure instead (the caller closes it)."""
+    (a PNG). ``path`` None returns the figure instead (the caller closes it). ``series``: each
+    run's series map if not :func:`series_map`'s (e.g. a :class:`~aqmlab.seriesview.View`)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -414,7 +421,8 @@ def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name
     k = KINDS[kind_name]
     overlay = len(results) > 1
     labels = list(labels) if labels is not None else [run_label(r, i) for i, r in enumerate(results)]
-    runs = [_Run(r, labels[i] if overlay else "", series_map(r), _STYLES[i % len(_STYLES)] if overlay else "-")
+    sms = list(series) if series is not None else [series_map(r) for r in results]
+    runs = [_Run(r, labels[i] if overlay else "", sms[i], _STYLES[i % len(_STYLES)] if overlay else "-")
             for i, r in enumerate(results)]
     fig, axes = plt.subplots(k.panels, 1, sharex=kind_name != "ping_cdf", figsize=(12, 3.8 * k.panels + 0.4), dpi=100,
                              squeeze=False)
@@ -455,5 +463,12 @@ def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name
 
 def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
     """Writes the run's two-panel PNG: throughput (per flow, total, link rate) on top, TCP RTT,
-    ping, UDP one-way delay and queue delay below (flent's ``tcp_delivery_with_rtt``)."""
-    plot([result], path, "tcp_delivery_with_rtt")
+    ping, UDP one-way delay and queue delay below (flent's ``tcp_delivery_with_rtt``).
+
+    A run's engine series are read through :func:`aqmlab.seriesview.view`: a block at a time,
+    each line reduced to its envelope when it has more points than pixels (the picture is the
+    same; memory does not grow with the run's duration)."""
+    from . import seriesview
+
+    sm = seriesview.view(result) if seriesview.usable(result) else None
+    plot([result], path, "tcp_delivery_with_rtt", series=None if sm is None else [sm])
