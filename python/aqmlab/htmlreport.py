@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 PLOTLY_JS = "plotly.min.js"
 
 
-def plotly_js() -> str:
-    """The text of plotly.min.js as the installed ``plotly`` package ships it (read from the
-    package's files without importing plotly, whose import takes a quarter of a second)."""
+def _plotly_js_file() -> Path | None:
+    """plotly.min.js in the installed ``plotly`` package's files (found without importing
+    plotly, whose import takes a quarter of a second), or None in another layout."""
     import importlib.util
 
     spec = importlib.util.find_spec("plotly")
@@ -40,10 +40,29 @@ def plotly_js() -> str:
     for d in spec.submodule_search_locations or []:
         p = Path(d) / "package_data" / "plotly.min.js"
         if p.is_file():
-            return p.read_text(encoding="utf-8")
+            return p
+    return None
+
+
+def plotly_js() -> str:
+    """The text of plotly.min.js as the installed ``plotly`` package ships it."""
+    p = _plotly_js_file()
+    if p is not None:
+        return p.read_text(encoding="utf-8")
     from plotly.offline import get_plotlyjs  # another layout: ask plotly
 
     return get_plotlyjs()
+
+
+def _plotly_js_parts() -> Iterator[str]:
+    """:func:`plotly_js` in pieces of 1 MB (a page inlines it without a copy of 4.8 MB)."""
+    p = _plotly_js_file()
+    if p is None:
+        yield plotly_js()
+        return
+    with open(p, encoding="utf-8") as f:
+        while part := f.read(1 << 20):
+            yield part
 
 
 def esc(x: Any) -> str:
@@ -302,14 +321,20 @@ def run_report_parts(result: RunResult, files: Sequence[str], js_src: str | None
     specs = _plot_specs(result, sm)
     reduced = describe(sm) if isinstance(sm, View) else None
     title = _title(summary)
-    js = f'<script src="{esc(js_src)}"></script>' if js_src else f"<script>{plotly_js()}</script>"
     divs = "\n".join(f'<div id="{s["id"]}" class="plot"></div>' for s in specs)
     note = f'\n<p class="note">{esc(reduced)}</p>' if reduced else ""
     yield f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{_CSS}</style>
 <script>{_ERRORS_JS}</script>
-{js}
+"""
+    if js_src:
+        yield f'<script src="{esc(js_src)}"></script>'
+    else:
+        yield "<script>"
+        yield from _plotly_js_parts()
+        yield "</script>"
+    yield f"""
 </head><body>
 <h1>{esc(title)}</h1>
 <p class="note">seed {esc(summary.get('seed'))}, {esc(_fmt(summary.get('sim_seconds')))} s simulated. Click a legend

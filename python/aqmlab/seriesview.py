@@ -34,8 +34,8 @@ MIN_BUCKETS = 250
 #: Points of all series of one view together (2 Mi points: 32 MB of time and value arrays): with
 #: many series each gets fewer buckets, down to :data:`MIN_BUCKETS`.
 TOTAL_POINTS = 1 << 21
-#: Values read per block (ticks x series; 8 MB).
-BLOCK_VALUES = 1 << 20
+#: Values read per block (ticks x series; 2 MB).
+BLOCK_VALUES = 1 << 18
 
 Series = tuple[Any, Any]
 
@@ -101,14 +101,16 @@ class _Envelope:
         self.t.append(t[pos])
         self.v.append(v[pos])
 
-    def series(self) -> Series:
+    def series(self, time: Any = None) -> Series:
+        """The kept points; ``time``: the whole grid, which the points are (every tick kept),
+        shared by the series instead of a copy each."""
         import numpy as np
 
         if not self.t:
             return np.zeros(0), np.zeros(0)
         if len(self.t) == 1:
-            return self.t[0], self.v[0]
-        return np.concatenate(self.t), np.concatenate(self.v)
+            return self.t[0] if time is None else time, self.v[0]
+        return np.concatenate(self.t) if time is None else time, np.concatenate(self.v)
 
 
 class _Smoother:
@@ -220,10 +222,11 @@ def view(result: RunResult, smooth_s: float | None = None, buckets: int = BUCKET
             total_env.add(t, tot, k)
         for f, i in smooth_cols.items():
             smooth_envs[f].add(t, smoothers[f].add(x[i]) if f in smoothers else x[i], k)
+    grid = data.time() if k == 1 else None
     for key in keys:
-        out[key] = envs[key].series()
-    out.total = total_env.series() if total_env is not None else None
-    out.smoothed = {f: (*smooth_envs[f].series(), win if f in smoothers else 1) for f in smooth_cols}
+        out[key] = envs.pop(key).series(grid)
+    out.total = total_env.series(grid) if total_env is not None else None
+    out.smoothed = {f: (*smooth_envs[f].series(grid), win if f in smoothers else 1) for f in smooth_cols}
     try:
         result._series_view = ((smooth_s, buckets), out)
     except AttributeError:
