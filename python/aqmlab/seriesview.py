@@ -167,7 +167,7 @@ def bucket_ticks(n_ticks: int, n_series: int, buckets: int = BUCKETS) -> int:
     return 1 if n_ticks <= 4 * b else -(-n_ticks // b)
 
 
-def view(result: RunResult, smooth_s: float | None = None, buckets: int = BUCKETS) -> View:
+def view(result: RunResult, smooth_s: float | None = None, buckets: int | None = None) -> View:
     """The run's series reduced for drawing (see the module docs); ``smooth_s``: the window of
     the flows' goodput moving average (default ``plot.GOODPUT_SMOOTHING_S``). The result is
     kept on ``result``, so the plot and report.html read the series once."""
@@ -176,6 +176,7 @@ def view(result: RunResult, smooth_s: float | None = None, buckets: int = BUCKET
     from . import plot as _plot
 
     smooth_s = _plot.GOODPUT_SMOOTHING_S if smooth_s is None else smooth_s
+    buckets = BUCKETS if buckets is None else buckets
     cached = getattr(result, "_series_view", None)
     if cached is not None and cached[0] == (smooth_s, buckets):
         return cached[1]
