@@ -47,7 +47,7 @@ def _peak_kb(text: str, out) -> int:
 
 def test_peak_memory_of_a_run_with_every_output_is_flat_in_duration(tmp_path):
     """10x the simulated duration (4,000 -> 40,000 points per series) within 10 % of the peak
-    RSS. Before the outputs read bounded views: 163 -> 242 MB for 5 -> 50 s (the flent file's
+    RSS. Before the outputs read bounded views: 159 -> 225 MB for 4 -> 40 s (the flent file's
     dict per tick, whole columns for the plot and the page, the Parquet float dictionaries)."""
     short = _peak_kb(POINTS.format(d=4), tmp_path / "short")
     long = _peak_kb(POINTS.format(d=40), tmp_path / "long")
