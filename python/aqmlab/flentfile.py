@@ -40,10 +40,11 @@ series and are left out (they are in the run's other files).
 from __future__ import annotations
 
 import gzip
+import heapq
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -152,29 +153,82 @@ def file_name(result: RunResult) -> str:
     return f"{_safe_name(str(result.name or result.summary.get('name') or 'run'))}.flent.gz"
 
 
-class _Grid:
-    """The run's sampling grid placed on flent's x axis (``x = DELAY + t``)."""
+#: Ticks of the run read, encoded and compressed at a time: the file is written a slice at a
+#: time, so a long run needs no more memory than a short one (issue 15: the whole-file build
+#: held a dict per tick and series, 700 MB for 10,000 s of two flows).
+CHUNK_TICKS = 4096
 
-    def __init__(self, sim_t: np.ndarray):
-        self.sim_t = sim_t
-        self.step = float(sim_t[1] - sim_t[0]) if len(sim_t) > 1 else 1.0
+
+class _Grid:
+    """The run's sampling grid placed on flent's x axis (``x = DELAY + t``): ``count`` ticks
+    from ``t0`` s, ``step`` s apart (the grid's first two times give the step)."""
+
+    def __init__(self, t0: float | None, t1: float | None, count: int):
+        self.count = count
+        self.step = float(t1 - t0) if count > 1 else 1.0
         # DELAY on the grid: the smallest multiple of the step not below 5 s, so every
         # simulated sample sits on a point of x_values.
         self.lead = max(1, math.ceil(DELAY_S / self.step - 1e-9))
         self.delay = self.lead * self.step
-        self.first = self.lead + int(round(sim_t[0] / self.step)) if len(sim_t) else self.lead
-        self.n = self.first + len(sim_t) + self.lead
-        self.x = [round(i * self.step, 9) for i in range(self.n)]
+        self.first = self.lead + int(round(t0 / self.step)) if count else self.lead
+        self.n = self.first + count + self.lead
+
+    def x_at(self, i: int) -> float:
+        """x_values[i]."""
+        return round(i * self.step, 9)
 
     def x_of(self, i: int) -> float:
         """x of the simulated sample ``i``."""
-        return self.x[self.first + i]
+        return self.x_at(self.first + i)
 
-    def full(self, values: np.ndarray) -> list[float | None]:
-        """One value per x point: the simulated values in place, null elsewhere (and for NaN)."""
-        out = np.full(self.n, np.nan)
-        out[self.first : self.first + len(values)] = values
-        return [v if math.isfinite(v) else None for v in out.tolist()]
+
+class _Lazy:
+    """A JSON list produced a slice at a time (``chunks()`` yields lists); :func:`_encode`
+    writes it without holding it whole, :func:`_materialise` makes it a list."""
+
+    def __init__(self, chunks: Callable[[], Iterator[list[Any]]]):
+        self.chunks = chunks
+
+
+class _Columns:
+    """The run's series as slices of ticks: ``get(key, a, b)`` is ticks ``a:b`` of series
+    ``key`` rounded to six decimals, or None when the run has no such series. The engine's
+    series (:attr:`RunResult.series_data`) are read from its buffers and spill file a slice at
+    a time; a result built from a DataFrame is read into arrays once."""
+
+    def __init__(self, result: RunResult):
+        data = result.series_data
+        self._data = None
+        if data is not None and result._timeseries is None:  # the engine's columns, read directly
+            self._data = data
+            self.n = data.n_ticks
+            self._index: dict[tuple[str, str], int] = {}
+            for i, k in enumerate(data.keys):
+                self._index.setdefault(k, i)
+            head = data.time(0, min(2, self.n))
+        else:
+            self._time, self._cols = _columns(result)
+            self.n = len(self._time)
+            self._index = {k: i for i, k in enumerate(self._cols)}
+            head = self._time[:2]
+        self.t0 = float(head[0]) if len(head) else None
+        self.t1 = float(head[1]) if len(head) > 1 else None
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        return key in self._index
+
+    def get(self, key: tuple[str, str], a: int, b: int) -> np.ndarray | None:
+        # Six decimals (1 ns in ms, 1 bit/s in Mbit/s): more than any measuring tool gives, and
+        # the file is smaller and faster to write than with 17 digits.
+        if key not in self._index:
+            return None
+        if self._data is not None:
+            return np.round(self._data.column(self._index[key], a, b), 6)
+        return np.round(self._cols[key][a:b], 6)
+
+    def slices(self) -> Iterator[tuple[int, int]]:
+        for a in range(0, self.n, CHUNK_TICKS):
+            yield a, min(a + CHUNK_TICKS, self.n)
 
 
 def _samples(times: Sequence[float], cols: Mapping[str, np.ndarray | None]) -> list[dict[str, Any]]:
@@ -192,15 +246,13 @@ def _samples(times: Sequence[float], cols: Mapping[str, np.ndarray | None]) -> l
 
 
 def _columns(result: RunResult) -> tuple[np.ndarray, dict[tuple[str, str], np.ndarray]]:
-    """The run's time grid and every ``(entity, metric)`` series as an array on it.
+    """A result built from a DataFrame: its time grid and every ``(entity, metric)`` series as
+    an array on it.
 
     The engine's tidy table is one block of rows per series over the same grid
     (``api._tidy``); that layout is read directly, and anything else goes through
     :meth:`RunResult.wide`.
     """
-    data = result.series_data
-    if data is not None and result._timeseries is None:  # the engine's columns, read directly
-        return data.time(), data.columns()
     ts = result.timeseries
     keys = list(result.units)
     n_rows = len(ts)
@@ -221,17 +273,55 @@ def _columns(result: RunResult) -> tuple[np.ndarray, dict[tuple[str, str], np.nd
     return grid, {k: wide[k].to_numpy(dtype=np.float64) for k in keys if k in wide.columns}
 
 
-def build(result: RunResult) -> dict[str, Any]:
-    """The flent data file's JSON object for a run (see the module docs)."""
+def _lazy_build(result: RunResult) -> dict[str, Any]:
+    """The flent data file's JSON object for a run, its long lists (``x_values``, every
+    ``results`` and ``raw_values`` list) as :class:`_Lazy` slices of the run (see the module
+    docs). :func:`build` materialises it; :func:`write` streams it."""
     summary = result.summary
-    sim_t, columns = _columns(result)
-    # Six decimals (1 ns in ms, 1 bit/s in Mbit/s): more than any measuring tool gives, and
-    # the file is smaller and faster to write than with 17 digits.
-    columns = {k: np.round(v, 6) for k, v in columns.items()}
-    grid = _Grid(sim_t)
+    cols = _Columns(result)
+    grid = _Grid(cols.t0, cols.t1, cols.n)
 
-    def col(entity: str, metric: str) -> np.ndarray | None:
-        return columns.get((entity, metric))
+    def col(entity: str, metric: str) -> tuple[str, str] | None:
+        return (entity, metric) if (entity, metric) in cols else None
+
+    def times(a: int, b: int) -> list[float]:
+        # The raw samples' UNIX times, rounded to the microsecond as flent's runners give them.
+        return [round(t0 + grid.x_of(i), 6) for i in range(a, b)]
+
+    def samples(named: Mapping[str, tuple[str, str] | None], extra: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
+        """The raw samples of the series ``named`` (raw key -> series key), tick after tick."""
+        for a, b in cols.slices():
+            for e in _samples(times(a, b), {k: cols.get(key, a, b) for k, key in named.items() if key is not None}):
+                if extra is not None:
+                    extra(e)
+                yield e
+
+    def chunked(entries: Callable[[], Iterator[dict[str, Any]]]) -> _Lazy:
+        def chunks() -> Iterator[list[Any]]:
+            buf: list[Any] = []
+            for e in entries():
+                buf.append(e)
+                if len(buf) >= CHUNK_TICKS:
+                    yield buf
+                    buf = []
+            yield buf
+
+        return _Lazy(chunks)
+
+    def full(key: tuple[str, str]) -> _Lazy:
+        """One value per x point: the simulated values in place, null elsewhere (and for NaN)."""
+
+        def chunks() -> Iterator[list[Any]]:
+            yield [None] * grid.first
+            for a, b in cols.slices():
+                yield [v if math.isfinite(v) else None for v in cols.get(key, a, b).tolist()]
+            yield [None] * (grid.n - grid.first - grid.count)
+
+        return _Lazy(chunks)
+
+    def x_values() -> Iterator[list[Any]]:
+        for a in range(0, grid.n, CHUNK_TICKS):
+            yield [grid.x_at(i) for i in range(a, min(a + CHUNK_TICKS, grid.n))]
 
     flows = summary.get("flows", [])
     ups = [f for f in flows if f.get("direction", "up") != "down"]
@@ -239,12 +329,20 @@ def build(result: RunResult) -> dict[str, Any]:
     shape = choose_shape(len(ups), len(downs))
     params: dict[str, str] = dict(shape.params)
 
-    results: dict[str, list[float | None]] = {}
-    raw: dict[str, list[dict[str, Any]]] = {}
+    results: dict[str, Any] = {}
+    raw: dict[str, Any] = {}
     meta: dict[str, dict[str, Any]] = {}
     t0 = EPOCH_S
-    # The raw samples' UNIX times, rounded to the microsecond as flent's runners give them.
-    times = [round(t0 + grid.x_of(i), 6) for i in range(len(sim_t))]
+
+    def min_max(key: tuple[str, str] | None) -> tuple[float | None, float | None]:
+        lo, hi = math.inf, -math.inf
+        if key is not None:
+            for a, b in cols.slices():
+                v = cols.get(key, a, b)
+                v = v[np.isfinite(v)]
+                if len(v):
+                    lo, hi = min(lo, float(v.min())), max(hi, float(v.max()))
+        return (_num(lo), _num(hi)) if hi >= lo else (None, None)
 
     # --- TCP flows: netperf's throughput samples and ss's socket stats, merged per flow.
     ss_keys = (("tcp_cwnd", "cwnd"), ("tcp_delivery_rate", "delivery_rate"), ("tcp_rtt", "srtt"))
@@ -253,25 +351,29 @@ def build(result: RunResult) -> dict[str, Any]:
             fname = flow["name"]
             goodput = col(fname, "goodput")
             if goodput is not None:
-                results[sname] = grid.full(goodput)
+                results[sname] = full(goodput)
             stats = {k: col(fname, m) for k, m in ss_keys}
             for k, v in stats.items():
                 if v is not None:
-                    results[f"{sname}::{k}"] = grid.full(v)
-            netperf = _samples(times, {"val": goodput})
-            for e in netperf:
-                e["dur"] = grid.step
-            # netperf's and ss's samples in one list, in time order (netperf's first at a tie)
-            entries = sorted(netperf + _samples(times, stats), key=lambda e: e["t"])
-            raw[sname] = entries
-            goodputs = goodput[np.isfinite(goodput)] if goodput is not None else np.array([])
+                    results[f"{sname}::{k}"] = full(v)
+
+            def entries(goodput=goodput, stats=stats) -> Iterator[dict[str, Any]]:
+                def dur(e: dict[str, Any]) -> None:
+                    e["dur"] = grid.step
+
+                # netperf's and ss's samples in one list, in time order (netperf's first at a
+                # tie: heapq.merge keeps the order of its inputs, as a stable sort would)
+                return heapq.merge(samples({"val": goodput}, dur), samples(stats), key=lambda e: e["t"])
+
+            raw[sname] = chunked(entries)
+            lo, hi = min_max(goodput)
             meta[sname] = {
                 "RUNNER": "aqmlab",
                 "UNITS": "Mbits/s",
                 "CONG_CONTROL": flow.get("cc"),
                 "MEAN_VALUE": _num(flow.get("goodput_mbps", float("nan"))),
-                "MIN_VALUE": _num(goodputs.min()) if len(goodputs) else None,
-                "MAX_VALUE": _num(goodputs.max()) if len(goodputs) else None,
+                "MIN_VALUE": lo,
+                "MAX_VALUE": hi,
                 "AQMLAB_FLOW": fname,
                 "TCPI_RETRANS": flow.get("retransmits"),
             }
@@ -296,12 +398,18 @@ def build(result: RunResult) -> dict[str, Any]:
             sname, runner = f"Ping (ms) ICMP {pname} (extra)", "PingRunner"
             extra_hosts.append(pname)
         # A tick without an RTT (the reply was lost or is late) has no sample, as with ping.
-        cols = {"val": rtt, "owd_up": col(pname, "owd_up"), "owd_down": col(pname, "owd_down")}
-        entries = [e for e in _samples(times, cols) if "val" in e]
-        for seq, e in enumerate(entries):
-            e["seq"] = float(seq)
-        raw[sname] = entries
-        results[sname] = grid.full(rtt)
+        named = {"val": rtt, "owd_up": col(pname, "owd_up"), "owd_down": col(pname, "owd_down")}
+
+        def pings(named=named) -> Iterator[dict[str, Any]]:
+            seq = 0
+            for e in samples(named):
+                if "val" in e:
+                    e["seq"] = float(seq)
+                    seq += 1
+                    yield e
+
+        raw[sname] = chunked(pings)
+        results[sname] = full(rtt)
         rtt_ms = probe.get("rtt_ms") or {}
         meta[sname] = {
             "RUNNER": "aqmlab",
@@ -321,15 +429,15 @@ def build(result: RunResult) -> dict[str, Any]:
     qdisc_keys = (("backlog_pkts", "qlen"), ("dropped", "drops"), ("ecn_mark", "ce_marks"), ("delay", "qdelay"))
     for link in links:
         sname = f"qdisc_stats_{link}"
-        cols = {k: col(link, m) for k, m in qdisc_keys}
+        named = {k: col(link, m) for k, m in qdisc_keys}
         # The discipline's own statistics (fq_codel's new_flows_len, pie's prob, ...).
         for (e, m), unit in result.units.items():
-            if e == link and unit == "" and m not in cols:
-                cols[m] = col(link, m)
-        raw[sname] = _samples(times, cols)
-        for k, v in cols.items():
+            if e == link and unit == "" and m not in named:
+                named[m] = col(link, m)
+        raw[sname] = chunked(lambda named=named: samples(named))
+        for k, v in named.items():
             if v is not None:
-                results[f"{sname}::{k}"] = grid.full(v)
+                results[f"{sname}::{k}"] = full(v)
         for k in ("dropped", "ecn_mark"):
             raw[f"{sname}::{k}"] = []  # flent's null runners of qdisc_stats.inc
         meta[sname] = {"RUNNER": "aqmlab", "UNITS": "misc", "AQMLAB_LINK": link}
@@ -337,7 +445,8 @@ def build(result: RunResult) -> dict[str, Any]:
         params["qdisc_stats_hosts"] = ",".join(links)
         params["qdisc_stats_interfaces"] = ",".join(links)
 
-    length = float(summary.get("sim_seconds") or (sim_t[-1] if len(sim_t) else 0.0))
+    last_t = float(cols._data.time(cols.n - 1, cols.n)[0]) if cols._data is not None and cols.n else (float(cols._time[-1]) if cols.n else 0.0)
+    length = float(summary.get("sim_seconds") or last_t)
     bn = summary.get("bottleneck", {})
     title_parts = [str(result.name or summary.get("name") or "aqmlab run")]
     if bn.get("qdisc"):
@@ -382,22 +491,82 @@ def build(result: RunResult) -> dict[str, Any]:
         "raw_values": raw,
         "results": results,
         "version": FILEFORMAT_VERSION,
-        "x_values": grid.x,
+        "x_values": _Lazy(x_values),
     }
+
+
+def _materialise(obj: Any) -> Any:
+    if isinstance(obj, _Lazy):
+        return [x for chunk in obj.chunks() for x in chunk]
+    if isinstance(obj, dict):
+        return {k: _materialise(v) for k, v in obj.items()}
+    return obj
+
+
+def build(result: RunResult) -> dict[str, Any]:
+    """The flent data file's JSON object for a run (see the module docs), whole in memory
+    (:func:`write` streams the same object instead)."""
+    return _materialise(_lazy_build(result))
+
+
+def _dumps_value(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, allow_nan=False, separators=(",", ":"))
+
+
+def _has_lazy(obj: Any) -> bool:
+    return isinstance(obj, _Lazy) or (isinstance(obj, dict) and any(_has_lazy(v) for v in obj.values()))
+
+
+def _encode(obj: Any, out: Callable[[str], Any]) -> None:
+    """Writes :func:`dumps`'s text of ``obj`` to ``out`` piece by piece: a :class:`_Lazy`
+    list a slice at a time (``json.dumps`` of a slice is the slice of the whole list's text),
+    a dict's keys sorted as ``sort_keys`` sorts them."""
+    if isinstance(obj, _Lazy):
+        out("[")
+        first = True
+        for chunk in obj.chunks():
+            if chunk:
+                out(("" if first else ",") + _dumps_value(chunk)[1:-1])
+                first = False
+        out("]")
+    elif isinstance(obj, dict) and _has_lazy(obj):
+        out("{")
+        for i, (k, v) in enumerate(sorted(obj.items(), key=lambda kv: kv[0])):
+            out(("," if i else "") + json.dumps(k) + ":")
+            _encode(v, out)
+        out("}")
+    else:
+        out(_dumps_value(obj))
 
 
 def dumps(obj: Mapping[str, Any]) -> str:
     """JSON text with sorted keys as flent writes it, but compact (flent indents by 2; its
     reader does not care, and compact text is half the size and time). NaN is refused."""
-    return json.dumps(obj, sort_keys=True, allow_nan=False, separators=(",", ":"))
+    parts: list[str] = []
+    _encode(obj, parts.append)
+    return "".join(parts)
 
 
 def write(result: RunResult, path: str | Path) -> None:
     """Writes the run's flent data file (gzip level 6, no timestamp in the gzip header, so
-    the same run gives the same bytes)."""
-    data = dumps(build(result)).encode("utf-8")
+    the same run gives the same bytes), encoded and compressed a slice of the run at a time:
+    the text is :func:`dumps` of :func:`build`, never held whole."""
+    obj = _lazy_build(result)
     with open(path, "wb") as f, gzip.GzipFile(filename="", mode="wb", fileobj=f, mtime=0, compresslevel=6) as gz:
-        gz.write(data)
+        buf: list[str] = []
+        size = 0
+
+        def out(s: str) -> None:
+            nonlocal size
+            buf.append(s)
+            size += len(s)
+            if size >= 1 << 20:
+                gz.write("".join(buf).encode("utf-8"))
+                buf.clear()
+                size = 0
+
+        _encode(obj, out)
+        gz.write("".join(buf).encode("utf-8"))
 
 
 def series_names(obj: Mapping[str, Any]) -> Sequence[str]:

@@ -18,7 +18,7 @@ import html as _html
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,9 +29,9 @@ if TYPE_CHECKING:
 PLOTLY_JS = "plotly.min.js"
 
 
-def plotly_js() -> str:
-    """The text of plotly.min.js as the installed ``plotly`` package ships it (read from the
-    package's files without importing plotly, whose import takes a quarter of a second)."""
+def _plotly_js_file() -> Path | None:
+    """plotly.min.js in the installed ``plotly`` package's files (found without importing
+    plotly, whose import takes a quarter of a second), or None in another layout."""
     import importlib.util
 
     spec = importlib.util.find_spec("plotly")
@@ -40,10 +40,29 @@ def plotly_js() -> str:
     for d in spec.submodule_search_locations or []:
         p = Path(d) / "package_data" / "plotly.min.js"
         if p.is_file():
-            return p.read_text(encoding="utf-8")
+            return p
+    return None
+
+
+def plotly_js() -> str:
+    """The text of plotly.min.js as the installed ``plotly`` package ships it."""
+    p = _plotly_js_file()
+    if p is not None:
+        return p.read_text(encoding="utf-8")
     from plotly.offline import get_plotlyjs  # another layout: ask plotly
 
     return get_plotlyjs()
+
+
+def _plotly_js_parts() -> Iterator[str]:
+    """:func:`plotly_js` in pieces of 1 MB (a page inlines it without a copy of 4.8 MB)."""
+    p = _plotly_js_file()
+    if p is None:
+        yield plotly_js()
+        return
+    with open(p, encoding="utf-8") as f:
+        while part := f.read(1 << 20):
+            yield part
 
 
 def esc(x: Any) -> str:
@@ -144,17 +163,40 @@ def _round(values: Any, digits: int = 5) -> list[float | None]:
     return [None if v != v else v for v in r.tolist()]
 
 
-def plot_specs(result: RunResult) -> list[dict[str, Any]]:
-    """The run's plots as ``{"id", "title", "ylabel", "traces": [{"name", "x", "y", ...}]}``."""
-    from .plot import MARKS_DROPS, _probe_names, _queue_metrics, _udp_names, series_map, tcp_flows, total_throughput
+class _Numbers:
+    """A trace's ``x`` or ``y`` before :func:`_round` makes it a list: kept as an array until its
+    trace is written, so that the page's data never exists whole as Python numbers."""
 
-    sm = series_map(result)
+    __slots__ = ("values", "digits")
+
+    def __init__(self, values: Any, digits: int = 5) -> None:
+        self.values, self.digits = values, digits
+
+    def json(self) -> list[float | None]:
+        return _round(self.values, self.digits)
+
+
+def _series(result: RunResult) -> Any:
+    """The run's series for the page: the engine's through a bounded
+    :func:`aqmlab.seriesview.view` (read a block at a time, long series reduced to their
+    envelope), a result built from a DataFrame through :func:`aqmlab.plot.series_map`."""
+    from . import seriesview
+    from .plot import series_map
+
+    return seriesview.view(result) if seriesview.usable(result) else series_map(result)
+
+
+def _plot_specs(result: RunResult, sm: Any) -> list[dict[str, Any]]:
+    """:func:`plot_specs` with each trace's ``x`` and ``y`` as :class:`_Numbers`."""
+    from .plot import MARKS_DROPS, _probe_names, _queue_metrics, _udp_names, tcp_flows, total_throughput
+    from .seriesview import View
+
     summary = result.summary
     flows = tcp_flows(result, sm)
 
     def trace(key: tuple[str, str], name: str, **kw: Any) -> dict[str, Any]:
         t, v = sm[key]
-        return {"name": name, "x": _round(t, 6), "y": _round(v), **kw}
+        return {"name": name, "x": _Numbers(t, 6), "y": _Numbers(v), **kw}
 
     udp = _udp_names(summary)
     specs: list[dict[str, Any]] = []
@@ -164,9 +206,9 @@ def plot_specs(result: RunResult) -> list[dict[str, Any]]:
             tp.append(trace((f, "delivery_rate"), f"{f} delivery rate"))
         if (f, "goodput") in sm:
             tp.append(trace((f, "goodput"), f"{f} goodput", dash="dot", visible="legendonly"))
-    tot = total_throughput(result, sm)
+    tot = sm.total if isinstance(sm, View) else total_throughput(result, sm)
     if tot is not None and len(flows) + len(udp) > 1:
-        tp.append({"name": "total", "x": _round(tot[0], 6), "y": _round(tot[1]), "color": "black", "width": 2})
+        tp.append({"name": "total", "x": _Numbers(tot[0], 6), "y": _Numbers(tot[1]), "color": "black", "width": 2})
     if ("bottleneck", "rate") in sm:
         tp.append(trace(("bottleneck", "rate"), "link rate", color="grey", dash="dashdot", shape="hv"))
     specs.append({"id": "throughput", "title": "Throughput", "ylabel": "Mbit/s", "traces": tp})
@@ -199,6 +241,15 @@ def plot_specs(result: RunResult) -> list[dict[str, Any]]:
     if other:
         specs.append({"id": "other", "title": "Other series (click a legend entry to show it)", "ylabel": "", "traces": other})
     return [s for s in specs if s["traces"]]
+
+
+def _trace_json(trace: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v.json() if isinstance(v, _Numbers) else v for k, v in trace.items()}
+
+
+def plot_specs(result: RunResult) -> list[dict[str, Any]]:
+    """The run's plots as ``{"id", "title", "ylabel", "traces": [{"name", "x", "y", ...}]}``."""
+    return [{k: [_trace_json(t) for t in v] if k == "traces" else v for k, v in s.items()} for s in _plot_specs(result, _series(result))]
 
 
 #: Counts the page's script errors on <html data-js-errors> (a test reads it from the DOM).
@@ -237,38 +288,74 @@ def _json_script(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), allow_nan=False).replace("</", "<\\/")
 
 
+def _specs_json(specs: Sequence[Mapping[str, Any]]) -> Iterator[str]:
+    """``_json_script(plot_specs(...))``'s text in pieces, a trace at a time."""
+    yield "["
+    for i, spec in enumerate(specs):
+        yield ("," if i else "") + "{"
+        for j, (k, v) in enumerate(spec.items()):
+            yield ("," if j else "") + _json_script(k) + ":"
+            if k == "traces":
+                yield "["
+                for n, t in enumerate(v):
+                    yield ("," if n else "") + _json_script(_trace_json(t))
+                yield "]"
+            else:
+                yield _json_script(v)
+        yield "}"
+    yield "]"
+
+
 def files_html(files: Sequence[str], base: str = "") -> str:
     return '<p class="files">' + " ".join(f'<a href="{esc(base + f)}">{esc(f)}</a>' for f in files) + "</p>"
 
 
-def run_report(result: RunResult, files: Sequence[str], js_src: str | None = None) -> str:
-    """A run's report.html: plotly inlined (``js_src`` None) or loaded from ``js_src`` (a
-    relative path to plotly.min.js, e.g. ``../../../plotly.min.js`` in a suite)."""
+def run_report_parts(result: RunResult, files: Sequence[str], js_src: str | None = None) -> Iterator[str]:
+    """:func:`run_report`'s text in pieces (the plot data a trace at a time), for writing the
+    page without holding it whole."""
     from .plot import _title
+    from .seriesview import View, describe
 
     summary = result.summary
-    specs = plot_specs(result)
+    sm = _series(result)
+    specs = _plot_specs(result, sm)
+    reduced = describe(sm) if isinstance(sm, View) else None
     title = _title(summary)
-    js = f'<script src="{esc(js_src)}"></script>' if js_src else f"<script>{plotly_js()}</script>"
     divs = "\n".join(f'<div id="{s["id"]}" class="plot"></div>' for s in specs)
-    return f"""<!DOCTYPE html>
+    note = f'\n<p class="note">{esc(reduced)}</p>' if reduced else ""
+    yield f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
 <style>{_CSS}</style>
 <script>{_ERRORS_JS}</script>
-{js}
+"""
+    if js_src:
+        yield f'<script src="{esc(js_src)}"></script>'
+    else:
+        yield "<script>"
+        yield from _plotly_js_parts()
+        yield "</script>"
+    yield f"""
 </head><body>
 <h1>{esc(title)}</h1>
 <p class="note">seed {esc(summary.get('seed'))}, {esc(_fmt(summary.get('sim_seconds')))} s simulated. Click a legend
 entry to hide or show a line, drag to zoom, double-click to reset.</p>
 <h2>Files</h2>
 {files_html(files)}
-<h2>Time series</h2>
+<h2>Time series</h2>{note}
 {divs}
 {summary_html(summary)}
-<script type="application/json" id="aqmlab-data">{_json_script(specs)}</script>
+<script type="application/json" id="aqmlab-data">"""
+    yield from _specs_json(specs)
+    yield f"""</script>
 <script>{_PLOT_JS}</script>
 </body></html>
 """
+
+
+def run_report(result: RunResult, files: Sequence[str], js_src: str | None = None) -> str:
+    """A run's report.html: plotly inlined (``js_src`` None) or loaded from ``js_src`` (a
+    relative path to plotly.min.js, e.g. ``../../../plotly.min.js`` in a suite)."""
+    return "".join(run_report_parts(result, files, js_src))
 
 
 # --------------------------------------------------------------------------------------

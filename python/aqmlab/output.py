@@ -217,23 +217,26 @@ PARQUET_META_KEY = b"aqmlab"
 
 #: Rows per Parquet row group (128 Ki, about 5 MB of arrays): the file is written a row group at
 #: a time, so this bounds the writer's memory whatever the run's length. A table up to this size
-#: is one row group, byte for byte the file ``pq.write_table`` (row groups of 1 Mi rows, the same
-#: :data:`PARQUET_OPTIONS`) writes from the whole table; a longer one has the same content in
-#: more row groups.
+#: is one row group, byte for byte the file ``pq.write_table`` (row groups of 1 Mi rows, with
+#: :data:`PARQUET_OPTIONS`) writes of the whole table; a longer one has the same content in more
+#: row groups.
 ROW_GROUP_ROWS = 1 << 17
 
 #: How timeseries.parquet is written (``pq.ParquetWriter`` / ``pq.write_table`` options):
-#: zstd level 1 instead of snappy (as fast, a quarter of the size); dictionary encoding for the
-#: label columns and ``value`` (pyarrow's default) but not ``time`` (the tiled time grid's
-#: dictionary indices, 12 bits a row, were 95 % of a J-K run's file: zstd compresses the plain
-#: grid's repeats instead); min/max statistics for ``time`` and ``value`` only (those of the
-#: four dictionary columns cost 40 % of the writing; ``cell`` and ``seed`` are the hive
-#: partition anyway). The table read back is the same; a J-K run's file 400 -> 100 kB and
-#: its writing 20 -> 13 ms (docs/performance.md).
+#: - zstd level 1 instead of snappy (as fast, a quarter of the size of a J-K run's file);
+#: - dictionary encoding for the labels and the categoricals only, whose values repeat. The
+#:   floats (``time``, ``value``) are plain: the tiled time grid's dictionary indices were 95 %
+#:   of a J-K run's file (zstd compresses the plain grid's repeats instead), and a dictionary of
+#:   a row group's distinct floats (up to 128 Ki of them once a series is longer than a row
+#:   group) took 30 MB of Arrow's pool while it was built, so the writer's peak grew with the
+#:   run's duration (issue 15: 126 MB for 1,000 s, 193 MB for 10,000 s; plain: 110 and 127 MB);
+#: - min/max statistics for ``time`` and ``value`` only (those of the dictionary columns cost
+#:   40 % of the writing; ``cell`` and ``seed`` are the hive partition anyway).
+#: The table read back is the same (docs/performance.md).
 PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "compression_level": 1,
-    "use_dictionary": ["run", "cell", "seed", "flow", "metric", "value"],
+    "use_dictionary": ["run", "cell", "seed", "flow", "metric"],
     "write_statistics": ["time", "value"],
 }
 
@@ -415,6 +418,9 @@ def _stream_parquet(result: RunResult, path: Path) -> None:
         with pq.ParquetWriter(f, schema, **PARQUET_OPTIONS) as w:
             for t in batches:
                 w.write_table(t, row_group_size=ROW_GROUP_ROWS)
+    # Arrow's allocator keeps what the encoders freed for reuse (10 MB for a 1,000-flow run);
+    # the writers that follow (plot, report.html) are not Arrow's: give it back (0.3 ms).
+    pa.default_memory_pool().release_unused()
 
 
 @writer("parquet", file=PARQUET)
@@ -454,7 +460,7 @@ def write_csv(result: RunResult, path: Path) -> None:
     # Each row is "<time>,<flow>,<metric>,<value>"; the middle is one string per column.
     mids = np.array([f",{quoted(e)},{quoted(m)}," for e, m in data.keys], dtype=object)
     total = data.n_ticks * len(data.keys)
-    rows = 1 << 16
+    rows = 1 << 14  # 16 Ki rows a block: about 5 MB of strings at once (64 Ki left 14 MB behind)
 
     def text(v: Any) -> Any:
         # What pandas' to_csv writes for a float64 column: numpy's str() of each value, which
@@ -502,7 +508,10 @@ def write_html(result: RunResult, path: Path) -> None:
 
     ctx = _HTML_CONTEXT.get()
     files = ctx.get("files") or [HTML, SUMMARY]
-    path.write_text(htmlreport.run_report(result, files, ctx.get("js_src")), encoding="utf-8")
+    # written a piece at a time (the plot data a trace at a time): the page is never held whole
+    with open(path, "w", encoding="utf-8") as f:
+        for part in htmlreport.run_report_parts(result, files, ctx.get("js_src")):
+            f.write(part)
 
 
 class _NotPlain(Exception):
@@ -661,6 +670,9 @@ def write_outputs(
             written.append(p)
     finally:
         _HTML_CONTEXT.reset(token)
+        # the plot's and the page's bounded view of the series (seriesview.view keeps it on the
+        # result for the writers that follow): not kept beyond the writing
+        result.__dict__.pop("_series_view", None)
 
     summary = summary_text(result.summary)
     hashed = ([out_dir / SCENARIO] if (out_dir / SCENARIO).is_file() else []) + written

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .api import RunResult
+from .seriesview import View
 
 #: Above this many flows the per-flow lines are drawn thin and without a legend entry each.
 MAX_LEGEND_FLOWS = 8
@@ -174,6 +175,44 @@ def _color(colors: list[str], i: int) -> str:
     return colors[i % len(colors)]
 
 
+class _Lines:
+    """``ax.plot`` for the per-flow lines; with ``batched`` (more than :data:`MAX_LEGEND_FLOWS`
+    flows, drawn without a legend entry each) the lines of one style go into one
+    ``LineCollection`` instead (:meth:`flush`): the same lines in the same order and layers,
+    without a ``Line2D`` of about 14 KB each (3,000 of them for 1,000 flows: 40 MB)."""
+
+    def __init__(self, ax, batched: bool) -> None:
+        self.ax, self.batched = ax, batched
+        self.groups: dict[tuple[Any, ...], tuple[list[Any], list[str]]] = {}
+
+    def plot(self, t, v, *, color: str, lw: float, ls: str, zorder: float, alpha: float | None = None, label: str | None = None) -> None:
+        if not self.batched:
+            self.ax.plot(t, v, color=color, lw=lw, ls=ls, zorder=zorder, alpha=alpha, label=label)
+            return
+        import numpy as np
+
+        segs, cols = self.groups.setdefault((lw, ls, zorder, alpha), ([], []))
+        t, v = np.asarray(t, dtype=float), np.asarray(v, dtype=float)
+        # A NaN breaks a Line2D's line: the collection gets the runs between NaNs.
+        ok = ~(np.isnan(t) | np.isnan(v))
+        edges = np.flatnonzero(np.diff(np.concatenate(([0], ok.astype(np.int8), [0]))))
+        for a, b in zip(edges[::2], edges[1::2]):
+            if b - a >= 2:
+                segs.append(np.column_stack((t[a:b], v[a:b])))
+                cols.append(color)
+
+    def flush(self) -> None:
+        if not self.groups:
+            return
+        from matplotlib.collections import LineCollection
+
+        for (lw, ls, zorder, alpha), (segs, cols) in self.groups.items():
+            if segs:
+                self.ax.add_collection(LineCollection(segs, colors=cols, linewidths=lw, linestyles=ls, zorder=zorder, alpha=alpha), autolim=True)
+        self.groups = {}
+        self.ax.autoscale_view()
+
+
 def _draw_throughput(ax, runs: list[_Run], colors: list[str], *, per_flow: bool = True, totals: bool = True) -> list[str]:
     drawn: list[str] = []
     for r_i, run in enumerate(runs):
@@ -189,29 +228,36 @@ def _draw_throughput(ax, runs: list[_Run], colors: list[str], *, per_flow: bool 
                 ax.plot(t, v, color="tab:brown", lw=0.7, alpha=0.5, ls=ls, zorder=1, label=_lbl(run, f"{u} received"))
                 drawn.append("UDP received rate")
         has_goodput = False
+        lines = _Lines(ax, many)
         for i, f in enumerate(flows if per_flow else []):
             c = _color(colors, i)
             show = not many
             # One legend entry per flow (its colour); the line styles are keyed once below.
             if (f, "delivery_rate") in sm:
                 t, v = sm[(f, "delivery_rate")]
-                ax.plot(t, v, color=c, lw=lw, ls=ls, zorder=3, label=_lbl(run, f, show))
+                lines.plot(t, v, color=c, lw=lw, ls=ls, zorder=3, label=_lbl(run, f, show))
                 drawn.append("TCP delivery rate")
                 show = False
             if (f, "goodput") in sm:
-                t, v = sm[(f, "goodput")]
-                sv, win = _smooth(t, v, GOODPUT_SMOOTHING_S)
-                avg = f" ({win * float(t[1] - t[0]):g} s avg)" if win > 1 else ""
-                ax.plot(t, sv, color=c, lw=lw * 0.8, ls="--" if ls == "-" else ls, alpha=0.8, zorder=2, label=_lbl(run, f, show))
+                if isinstance(sm, View):  # the moving average computed before the reduction
+                    t, sv, win = sm.smoothed[f]
+                    step = sm.step
+                else:
+                    t, v = sm[(f, "goodput")]
+                    sv, win = _smooth(t, v, GOODPUT_SMOOTHING_S)
+                    step = float(t[1] - t[0]) if win > 1 else 0.0
+                avg = f" ({win * step:g} s avg)" if win > 1 else ""
+                lines.plot(t, sv, color=c, lw=lw * 0.8, ls="--" if ls == "-" else ls, alpha=0.8, zorder=2, label=_lbl(run, f, show))
                 drawn.append(f"goodput{avg}")
                 has_goodput = True
+        lines.flush()
         if has_goodput and "TCP delivery rate" in drawn and r_i == len(runs) - 1 and len(runs) == 1:
             ax.plot([], [], color="grey", lw=1.2, label="delivery rate (solid)")
             ax.plot([], [], color="grey", lw=1.0, ls="--", label=f"goodput{avg} (dashed)")
         if many and per_flow and flows:
             ax.plot([], [], color="grey", lw=lw, label=_lbl(run, f"{len(flows)} TCP flows"))
         if totals:
-            tot = total_throughput(res, sm)
+            tot = sm.total if isinstance(sm, View) else total_throughput(res, sm)
             if tot is not None and (len(flows) + len(_udp_names(res.summary)) > 1 or not per_flow):
                 ax.plot(tot[0], tot[1], color="black" if len(runs) == 1 else _color(colors, r_i), lw=1.6, ls=ls,
                         alpha=0.9, zorder=4, label=_lbl(run, "total"))
@@ -254,15 +300,17 @@ def _draw_delay(ax, runs: list[_Run], colors: list[str], *, tcp: bool = True, pr
                     drawn.append("UDP one-way delay")
         if tcp:
             keyed = False
+            lines = _Lines(ax, many)
             for i, f in enumerate(flows):
                 if (f, "srtt") in sm:
                     t, v = sm[(f, "srtt")]
-                    ax.plot(t, v, color=_color(colors, i), lw=lw, ls=ls, zorder=3,
-                            label=_lbl(run, f"{f} srtt", not many and flow_labels))
+                    lines.plot(t, v, color=_color(colors, i), lw=lw, ls=ls, zorder=3,
+                               label=_lbl(run, f"{f} srtt", not many and flow_labels))
                     drawn.append("TCP RTT (srtt)")
                     if not keyed and (many or not flow_labels):
                         ax.plot([], [], color="grey", lw=lw, ls=ls, label=_lbl(run, "TCP srtt (flow colours)"))
                         keyed = True
+            lines.flush()
         if probes:
             for p in _probe_names(res.summary):
                 if (p, "rtt") in sm:
@@ -401,9 +449,10 @@ def run_label(result: RunResult, i: int) -> str:
 
 
 def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name: str = "tcp_delivery_with_rtt",
-         labels: Sequence[str] | None = None):
+         labels: Sequence[str] | None = None, series: Sequence[dict[tuple[str, str], Series]] | None = None):
     """Draws ``kind_name`` for ``results`` (several: overlaid, each run a line style) into ``path``
-    (a PNG). ``path`` None returns the figure instead (the caller closes it)."""
+    (a PNG). ``path`` None returns the figure instead (the caller closes it). ``series``: each
+    run's series map if not :func:`series_map`'s (e.g. a :class:`~aqmlab.seriesview.View`)."""
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -414,7 +463,8 @@ def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name
     k = KINDS[kind_name]
     overlay = len(results) > 1
     labels = list(labels) if labels is not None else [run_label(r, i) for i, r in enumerate(results)]
-    runs = [_Run(r, labels[i] if overlay else "", series_map(r), _STYLES[i % len(_STYLES)] if overlay else "-")
+    sms = list(series) if series is not None else [series_map(r) for r in results]
+    runs = [_Run(r, labels[i] if overlay else "", sms[i], _STYLES[i % len(_STYLES)] if overlay else "-")
             for i, r in enumerate(results)]
     fig, axes = plt.subplots(k.panels, 1, sharex=kind_name != "ping_cdf", figsize=(12, 3.8 * k.panels + 0.4), dpi=100,
                              squeeze=False)
@@ -455,5 +505,12 @@ def plot(results: Sequence[RunResult], path: str | os.PathLike | None, kind_name
 
 def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
     """Writes the run's two-panel PNG: throughput (per flow, total, link rate) on top, TCP RTT,
-    ping, UDP one-way delay and queue delay below (flent's ``tcp_delivery_with_rtt``)."""
-    plot([result], path, "tcp_delivery_with_rtt")
+    ping, UDP one-way delay and queue delay below (flent's ``tcp_delivery_with_rtt``).
+
+    A run's engine series are read through :func:`aqmlab.seriesview.view`: a block at a time,
+    each line reduced to its envelope when it has more points than pixels (the picture is the
+    same; memory does not grow with the run's duration)."""
+    from . import seriesview
+
+    sm = seriesview.view(result) if seriesview.usable(result) else None
+    plot([result], path, "tcp_delivery_with_rtt", series=None if sm is None else [sm])

@@ -1183,7 +1183,7 @@ impl Scenario {
         let transfers: f64 = self.workloads.iter().map(|w| self.open_transfers(w)).sum();
         vec![
             ("flow state", tcp_flows * TCP_FLOW_BYTES),
-            ("series", points * columns * SERIES_POINT_BYTES),
+            ("series", columns * (points.min(SERIES_POINTS_HELD) * SERIES_POINT_BYTES + SERIES_COLUMN_BYTES)),
             ("queues", queued * PACKET_BYTES),
             ("packets in flight", (tcp_inflight + udp_inflight + media_inflight) * PACKET_BYTES),
             ("open transfers", transfers * TRANSFER_BYTES),
@@ -1431,9 +1431,24 @@ const TCP_FLOW_BYTES: f64 = 20_000.0;
 /// One open transfer of a workload, measured: 150,000 piled-up transfers take 820 MB (issue
 /// 14: "about 6 KB per open transfer").
 const TRANSFER_BYTES: f64 = 6_000.0;
-/// One point of one series: 8 bytes in the engine and about 64 more once the Python front end
-/// has converted it (issue 14: 334 MB in the engine, 2.86 GB in the CLI for one run).
-const SERIES_POINT_BYTES: f64 = 72.0;
+/// Points of one series the front end holds at most, whatever the run's duration. The series no
+/// longer stay in memory: the engine hands them to the Python front end in chunks of 2 MB
+/// (`api.CHUNK_VALUES`, an unlinked spill file), the Parquet, CSV and flent writers read them a
+/// slice at a time, and the view the plot and report.html draw from
+/// (`python/aqmlab/seriesview.py`) keeps a series whole up to 4 x 2000 points and beyond that
+/// at most 4 points per bucket of 2000 buckets (fewer with many series). Before they streamed,
+/// every point of the run was held (72 B each: 8 in the engine, 64 in the Python conversion;
+/// issue 14: 334 MB in the engine, 2.86 GB in the CLI), and this part grew with the duration.
+/// A Rust caller of `run_toml` or `Simulation::run`, which keeps the series in memory (8 B a
+/// point), is not covered by this bound; the resident-memory check while running still is.
+const SERIES_POINTS_HELD: f64 = 8000.0;
+/// One held point: its time and value as f64 in the view (a series held whole shares the time
+/// grid, so this is an upper bound).
+const SERIES_POINT_BYTES: f64 = 16.0;
+/// One series beyond its points: its key and arrays in the view and the writers' objects for it;
+/// measured 560 B in the view of a 1000-flow run (10.9 MB for 5008 series of 201 points),
+/// rounded up for the writers.
+const SERIES_COLUMN_BYTES: f64 = 1024.0;
 /// One packet in SCReAM's RTP queue (size, time, sequence, marker, with the deque's slack).
 const MEDIA_QUEUE_ENTRY_BYTES: f64 = 64.0;
 /// The smallest packet on a wire (1 byte of UDP payload and 42 of headers): a byte-limited
@@ -2085,7 +2100,8 @@ count = 2        # optional: this many identical flows
         // The same at the default 200 ms needs little; 8 GiB lets the 11 us one run.
         assert!(Scenario::from_toml(&wl.replace("11us", "200ms"), &[]).is_ok());
         assert!(Scenario::from_toml(&format!("{wl}[limits]\nmax_memory = \"8GiB\"\n"), &[]).is_ok());
-        // 100,000 flows (the documented maximum) for 60 s: their series alone are 43 GB.
+        // 100,000 flows (the documented maximum) for 60 s: the views of their 500,000 series of
+        // 1202 points alone are 10 GB.
         let e = err(&MINIMAL.replace("count = 2", "count = 100000"));
         assert!(e.contains("limits.max_memory") && e.contains("of it series"), "{e}");
         // A queue that may hold 4e9 packets.
