@@ -266,9 +266,10 @@ fn cc_table() -> String {
 /// digits that read back as `x`, laid out positionally when the decimal exponent `e`
 /// (x = d.ddd * 10^e) is in -4..=15 (`1e-05` but `0.0001`; `1000000000000000.0` but `1e+16`),
 /// with `.0` added to an integral positional value, and otherwise as `d.ddde±XX` (at least two
-/// exponent digits); `inf`, `-inf`, `nan`, `-0.0`. The digits are Rust's shortest round-trip
-/// ones (`{:e}`), which, like David Gay's dtoa mode 0 that CPython uses, pick the one nearest
-/// `x` among the shortest (tests/python/test_output.py compares with `repr` on edge values
+/// exponent digits); `inf`, `-inf`, `nan`, `-0.0`. The digits are the shortest round-trip
+/// ones from the `zmij` crate (Schubfach), which, like David Gay's dtoa mode 0 that CPython
+/// uses, pick the one nearest `x` among the shortest, ties to even made sure by
+/// `even_tie_digits` (tests/python/test_output.py compares with `repr` on edge values
 /// and on random bit patterns).
 fn push_py_float_repr(out: &mut Vec<u8>, x: f64) {
     use std::io::Write;
@@ -280,28 +281,49 @@ fn push_py_float_repr(out: &mut Vec<u8>, x: f64) {
         out.extend_from_slice(if x < 0.0 { b"-inf" } else { b"inf" });
         return;
     }
-    let mut buf = [0u8; 40];
-    let len = {
-        let mut cur = std::io::Cursor::new(&mut buf[..]);
-        write!(cur, "{:e}", x).expect("a float's {:e} fits in 40 bytes");
-        cur.position() as usize
+    // The shortest digits D and exponent q (|x| = D * 10^q) from zmij's text, whatever its
+    // layout ("1.234", "1e-7", "1.5e+16"): digits without the point, leading and trailing
+    // zeros dropped.
+    let mut zb = zmij::Buffer::new();
+    let s = zb.format_finite(x.abs()).as_bytes();
+    let (mant, mut q) = match s.iter().position(|&c| c == b'e' || c == b'E') {
+        Some(p) => (&s[..p], std::str::from_utf8(&s[p + 1..]).ok().and_then(|t| t.trim_start_matches('+').parse::<i32>().ok()).expect("zmij's exponent is an integer")),
+        None => (s, 0),
     };
-    let s = &buf[..len];
-    let (neg, s) = if s[0] == b'-' { (true, &s[1..]) } else { (false, s) };
-    let epos = s.iter().position(|&c| c == b'e').expect("{:e} writes an exponent");
-    let (mant, exp) = (&s[..epos], &s[epos + 1..]);
-    let e: i32 = std::str::from_utf8(exp).ok().and_then(|t| t.parse().ok()).expect("{:e}'s exponent is an integer");
-    // the significant digits, without the point: "d" or "d.ddd"
     let mut digits = [0u8; 24];
     let mut n = 0;
+    let mut zeros = 0; // zeros after the last non-zero digit, held back
+    let mut after_point = false;
     for &c in mant {
-        if c != b'.' {
-            digits[n] = c;
-            n += 1;
+        if c == b'.' {
+            after_point = true;
+        } else if c.is_ascii_digit() {
+            if after_point {
+                q -= 1;
+            }
+            if c == b'0' {
+                zeros += usize::from(n > 0);
+            } else {
+                if n + zeros + 1 > digits.len() {
+                    panic!("zmij gave more than 24 significant digits for {x:e}");
+                }
+                digits[n..n + zeros].fill(b'0');
+                n += zeros;
+                zeros = 0;
+                digits[n] = c;
+                n += 1;
+            }
         }
     }
-    let mut e = e;
-    if let Some((alt, alt_e)) = even_tie_digits(x.abs(), &digits[..n], e) {
+    q += zeros as i32;
+    if n == 0 {
+        digits[0] = b'0';
+        n = 1;
+        q = 0;
+    }
+    let neg = x.is_sign_negative();
+    let mut e = q + n as i32 - 1;
+    if let Some((alt, alt_e)) = even_tie_digits(x.abs(), &digits[..n], q) {
         n = 0;
         for c in alt.bytes() {
             digits[n] = c;
@@ -345,18 +367,17 @@ fn push_py_float_repr(out: &mut Vec<u8>, x: f64) {
 }
 
 /// Where `x` (positive, finite) lies exactly halfway between two decimals of as many digits
-/// as `digits` (x = d.ddd * 10^e) that both read back as `x`, the one with the even last digit
-/// (David Gay's dtoa, which CPython's repr uses, rounds half to even; Rust's shortest digits
-/// take the upper one: repr(1648486246971105.25) is '1648486246971105.2', Rust's
-/// 1648486246971105.3), as its digits (no trailing zeros) and exponent; None otherwise.
-/// Exact in integers: x = m * 2^k, and a tie with D * 10^q (D the digits) is
-/// x = (2D -+ 1) * 5^q * 2^(q-1); only the rare ties parse a decimal back.
-fn even_tie_digits(x: f64, digits: &[u8], e: i32) -> Option<(String, i32)> {
-    let d: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
-    if d % 2 == 0 || x == 0.0 {
+/// as `digits` D (the shortest found, x ~ D * 10^q) that both read back as `x`, the one with
+/// the even last digit (David Gay's dtoa, which CPython's repr uses, rounds half to even;
+/// Rust's `{:e}` takes the upper one: repr(1648486246971105.25) is '1648486246971105.2', Rust's
+/// 1648486246971105.3), as its digits (no trailing zeros) and decimal exponent e
+/// (x = d.ddd * 10^e); None otherwise. Exact in integers: x = m * 2^k, and a tie next to
+/// D * 10^q is x = (2D -+ 1) * 5^q * 2^(q-1); only the rare ties parse a decimal back.
+fn even_tie_digits(x: f64, digits: &[u8], q: i32) -> Option<(String, i32)> {
+    // a tie needs an odd last digit and x = odd * 2^(q-1) * 5^q: cheap checks first
+    if digits[digits.len() - 1] % 2 == 0 || x == 0.0 {
         return None;
     }
-    let q = e - (digits.len() as i32 - 1);
     let bits = x.to_bits();
     let (frac, exp) = (bits & ((1 << 52) - 1), ((bits >> 52) & 0x7ff) as i32);
     let (m, k) = if exp == 0 { (frac, -1074) } else { (frac | (1 << 52), exp - 1075) };
@@ -365,6 +386,7 @@ fn even_tie_digits(x: f64, digits: &[u8], e: i32) -> Option<(String, i32)> {
     if two != q - 1 {
         return None;
     }
+    let d: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
     let pow5 = |v: u128, p: i32| (0..p.max(0)).try_fold(v, |a, _| a.checked_mul(5));
     let lhs = pow5(m_odd, -q)?;
     let alt = [d - 1, d + 1].into_iter().find(|&a| {
