@@ -269,7 +269,7 @@ fn cc_table() -> String {
 /// exponent digits); `inf`, `-inf`, `nan`, `-0.0`. The digits are the shortest round-trip
 /// ones from the `zmij` crate (Schubfach), which, like David Gay's dtoa mode 0 that CPython
 /// uses, pick the one nearest `x` among the shortest, ties to even made sure by
-/// `even_tie_digits` (tests/python/test_output.py compares with `repr` on edge values
+/// `even_tie_digits` (tests/python/test_csv_format.py compares with `repr` on edge values
 /// and on random bit patterns).
 fn push_py_float_repr(out: &mut Vec<u8>, x: f64) {
     use std::io::Write;
