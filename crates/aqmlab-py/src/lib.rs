@@ -261,6 +261,215 @@ fn cc_table() -> String {
     aqmlab_sim::cc::table_json().to_string()
 }
 
+/// Appends Python's `repr(x)` of a float to `out` (CPython's `float_repr`, mode 'r' of
+/// `PyOS_double_to_string` in Python/pystrtod.c with `Py_DTSF_ADD_DOT_0`, 3.11): the shortest
+/// digits that read back as `x`, laid out positionally when the decimal exponent `e`
+/// (x = d.ddd * 10^e) is in -4..=15 (`1e-05` but `0.0001`; `1000000000000000.0` but `1e+16`),
+/// with `.0` added to an integral positional value, and otherwise as `d.ddde±XX` (at least two
+/// exponent digits); `inf`, `-inf`, `nan`, `-0.0`. The digits are the shortest round-trip
+/// ones from the `zmij` crate (Schubfach), which, like David Gay's dtoa mode 0 that CPython
+/// uses, pick the one nearest `x` among the shortest, ties to even made sure by
+/// `even_tie_digits` (tests/python/test_csv_format.py compares with `repr` on edge values
+/// and on random bit patterns).
+fn push_py_float_repr(out: &mut Vec<u8>, x: f64) {
+    use std::io::Write;
+    if x.is_nan() {
+        out.extend_from_slice(b"nan");
+        return;
+    }
+    if x.is_infinite() {
+        out.extend_from_slice(if x < 0.0 { b"-inf" } else { b"inf" });
+        return;
+    }
+    // The shortest digits D and exponent q (|x| = D * 10^q) from zmij's text, whatever its
+    // layout ("1.234", "1e-7", "1.5e+16"): digits without the point, leading and trailing
+    // zeros dropped.
+    let mut zb = zmij::Buffer::new();
+    let s = zb.format_finite(x.abs()).as_bytes();
+    let (mant, mut q) = match s.iter().position(|&c| c == b'e' || c == b'E') {
+        Some(p) => (&s[..p], std::str::from_utf8(&s[p + 1..]).ok().and_then(|t| t.trim_start_matches('+').parse::<i32>().ok()).expect("zmij's exponent is an integer")),
+        None => (s, 0),
+    };
+    let mut digits = [0u8; 24];
+    let mut n = 0;
+    let mut zeros = 0; // zeros after the last non-zero digit, held back
+    let mut after_point = false;
+    for &c in mant {
+        if c == b'.' {
+            after_point = true;
+        } else if c.is_ascii_digit() {
+            if after_point {
+                q -= 1;
+            }
+            if c == b'0' {
+                zeros += usize::from(n > 0);
+            } else {
+                if n + zeros + 1 > digits.len() {
+                    panic!("zmij gave more than 24 significant digits for {x:e}");
+                }
+                digits[n..n + zeros].fill(b'0');
+                n += zeros;
+                zeros = 0;
+                digits[n] = c;
+                n += 1;
+            }
+        }
+    }
+    q += zeros as i32;
+    if n == 0 {
+        digits[0] = b'0';
+        n = 1;
+        q = 0;
+    }
+    let neg = x.is_sign_negative();
+    let mut e = q + n as i32 - 1;
+    if let Some((alt, alt_e)) = even_tie_digits(x.abs(), &digits[..n], q) {
+        n = 0;
+        for c in alt.bytes() {
+            digits[n] = c;
+            n += 1;
+        }
+        e = alt_e;
+    }
+    let d = &digits[..n];
+    if neg {
+        out.push(b'-');
+    }
+    if !(-4..16).contains(&e) {
+        out.push(d[0]);
+        if n > 1 {
+            out.push(b'.');
+            out.extend_from_slice(&d[1..]);
+        }
+        out.push(b'e');
+        out.push(if e < 0 { b'-' } else { b'+' });
+        let a = e.unsigned_abs();
+        if a < 10 {
+            out.push(b'0');
+        }
+        write!(out, "{a}").expect("writing to a Vec");
+    } else if e >= 0 {
+        let int_len = e as usize + 1;
+        if n <= int_len {
+            out.extend_from_slice(d);
+            out.resize(out.len() + (int_len - n), b'0');
+            out.extend_from_slice(b".0");
+        } else {
+            out.extend_from_slice(&d[..int_len]);
+            out.push(b'.');
+            out.extend_from_slice(&d[int_len..]);
+        }
+    } else {
+        out.extend_from_slice(b"0.");
+        out.resize(out.len() + (-e - 1) as usize, b'0');
+        out.extend_from_slice(d);
+    }
+}
+
+/// Where `x` (positive, finite) lies exactly halfway between two decimals of as many digits
+/// as `digits` D (the shortest found, x ~ D * 10^q) that both read back as `x`, the one with
+/// the even last digit (David Gay's dtoa, which CPython's repr uses, rounds half to even;
+/// Rust's `{:e}` takes the upper one: repr(1648486246971105.25) is '1648486246971105.2', Rust's
+/// 1648486246971105.3), as its digits (no trailing zeros) and decimal exponent e
+/// (x = d.ddd * 10^e); None otherwise. Exact in integers: x = m * 2^k, and a tie next to
+/// D * 10^q is x = (2D -+ 1) * 5^q * 2^(q-1); only the rare ties parse a decimal back.
+fn even_tie_digits(x: f64, digits: &[u8], q: i32) -> Option<(String, i32)> {
+    // a tie needs an odd last digit and x = odd * 2^(q-1) * 5^q: cheap checks first
+    if digits[digits.len() - 1] % 2 == 0 || x == 0.0 {
+        return None;
+    }
+    let bits = x.to_bits();
+    let (frac, exp) = (bits & ((1 << 52) - 1), ((bits >> 52) & 0x7ff) as i32);
+    let (m, k) = if exp == 0 { (frac, -1074) } else { (frac | (1 << 52), exp - 1075) };
+    let t = m.trailing_zeros() as i32;
+    let (m_odd, two) = (u128::from(m >> t), k + t);
+    if two != q - 1 {
+        return None;
+    }
+    let d: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    let pow5 = |v: u128, p: i32| (0..p.max(0)).try_fold(v, |a, _| a.checked_mul(5));
+    let lhs = pow5(m_odd, -q)?;
+    let alt = [d - 1, d + 1].into_iter().find(|&a| {
+        let odd = u128::from(a + d); // 2D - 1 or 2D + 1
+        pow5(odd, q) == Some(lhs)
+    })?;
+    if format!("{alt}e{q}").parse::<f64>().ok()? != x {
+        return None;
+    }
+    let text = alt.to_string();
+    let kept = text.trim_end_matches('0');
+    let kept = if kept.is_empty() { "0" } else { kept };
+    Some((kept.to_string(), q + text.len() as i32 - 1))
+}
+
+/// float_reprs(values: bytes) -> bytes
+///
+/// Python's `repr()` of each native-endian f64 of `values`, each followed by a newline (for
+/// the tests of the CSV writer's number format).
+#[pyfunction]
+fn float_reprs<'py>(py: Python<'py>, values: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+    if values.len() % 8 != 0 {
+        return Err(PyValueError::new_err("values must be f64 bytes (a multiple of 8 long)"));
+    }
+    let mut out = Vec::with_capacity(values.len() * 3);
+    for c in values.chunks_exact(8) {
+        push_py_float_repr(&mut out, f64::from_ne_bytes(c.try_into().expect("8 bytes")));
+        out.push(b'\n');
+    }
+    Ok(PyBytes::new(py, &out))
+}
+
+/// CsvRows(mids: list[str])
+///
+/// The text of the tidy CSV's rows, `<time><mid><value>\n`, where `mids[c]` is column `c`'s
+/// `,<flow>,<metric>,` (already quoted as Python's csv module does); each number is Python's
+/// `repr()` of the float and NaN is the empty field, as pandas' `to_csv` writes a float64
+/// column (python/aqmlab/output.py's `write_csv`).
+#[pyclass(frozen)]
+struct CsvRows {
+    mids: Vec<Vec<u8>>,
+}
+
+#[pymethods]
+impl CsvRows {
+    #[new]
+    fn new(mids: Vec<String>) -> Self {
+        CsvRows { mids: mids.into_iter().map(String::into_bytes).collect() }
+    }
+
+    /// format(time, value, col) -> bytes: the rows of the native-endian f64 bytes `time` and
+    /// `value` and the native-endian i64 bytes `col` (indices into `mids`), all as long.
+    fn format<'py>(&self, py: Python<'py>, time: &[u8], value: &[u8], col: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let n = time.len() / 8;
+        if time.len() % 8 != 0 || value.len() != time.len() || col.len() != time.len() {
+            return Err(PyValueError::new_err("time, value and col must be 8-byte items, equally many"));
+        }
+        let out = py.allow_threads(|| -> Result<Vec<u8>, i64> {
+            let mut out = Vec::with_capacity(n * 40);
+            for i in 0..n {
+                let r = 8 * i..8 * i + 8;
+                let t = f64::from_ne_bytes(time[r.clone()].try_into().expect("8 bytes"));
+                let v = f64::from_ne_bytes(value[r.clone()].try_into().expect("8 bytes"));
+                let c = i64::from_ne_bytes(col[r].try_into().expect("8 bytes"));
+                let mid = usize::try_from(c).ok().and_then(|c| self.mids.get(c)).ok_or(c)?;
+                if !t.is_nan() {
+                    push_py_float_repr(&mut out, t);
+                }
+                out.extend_from_slice(mid);
+                if !v.is_nan() {
+                    push_py_float_repr(&mut out, v);
+                }
+                out.push(b'\n');
+            }
+            Ok(out)
+        });
+        match out {
+            Ok(out) => Ok(PyBytes::new(py, &out)),
+            Err(c) => Err(PyValueError::new_err(format!("column index {c} out of range 0..{}", self.mids.len()))),
+        }
+    }
+}
+
 /// A panic in the engine (a bug: an invariant violated, an index out of range) reaches Python
 /// as pyo3's `PanicException` carrying the panic's message, which `aqmlab.api` turns into one
 /// `internal error: ...` line (the CLI: exit 1). Rust's default hook would first print
@@ -285,7 +494,9 @@ fn _sim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(qdisc_table, m)?)?;
     m.add_function(wrap_pyfunction!(cc_table, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_schema, m)?)?;
+    m.add_function(wrap_pyfunction!(float_reprs, m)?)?;
     m.add_class::<RunControl>()?;
+    m.add_class::<CsvRows>()?;
     m.add("RunCancelled", m.py().get_type::<RunCancelled>())?;
     m.add("ScenarioError", m.py().get_type::<ScenarioError>())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
