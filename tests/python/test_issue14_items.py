@@ -145,3 +145,20 @@ def test_the_tidy_conversion_is_linear_in_flows():
     assert list(e_codes[:6]) == [0, 0, 1, 1, 2, 2] and list(m_codes[:4]) == [0, 1, 0, 1]
     df = SeriesData.from_columns([0.0, 0.05], columns[:6]).tidy()
     assert list(df["flow"].astype(str)) == ["f0"] * 4 + ["f1"] * 4 + ["f2"] * 4
+
+
+def test_the_plots_list_of_tcp_flows_is_linear_in_flows():
+    """The plot's list of TCP flows searched a list per series key: quadratic, so a run of
+    100,000 flows spent over 15 minutes in it before drawing anything. Counted, not timed."""
+    from types import SimpleNamespace
+
+    from aqmlab.plot import tcp_flows
+
+    n = 2000
+    # Transient flows (not in the summary's list) with three TCP series each.
+    keys = {(_Name(f"t{i}"), m): None for i in range(n) for m in ("srtt", "cwnd", "delivery_rate")}
+    result = SimpleNamespace(flows=[_Name("f0")], units=keys)
+    _Name.compares = 0
+    names = tcp_flows(result)
+    assert names == ["f0"] + [f"t{i}" for i in range(n)]
+    assert _Name.compares <= 8 * n, f"{_Name.compares} name comparisons for {n} flows"
