@@ -16,9 +16,10 @@
 //! - an accepted qdisc or cc description re-parses from its own text to an equal
 //!   configuration on every era profile, and its instance can be built.
 
-use crate::cc::CcSpec;
+use crate::cc::CcConfig;
+use crate::params::{Registered, Spec};
 use crate::profile::Stack;
-use crate::qdisc::{BuildCtx, QdiscSpec};
+use crate::qdisc::{BuildCtx, QdiscConfig};
 use crate::rng::Stream;
 use crate::scenario::{resolve_toml, Scenario, ScenarioError};
 use crate::time::Rate;
@@ -113,35 +114,32 @@ const RATES: [u64; 3] = [1_000, 50_000_000, 100_000_000_000];
 /// The qdisc target: parse a tc-style description on every era profile; an accepted one
 /// re-parses from its own text to an equal configuration and can be built for any link.
 pub fn qdisc(text: &str) -> Outcome {
-    let mut outcome = Outcome::Rejected;
-    for stack in Stack::ALL {
-        match QdiscSpec::parse_for(text, stack) {
-            Err(e) => check_one_line("qdisc", text, &e),
-            Ok(spec) => {
-                outcome = Outcome::Accepted;
-                let again = QdiscSpec::parse_for(spec.text(), stack).unwrap_or_else(|e| panic!("{:?} re-parses as: {e}", spec.text()));
-                assert!(again == spec, "{:?} re-parses to another configuration", spec.text());
-                for rate in RATES {
-                    let mut ctx = BuildCtx { link_rate: Rate(rate), mtu: 1514, rng: Stream::new(1, "fuzz"), stack };
-                    drop(spec.config().build(&mut ctx));
-                }
-            }
+    spec_target::<dyn QdiscConfig>("qdisc", text, |config, stack| {
+        for rate in RATES {
+            let mut ctx = BuildCtx { link_rate: Rate(rate), mtu: 1514, rng: Stream::new(1, "fuzz"), stack };
+            drop(config.build(&mut ctx));
         }
-    }
-    outcome
+    })
 }
 
 /// The cc target: as [`qdisc`], for congestion-control descriptions.
 pub fn cc(text: &str) -> Outcome {
+    spec_target::<dyn CcConfig>("cc", text, |config, stack| drop(config.build(Stream::new(1, "cc/0"), stack)))
+}
+
+/// One description target for either family ([`crate::qdisc::QdiscSpec`], [`crate::cc::CcSpec`]): parsed on every
+/// profile, an error must be one line; an accepted description re-parses from its own text to
+/// an equal configuration, and `build` instantiates it.
+fn spec_target<C: ?Sized + Registered>(what: &str, text: &str, build: impl Fn(&C, Stack)) -> Outcome {
     let mut outcome = Outcome::Rejected;
     for stack in Stack::ALL {
-        match CcSpec::parse_for(text, stack) {
-            Err(e) => check_one_line("cc", text, &e),
+        match Spec::<C>::parse_for(text, stack) {
+            Err(e) => check_one_line(what, text, &e),
             Ok(spec) => {
                 outcome = Outcome::Accepted;
-                let again = CcSpec::parse_for(spec.text(), stack).unwrap_or_else(|e| panic!("{:?} re-parses as: {e}", spec.text()));
+                let again = Spec::<C>::parse_for(spec.text(), stack).unwrap_or_else(|e| panic!("{:?} re-parses as: {e}", spec.text()));
                 assert!(again == spec, "{:?} re-parses to another configuration", spec.text());
-                drop(spec.config().build(Stream::new(1, "cc/0"), stack));
+                build(spec.config(), stack);
             }
         }
     }
