@@ -56,6 +56,12 @@ class RunResult:
     series_data: SeriesData | None = field(default=None, repr=False, compare=False)
 
     @property
+    def engine_series(self) -> SeriesData | None:
+        """The engine's series when they are what this result holds (no DataFrame set in their
+        place), read directly by the writers; None otherwise."""
+        return self.series_data if self._timeseries is None else None
+
+    @property
     def flows(self) -> list[str]:
         """Flow names in engine order."""
         return [f["name"] for f in self.summary.get("flows", [])]
@@ -74,8 +80,8 @@ class RunResult:
             raise KeyError(f"no series {entity}/{metric} (known: {known})")
         import numpy as np
 
-        data = self.series_data
-        if data is not None and self._timeseries is None and data.keys.count((entity, metric)) == 1:
+        data = self.engine_series
+        if data is not None and data.keys.count((entity, metric)) == 1:
             v = data.column(data.keys.index((entity, metric)))
             s = pd.Series(np.array(v), index=pd.Index(data.time(), name="time"))
             s.name = f"{entity}/{metric}"
@@ -272,12 +278,16 @@ class SeriesData:
             return self._tail.reshape(-1)
         return np.concatenate([self.column(i) for i in range(len(self.keys))])
 
+    def index(self) -> dict[tuple[str, str], int]:
+        """Each ``(entity, metric)``'s column index (the first of a repeated key)."""
+        out: dict[tuple[str, str], int] = {}
+        for i, k in enumerate(self.keys):
+            out.setdefault(k, i)
+        return out
+
     def columns(self) -> dict[tuple[str, str], Any]:
         """Every column as an array, by ``(entity, metric)`` (the first of a repeated key)."""
-        out: dict[tuple[str, str], Any] = {}
-        for i, k in enumerate(self.keys):
-            out.setdefault(k, self.column(i))
-        return out
+        return {k: self.column(i) for k, i in self.index().items()}
 
     def rows(self, a: int, b: int) -> tuple[Any, Any, Any]:
         """Rows ``a:b`` of the tidy table (one block of rows per column, column after column)

@@ -197,14 +197,11 @@ class _Columns:
     a time; a result built from a DataFrame is read into arrays once."""
 
     def __init__(self, result: RunResult):
-        data = result.series_data
-        self._data = None
-        if data is not None and result._timeseries is None:  # the engine's columns, read directly
-            self._data = data
+        data = result.engine_series
+        self._data = data
+        if data is not None:  # the engine's columns, read directly
             self.n = data.n_ticks
-            self._index: dict[tuple[str, str], int] = {}
-            for i, k in enumerate(data.keys):
-                self._index.setdefault(k, i)
+            self._index = data.index()
             head = data.time(0, min(2, self.n))
         else:
             self._time, self._cols = _columns(result)
@@ -213,6 +210,10 @@ class _Columns:
             head = self._time[:2]
         self.t0 = float(head[0]) if len(head) else None
         self.t1 = float(head[1]) if len(head) > 1 else None
+        if not self.n:
+            self.last_t = 0.0
+        else:
+            self.last_t = float(data.time(self.n - 1, self.n)[0]) if data is not None else float(self._time[-1])
 
     def __contains__(self, key: tuple[str, str]) -> bool:
         return key in self._index
@@ -445,8 +446,7 @@ def _lazy_build(result: RunResult) -> dict[str, Any]:
         params["qdisc_stats_hosts"] = ",".join(links)
         params["qdisc_stats_interfaces"] = ",".join(links)
 
-    last_t = float(cols._data.time(cols.n - 1, cols.n)[0]) if cols._data is not None and cols.n else (float(cols._time[-1]) if cols.n else 0.0)
-    length = float(summary.get("sim_seconds") or last_t)
+    length = float(summary.get("sim_seconds") or cols.last_t)
     bn = summary.get("bottleneck", {})
     title_parts = [str(result.name or summary.get("name") or "aqmlab run")]
     if bn.get("qdisc"):

@@ -431,7 +431,7 @@ def write_parquet(result: RunResult, path: Path) -> None:
     :func:`labelled_table`. Both give the same file."""
     import pyarrow.parquet as pq
 
-    if result.series_data is not None and result.series_data.keys and result._timeseries is None:
+    if result.engine_series is not None and result.engine_series.keys:
         _stream_parquet(result, path)
     else:
         pq.write_table(labelled_table(result), path, row_group_size=ROW_GROUP_ROWS, **PARQUET_OPTIONS)

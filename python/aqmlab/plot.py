@@ -33,8 +33,8 @@ MARKS_DROPS = ("drops", "ce_marks", "sce_marks")
 def series_map(result: RunResult) -> dict[tuple[str, str], Series]:
     """Every series of a run as ``{(entity, metric): (time, value)}``, sorted by time."""
     out: dict[tuple[str, str], Series] = {}
-    data = getattr(result, "series_data", None)
-    if data is not None and result._timeseries is None:  # the engine's columns, read directly
+    data = result.engine_series
+    if data is not None:  # the engine's columns, read directly
         t = data.time()
         return {k: (t, v) for k, v in data.columns().items()}
     ts = result.timeseries

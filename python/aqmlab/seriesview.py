@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .api import RunResult, SeriesData
+    from .api import RunResult
 
 #: Buckets per series: a series of more than 4x this many points is reduced to at most 4 points
 #: per bucket (the plot's axes are about 900 pixels wide, report.html's at most 1400).
@@ -64,7 +64,7 @@ class View(dict):
 def usable(result: RunResult) -> bool:
     """Whether ``result``'s series are the engine's (:attr:`RunResult.series_data`), which a
     view reads; a result built from a DataFrame goes through ``plot.series_map``."""
-    return getattr(result, "series_data", None) is not None and result._timeseries is None
+    return result.engine_series is not None
 
 
 class _Envelope:
@@ -152,13 +152,6 @@ class _Smoother:
             return np.where(k > 0, s / np.maximum(k, 1), np.nan)
 
 
-def _first_index(data: SeriesData) -> dict[tuple[str, str], int]:
-    out: dict[tuple[str, str], int] = {}
-    for i, k in enumerate(data.keys):
-        out.setdefault(k, i)
-    return out
-
-
 def bucket_ticks(n_ticks: int, n_series: int, buckets: int = BUCKETS) -> int:
     """Ticks per bucket for ``n_series`` series of ``n_ticks`` ticks: 1 (as recorded) when that
     is at most 4 points per bucket, else enough ticks that each series has at most
@@ -181,7 +174,7 @@ def view(result: RunResult, smooth_s: float | None = None, buckets: int | None =
     if cached is not None and cached[0] == (smooth_s, buckets):
         return cached[1]
     data = result.series_data
-    index = _first_index(data)
+    index = data.index()
     keys = list(index)
     n = data.n_ticks
     out = View()
