@@ -187,7 +187,8 @@ def _series(result: RunResult) -> Any:
 
 
 def _plot_specs(result: RunResult, sm: Any) -> list[dict[str, Any]]:
-    """:func:`plot_specs` with each trace's ``x`` and ``y`` as :class:`_Numbers`."""
+    """The run's plots as ``{"id", "title", "ylabel", "traces": [{"name", "x", "y", ...}]}``,
+    each trace's ``x`` and ``y`` as :class:`_Numbers`."""
     from .plot import MARKS_DROPS, _probe_names, _queue_metrics, _udp_names, tcp_flows, total_throughput
     from .seriesview import View
 
@@ -247,11 +248,6 @@ def _trace_json(trace: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v.json() if isinstance(v, _Numbers) else v for k, v in trace.items()}
 
 
-def plot_specs(result: RunResult) -> list[dict[str, Any]]:
-    """The run's plots as ``{"id", "title", "ylabel", "traces": [{"name", "x", "y", ...}]}``."""
-    return [{k: [_trace_json(t) for t in v] if k == "traces" else v for k, v in s.items()} for s in _plot_specs(result, _series(result))]
-
-
 #: Counts the page's script errors on <html data-js-errors> (a test reads it from the DOM).
 _ERRORS_JS = (
     "window.addEventListener('error',function(e){var d=document.documentElement;"
@@ -289,7 +285,7 @@ def _json_script(obj: Any) -> str:
 
 
 def _specs_json(specs: Sequence[Mapping[str, Any]]) -> Iterator[str]:
-    """``_json_script(plot_specs(...))``'s text in pieces, a trace at a time."""
+    """The JSON text of :func:`_plot_specs`'s specs in pieces, a trace at a time."""
     yield "["
     for i, spec in enumerate(specs):
         yield ("," if i else "") + "{"
