@@ -109,46 +109,65 @@ pub(crate) fn backlog_underflow(what: &str) -> ! {
 }
 
 /// A count per flow (indexed by `Packet::flow`, an endpoint id), for the per-flow packet
-/// conservation check: the drops of a discipline or path element. Grows to the largest flow
-/// counted (amortised: no allocation per packet once the flows have been seen); one indexed
-/// increment per counted packet.
+/// conservation check: the drops of a discipline or path element. Holds the range of flows it
+/// has counted, from the lowest to the highest id (amortised: no allocation per packet once
+/// the flows have been seen), so an element that only one flow crosses (a flow's own netem)
+/// holds one count, not one per endpoint id below it; one indexed increment per packet.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct FlowCounts(Vec<u64>);
+pub struct FlowCounts {
+    /// The flow id of `counts[0]`.
+    base: u32,
+    counts: Vec<u64>,
+}
 
 impl FlowCounts {
     /// Counts one packet of `flow`.
     #[inline]
     pub fn add(&mut self, flow: u32) {
-        match self.0.get_mut(flow as usize) {
+        match flow.checked_sub(self.base).and_then(|i| self.counts.get_mut(i as usize)) {
             Some(c) => *c += 1,
-            None => self.grow_and_add(flow),
+            None => self.add_outside(flow, 1),
         }
     }
+    /// Widens the range to hold `flow`, then adds `n` to its count.
     #[cold]
     #[inline(never)]
-    fn grow_and_add(&mut self, flow: u32) {
-        self.0.resize(flow as usize + 1, 0);
-        self.0[flow as usize] += 1;
+    fn add_outside(&mut self, flow: u32, n: u64) {
+        if self.counts.is_empty() {
+            self.base = flow;
+        } else if flow < self.base {
+            let grow = (self.base - flow) as usize;
+            self.counts.splice(0..0, std::iter::repeat(0).take(grow));
+            self.base = flow;
+        }
+        let i = (flow - self.base) as usize;
+        if i >= self.counts.len() {
+            self.counts.resize(i + 1, 0);
+        }
+        self.counts[i] += n;
     }
     /// Adds every count of `other`.
     pub fn add_all(&mut self, other: &FlowCounts) {
-        if self.0.len() < other.0.len() {
-            self.0.resize(other.0.len(), 0);
-        }
-        for (a, b) in self.0.iter_mut().zip(&other.0) {
-            *a += b;
+        for (i, &n) in other.counts.iter().enumerate() {
+            if n > 0 {
+                let flow = other.base + i as u32;
+                match flow.checked_sub(self.base).and_then(|i| self.counts.get_mut(i as usize)) {
+                    Some(c) => *c += n,
+                    None => self.add_outside(flow, n),
+                }
+            }
         }
     }
     pub fn get(&self, flow: u32) -> u64 {
-        self.0.get(flow as usize).copied().unwrap_or(0)
+        flow.checked_sub(self.base).and_then(|i| self.counts.get(i as usize)).copied().unwrap_or(0)
     }
     /// The sum over all flows.
     pub fn total(&self) -> u64 {
-        self.0.iter().sum()
+        self.counts.iter().sum()
     }
     /// One past the largest flow counted.
     pub fn flows(&self) -> usize {
-        self.0.len()
+        self.base as usize + self.counts.len()
     }
 }
 
@@ -271,3 +290,28 @@ pub trait Qdisc {
     }
 }
 
+
+#[cfg(test)]
+mod flow_counts_tests {
+    use super::FlowCounts;
+
+    /// Counts in any order of flow ids read back exactly; an element only one high-numbered
+    /// flow crosses holds one count (not one per lower id), and merging keeps every count.
+    #[test]
+    fn counts_hold_only_the_range_of_flows_seen() {
+        let mut a = FlowCounts::default();
+        for _ in 0..3 {
+            a.add(70_000);
+        }
+        assert_eq!((a.counts.len(), a.get(70_000), a.get(0), a.total(), a.flows()), (1, 3, 0, 3, 70_001));
+        a.add(69_998);
+        a.add(70_002);
+        assert_eq!((a.counts.len(), a.get(69_998), a.get(69_999), a.get(70_002), a.total()), (5, 1, 0, 1, 5));
+        let mut sum = FlowCounts::default();
+        sum.add(5);
+        sum.add_all(&a);
+        sum.add_all(&a);
+        assert_eq!((sum.get(5), sum.get(70_000), sum.get(70_002), sum.total(), sum.flows()), (1, 6, 2, 11, 70_003));
+        assert_eq!(FlowCounts::default().flows(), 0);
+    }
+}
