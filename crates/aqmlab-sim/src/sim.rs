@@ -70,10 +70,8 @@ pub struct Simulation {
     recorder: SeriesRecorder,
     /// Reused buffer for the disciplines' xstats.
     xstats_buf: Vec<(&'static str, f64)>,
-    packets_sent: u64,
-    packets_delivered: u64,
-    /// `packets_sent` and `packets_delivered` by flow (endpoint id), for the per-flow
-    /// conservation check.
+    /// Packets sent by endpoints and delivered to them, by flow (endpoint id): the per-flow
+    /// conservation check's counts, and summed, the run's.
     flow_sent: FlowCounts,
     flow_delivered: FlowCounts,
     /// `AQMLAB_TEST_BREAK_INVARIANT` (read once, when the run is built): an invariant the
@@ -259,8 +257,6 @@ impl Simulation {
             changes,
             recorder,
             xstats_buf: Vec::new(),
-            packets_sent: 0,
-            packets_delivered: 0,
             flow_sent: FlowCounts::default(),
             flow_delivered: FlowCounts::default(),
             break_invariant: std::env::var(BREAK_INVARIANT_ENV).ok().filter(|v| !v.is_empty()),
@@ -475,7 +471,6 @@ impl Simulation {
             i += 1;
             let route = self.endpoints.route(pkt.flow);
             if pkt.hop == 0 {
-                self.packets_sent += 1;
                 self.flow_sent.add(pkt.flow);
                 route.address(&mut pkt);
                 if let Some(c) = &mut self.capture {
@@ -487,7 +482,6 @@ impl Simulation {
                 let mut ctx = ElementCtx { id: el, now: self.now, events: &mut self.events, out: &mut self.out };
                 self.elements[el as usize].receive(pkt, &mut ctx);
             } else {
-                self.packets_delivered += 1;
                 self.flow_delivered.add(pkt.flow);
                 if let Some(c) = &mut self.capture {
                     c.tap(&pkt, self.now, &self.endpoints, false);
@@ -534,8 +528,8 @@ impl Simulation {
         let return_link = links.pop().expect("return link");
         let bottleneck = links.pop().expect("bottleneck");
         let packets = Conservation {
-            sent: self.packets_sent,
-            delivered: self.packets_delivered,
+            sent: self.flow_sent.total(),
+            delivered: self.flow_delivered.total(),
             dropped: self.elements.iter().map(Element::drops).sum::<u64>(),
             in_flight: self.elements.iter().map(|e| e.held() as u64).sum(),
         };
