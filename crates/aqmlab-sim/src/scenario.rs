@@ -863,7 +863,7 @@ pub(crate) fn excerpt(v: &str) -> std::borrow::Cow<'_, str> {
 /// exponent form (`{}` of 1e-300 or 1e300 is a 300-digit line; issue 14).
 pub(crate) fn short_f64(v: f64) -> String {
     let plain = format!("{v}");
-    if plain.len() <= 20 { plain } else { format!("{v:e}") }
+    if plain.len() <= crate::units::LONG_NUMBER_CHARS { plain } else { format!("{v:e}") }
 }
 
 /// Shortens every quoted value in a message with [`excerpt`]: our own ('…'), and serde's and

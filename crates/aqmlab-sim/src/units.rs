@@ -86,6 +86,10 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
     Ok(Rate(bits as u64))
 }
 
+/// Longest number an error message repeats as written; a longer one (`1e300` written out, issue
+/// 14) is named once or shown in exponent form ([`crate::scenario::short_f64`]).
+pub(crate) const LONG_NUMBER_CHARS: usize = 20;
+
 /// Parses a rate that must carry its unit (the scenario's `rate`, `bitrate`, ...): a bare
 /// `50` is refused, as times without units are, because reading it as 50 bit/s (tc's rule,
 /// kept for tc-syntax qdisc arguments) turns a forgotten `Mbit` into a link a million times
@@ -94,10 +98,9 @@ pub fn parse_rate_with_unit(s: &str) -> Result<Rate, String> {
     match split_number(s) {
         Some((_, unit)) if unit.is_empty() => {
             let s = s.trim();
-            if s.len() <= 20 {
+            if s.len() <= LONG_NUMBER_CHARS {
                 Err(format!("invalid rate '{s}': a unit is needed, e.g. {s}Mbit or {s}kbit ({s}bit for bits per second)"))
             } else {
-                // A long number is not repeated three times (1e300 written out: issue 14).
                 Err(format!("invalid rate '{s}': a unit is needed, e.g. Mbit or kbit after the number (bit for bits per second)"))
             }
         }

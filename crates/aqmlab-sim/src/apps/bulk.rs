@@ -187,8 +187,6 @@ impl TcpFlow {
             (Some(first), Some(&(last, _))) => Some(steady_window(first, last, window_s)),
             _ => None,
         };
-        let (a, b) = self.rate_samples.as_slices();
-        let samples: std::borrow::Cow<[(f64, f64)]> = if b.is_empty() { a.into() } else { [a, b].concat().into() };
         FlowSummary {
             name: self.name.clone(),
             cc: self.sender.cc_name().to_string(),
@@ -196,7 +194,7 @@ impl TcpFlow {
             start_s: self.start.as_secs_f64(),
             goodput_mbps: if active > Time::ZERO { bytes as f64 * 8.0 / active.as_secs_f64() / 1e6 } else { 0.0 },
             direction: if self.down { "down" } else { "up" },
-            steady_mbps: window.and_then(|w| steady_state_rate(&samples, w)),
+            steady_mbps: window.and_then(|w| steady_state_rate(&self.rate_samples, w)),
             steady_from_s: window.map(|w| w.0),
             steady_to_s: window.map(|w| w.1),
             bytes_delivered: bytes,

@@ -33,11 +33,12 @@ pub fn steady_horizon(window_s: Option<f64>) -> f64 {
 }
 
 /// Steady-state delivery rate D_SS: the arithmetic mean of the non-zero samples with
-/// `from_s < t < to_s` ([`steady_window`]). `samples` are (time in s, rate); returns `None`
-/// when the window holds no sample.
-pub fn steady_state_rate(samples: &[(f64, f64)], (from_s, to_s): (f64, f64)) -> Option<f64> {
+/// `from_s < t < to_s` ([`steady_window`]). `samples` are (time in s, rate), any iterable of
+/// them (a flow's ring of kept samples is read in place); returns `None` when the window holds
+/// no sample.
+pub fn steady_state_rate<'a>(samples: impl IntoIterator<Item = &'a (f64, f64)>, (from_s, to_s): (f64, f64)) -> Option<f64> {
     let (sum, n) = samples
-        .iter()
+        .into_iter()
         .filter(|&&(t, v)| t > from_s && t < to_s && v != 0.0 && v.is_finite())
         .fold((0.0, 0usize), |(s, n), &(_, v)| (s + v, n + 1));
     (n > 0).then(|| sum / n as f64)
