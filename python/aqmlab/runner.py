@@ -419,39 +419,52 @@ def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None
 class _LocalPool:
     #: A run is tried on this many workers before it fails.
     ATTEMPTS = 2
+    #: Runs a worker holds at once: the one it runs and the next, waiting in its pipe, so that
+    #: it starts the next run as soon as it has sent a result instead of waiting for this
+    #: process to be scheduled, read the result and send a task (on 2 cores shared by 2 busy
+    #: workers that wait was a scheduling round, and more while this process wrote a record).
+    #: A worker runs its runs in the order sent and answers each in that order, so when it
+    #: dies the first run it holds is the one it was running: that run alone counts the
+    #: death; the next was never started and goes back to the queue as it was.
+    DEPTH = 2
 
     def __init__(self, tasks: list[dict[str, Any]], jobs: int, plots: bool, on_done: Callback) -> None:
         import multiprocessing as mp
 
         self.ctx = mp.get_context("spawn")
         self.tasks, self.jobs, self.plots, self.on_done = tasks, jobs, plots, on_done
-        self.workers: list[list[Any]] = []  # [process, conn, task index or None]
+        self.workers: list[list[Any]] = []  # [process, conn, deque of the task indices it holds]
         self.attempts = [0] * len(tasks)
 
     def _spawn(self) -> list[Any]:
+        from collections import deque
+
         parent_end, child_end = self.ctx.Pipe()
         p = self.ctx.Process(target=_worker_main, args=(child_end, self.plots), name="aqmlab-worker", daemon=True)
         p.start()
         child_end.close()
-        return [p, parent_end, None]
+        return [p, parent_end, deque()]
 
     def run(self) -> None:
         from collections import deque
         from multiprocessing.connection import wait
 
         queue = deque(range(len(self.tasks)))
+        # Fewer runs than workers x DEPTH: one each, so that no worker waits while another holds two.
+        depth = self.DEPTH if len(self.tasks) >= self.DEPTH * self.jobs else 1
         try:
             for _ in range(self.jobs):
                 self.workers.append(self._spawn())  # one by one: an interruption stops those started
             while True:
                 for w in self.workers:
-                    if w[2] is None and queue:
-                        w[2] = queue.popleft()
+                    while len(w[2]) < depth and queue:
+                        i = queue.popleft()
+                        w[2].append(i)
                         try:
-                            w[1].send((w[2], self.tasks[w[2]]))
+                            w[1].send((i, self.tasks[i]))
                         except OSError:
-                            pass  # the worker died idle: found below by its sentinel, the run tried again
-                busy = [w for w in self.workers if w[2] is not None]
+                            break  # the worker died: found below by its sentinel, its runs tried again
+                busy = [w for w in self.workers if w[2]]
                 if not busy:
                     return
                 ready = set(wait([w[1] for w in busy] + [w[0].sentinel for w in busy]))
@@ -462,37 +475,43 @@ class _LocalPool:
             self._stop()
 
     def _collect(self, w: list[Any], ready: set[Any], queue: Any) -> None:
-        proc, conn, i = w
-        res = None
+        proc, conn, held = w
         try:
             if conn.poll():
                 j, res = conn.recv()
-                w[2] = None
+                if held and held[0] == j:
+                    held.popleft()
+                elif j in held:
+                    held.remove(j)
                 self.on_done(j, res)
                 return
         except (EOFError, OSError):
             pass
         if proc.sentinel not in ready and proc.is_alive():
             return
-        # The worker died holding run i: it alone is affected.
+        # The worker died holding the runs in `held`, running the first of them: it alone is
+        # affected (the others were never started and go back to the queue's front, in order).
         proc.join()
         conn.close()
-        self.attempts[i] += 1
-        if self.attempts[i] < self.ATTEMPTS:
-            queue.appendleft(i)
-        else:
-            self.on_done(i, {"ok": False, "run_dir": self.tasks[i]["run_dir"],
-                             "error": f"its worker died {self.attempts[i]} times ({_death(proc.exitcode)}; out of memory?)"})
-        remove_temporaries(Path(self.tasks[i]["run_dir"]))
         self.workers.remove(w)
+        if held:
+            i = held.popleft()
+            queue.extendleft(reversed(held))
+            self.attempts[i] += 1
+            if self.attempts[i] < self.ATTEMPTS:
+                queue.appendleft(i)
+            else:
+                self.on_done(i, {"ok": False, "run_dir": self.tasks[i]["run_dir"],
+                                 "error": f"its worker died {self.attempts[i]} times ({_death(proc.exitcode)}; out of memory?)"})
+            remove_temporaries(Path(self.tasks[i]["run_dir"]))
         if queue:
             self.workers.append(self._spawn())
 
     def _stop(self) -> None:
-        held = [w[2] for w in self.workers if w[2] is not None]
-        for p, conn, i in self.workers:
+        held = [i for w in self.workers for i in w[2]]
+        for p, conn, h in self.workers:
             try:
-                if i is None and p.is_alive():
+                if not h and p.is_alive():
                     conn.send(None)
                 elif p.is_alive():
                     p.terminate()  # SIGTERM: the worker removes its temporaries and leaves
@@ -655,16 +674,29 @@ def run_suite(
     if html:
         atomic_write_text(out_dir / htmlreport.PLOTLY_JS, htmlreport.plotly_js())
     prog = _Progress(suite.name, len(runs), reused, enabled=progress)
+    # The report's record of each run that finishes, read while the other runs go on (J-K's
+    # 5,600 summaries took 4 s to read after the last run, with the workers idle).
+    loaded: dict[int, rep.Record] = {}
     with prog:
 
         def on_done(i: int, res: dict[str, Any]) -> None:
-            if res.get("ok") and not todo[i].summary_path.is_file():
-                res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
-                       "(do the workers share this filesystem?)"}
+            if res.get("ok"):
+                if report:
+                    try:
+                        record = rep.load_record(todo[i])
+                    except Exception:  # noqa: BLE001 - read again with the others, which reports it
+                        record = None
+                    if record is not None and record.summary is not None:
+                        loaded[i] = record
+                if i not in loaded and not todo[i].summary_path.is_file():
+                    res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
+                           "(do the workers share this filesystem?)"}
             if not res.get("ok"):
                 failed.append((todo[i], str(res.get("error"))))
             prog.advance(ok=bool(res.get("ok")))
 
+        if tasks and report and (jobs > 1 or executor == "dask" or dask_address):
+            _import_report_plotting_meanwhile(suite)
         if tasks:
             if executor == "dask" or dask_address:
                 run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
@@ -676,11 +708,32 @@ def run_suite(
     outcome = SuiteOutcome(suite, out_dir, runs, len(todo) - len(failed), reused, failed, time.perf_counter() - t0,
                            damaged=[r for r, _ in damaged])
     if report:
-        outcome.records = rep.load_records(runs)
+        done = {id(todo[i]): rec for i, rec in loaded.items()}
+        outcome.records = [done.get(id(r)) or rep.load_record(r) for r in runs]
         rep.write_results_csv(outcome.records, suite, out_dir / RESULTS)
         rep.write_report(outcome, out_dir / REPORT, command=command)
         write_index(outcome, command=command)
     return outcome
+
+
+def _import_report_plotting_meanwhile(suite: Suite) -> None:
+    """Imports matplotlib's pyplot (about 1 s of CPU) in a thread while the workers run, when
+    the suite's report draws a figure (a ``cdf`` table): after the last run this process
+    would import it alone, with the workers idle. The import system's locks make the report's
+    own ``import matplotlib.pyplot`` wait for this one; the workers hold their next run in
+    their pipe (``_LocalPool.DEPTH``), so they do not wait for this process meanwhile."""
+    if not any(t.get("kind") == "cdf" for t in suite.tables) or "matplotlib.pyplot" in sys.modules:
+        return
+    import threading
+
+    def imp() -> None:
+        with contextlib.suppress(Exception):
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot  # noqa: F401
+
+    threading.Thread(target=imp, name="aqmlab-import-pyplot", daemon=True).start()
 
 
 def write_index(outcome: SuiteOutcome, command: str | None = None) -> None:
