@@ -10,6 +10,7 @@ results.csv and REPORT.md are :mod:`aqmlab.report`. Imports go one way:
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -367,6 +368,9 @@ def _worker_main(conn: Any, plots: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_sigterm)
     _init_worker(plots)
+    # The modules' objects, imported once, out of the cyclic GC's generations: its full
+    # collections during the runs need not scan them.
+    gc.freeze()
     while True:
         try:
             msg = conn.recv()
@@ -677,43 +681,53 @@ def run_suite(
     # The report's record of each run that finishes, read while the other runs go on (J-K's
     # 5,600 summaries took 4 s to read after the last run, with the workers idle).
     loaded: dict[int, rep.Record] = {}
-    with prog:
+    freeze = report and gc.get_freeze_count() == 0  # not when the caller froze objects of its own
+    try:
+        with prog:
 
-        def on_done(i: int, res: dict[str, Any]) -> None:
-            if res.get("ok"):
-                if report:
-                    try:
-                        record = rep.load_record(todo[i])
-                    except Exception:  # noqa: BLE001 - read again with the others, which reports it
-                        record = None
-                    if record is not None and record.summary is not None:
-                        loaded[i] = record
-                if i not in loaded and not todo[i].summary_path.is_file():
-                    res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
-                           "(do the workers share this filesystem?)"}
-            if not res.get("ok"):
-                failed.append((todo[i], str(res.get("error"))))
-            prog.advance(ok=bool(res.get("ok")))
+            def on_done(i: int, res: dict[str, Any]) -> None:
+                if res.get("ok"):
+                    if report:
+                        try:
+                            record = rep.load_record(todo[i])
+                        except Exception:  # noqa: BLE001 - read again with the others, which reports it
+                            record = None
+                        if record is not None and record.summary is not None:
+                            loaded[i] = record
+                            if freeze:
+                                # The records live until the report is written: out of the cyclic
+                                # GC's generations, so that its collections (every few records: a
+                                # summary is about a thousand lists) do not scan them again and again.
+                                gc.freeze()
+                    if i not in loaded and not todo[i].summary_path.is_file():
+                        res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
+                               "(do the workers share this filesystem?)"}
+                if not res.get("ok"):
+                    failed.append((todo[i], str(res.get("error"))))
+                prog.advance(ok=bool(res.get("ok")))
 
-        if tasks and report and (jobs > 1 or executor == "dask" or dask_address):
-            _import_report_plotting_meanwhile(suite)
-        if tasks:
-            if executor == "dask" or dask_address:
-                run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
-            elif executor == "local":
-                run_local(tasks, jobs, on_done)
-            else:
-                raise SuiteError(f"--executor {executor}: expected local or dask")
-    failed.sort(key=lambda f: runs.index(f[0]))
-    outcome = SuiteOutcome(suite, out_dir, runs, len(todo) - len(failed), reused, failed, time.perf_counter() - t0,
-                           damaged=[r for r, _ in damaged])
-    if report:
-        done = {id(todo[i]): rec for i, rec in loaded.items()}
-        outcome.records = [done.get(id(r)) or rep.load_record(r) for r in runs]
-        rep.write_results_csv(outcome.records, suite, out_dir / RESULTS)
-        rep.write_report(outcome, out_dir / REPORT, command=command)
-        write_index(outcome, command=command)
-    return outcome
+            if tasks and report and (jobs > 1 or executor == "dask" or dask_address):
+                _import_report_plotting_meanwhile(suite)
+            if tasks:
+                if executor == "dask" or dask_address:
+                    run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
+                elif executor == "local":
+                    run_local(tasks, jobs, on_done)
+                else:
+                    raise SuiteError(f"--executor {executor}: expected local or dask")
+        failed.sort(key=lambda f: runs.index(f[0]))
+        outcome = SuiteOutcome(suite, out_dir, runs, len(todo) - len(failed), reused, failed, time.perf_counter() - t0,
+                               damaged=[r for r, _ in damaged])
+        if report:
+            done = {id(todo[i]): rec for i, rec in loaded.items()}
+            outcome.records = [done.get(id(r)) or rep.load_record(r) for r in runs]
+            rep.write_results_csv(outcome.records, suite, out_dir / RESULTS)
+            rep.write_report(outcome, out_dir / REPORT, command=command)
+            write_index(outcome, command=command)
+        return outcome
+    finally:
+        if freeze:
+            gc.unfreeze()
 
 
 def _import_report_plotting_meanwhile(suite: Suite) -> None:
