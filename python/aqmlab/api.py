@@ -289,17 +289,17 @@ class SeriesData:
         """Every column as an array, by ``(entity, metric)`` (the first of a repeated key)."""
         return {k: self.column(i) for k, i in self.index().items()}
 
-    def rows(self, a: int, b: int) -> tuple[Any, Any, Any]:
+    def rows(self, a: int, b: int, cols: bool = True) -> tuple[Any, Any, Any]:
         """Rows ``a:b`` of the tidy table (one block of rows per column, column after column)
-        as ``(time, value, column index)`` arrays."""
+        as ``(time, value, column index)`` arrays (the column index None when not ``cols``)."""
         import numpy as np
 
         n, total = self.n_ticks, self.n_ticks * len(self.keys)
         b = min(b, total)
         if a == 0 and b == total and not self._spill:  # the whole table, from the buffers
-            return np.tile(self.time(), len(self.keys)), self.all_values(), np.repeat(np.arange(len(self.keys)), n)
+            return np.tile(self.time(), len(self.keys)), self.all_values(), np.repeat(np.arange(len(self.keys)), n) if cols else None
         if a >= b:
-            return np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.intp)
+            return np.zeros(0), np.zeros(0), np.zeros(0, dtype=np.intp) if cols else None
         i0, s0 = divmod(a, n)
         i1, s1 = divmod(b - 1, n)
         lo, hi = (0, n) if i1 > i0 else (s0, s1 + 1)
@@ -312,19 +312,19 @@ class SeriesData:
             block = self._block(i0, i1 + 1, lo, hi).reshape(-1)
             first, last = s0 - lo, (i1 - i0) * (hi - lo) + s1 - lo + 1
             t = np.tile(self.time(lo, hi), i1 + 1 - i0)[first:last]
-            col = np.repeat(np.arange(i0, i1 + 1), hi - lo)[first:last]
+            col = np.repeat(np.arange(i0, i1 + 1), hi - lo)[first:last] if cols else None
             return t, block[first:last], col
-        times, values, cols, lens = [], [], [], []
+        times, values, idx, lens = [], [], [], []
         r = a
         while r < b:  # the pieces of columns rows a..b cover
             i, start = divmod(r, n)
             stop = min(n, start + (b - r))
             times.append(self.time(start, stop))
             values.append(self.column(i, start, stop))
-            cols.append(i)
+            idx.append(i)
             lens.append(stop - start)
             r += stop - start
-        col = np.repeat(np.array(cols, dtype=np.intp), lens)
+        col = np.repeat(np.array(idx, dtype=np.intp), lens) if cols else None
         return np.concatenate(times), np.concatenate(values), col
 
     def codes(self) -> tuple[list[str], list[str], Any, Any]:

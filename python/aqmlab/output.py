@@ -223,7 +223,10 @@ PARQUET_META_KEY = b"aqmlab"
 ROW_GROUP_ROWS = 1 << 17
 
 #: How timeseries.parquet is written (``pq.ParquetWriter`` / ``pq.write_table`` options):
-#: - zstd level 1 instead of snappy (as fast, a quarter of the size of a J-K run's file);
+#: - zstd level 1 for ``time`` and ``value`` (as fast as snappy, a quarter of the size of a J-K
+#:   run's file); the label and categorical columns are not compressed: their pages are a few
+#:   bytes of run-length-encoded dictionary indices, and each compressed page made zstd set up
+#:   a compression context (about 1 ms of a J-K run's 10 ms of writing for 5 of 7 columns);
 #: - dictionary encoding for the labels and the categoricals only, whose values repeat. The
 #:   floats (``time``, ``value``) are plain: the tiled time grid's dictionary indices were 95 %
 #:   of a J-K run's file (zstd compresses the plain grid's repeats instead), and a dictionary of
@@ -233,10 +236,11 @@ ROW_GROUP_ROWS = 1 << 17
 #: - min/max statistics for ``time`` and ``value`` only (those of the dictionary columns cost
 #:   40 % of the writing; ``cell`` and ``seed`` are the hive partition anyway).
 #: The table read back is the same (docs/performance.md).
+_LABEL_COLUMNS = ["run", "cell", "seed", "flow", "metric"]
 PARQUET_OPTIONS: dict[str, Any] = {
-    "compression": "zstd",
-    "compression_level": 1,
-    "use_dictionary": ["run", "cell", "seed", "flow", "metric"],
+    "compression": {**{c: "none" for c in _LABEL_COLUMNS}, "time": "zstd", "value": "zstd"},
+    "compression_level": {"time": 1, "value": 1},
+    "use_dictionary": list(_LABEL_COLUMNS),
     "write_statistics": ["time", "value"],
 }
 
@@ -274,7 +278,9 @@ def _numbers(a: Any, type_: Any, nan_is_null: bool = False) -> Any:
 
     a = np.ascontiguousarray(a, dtype=type_.to_pandas_dtype())
     validity, nulls = None, 0
-    if nan_is_null:
+    # The sum is NaN when a value is NaN (or when infinities cancel: then the exact count
+    # below says); it needs no array of n booleans, and a J-K run's series have no NaN.
+    if nan_is_null and len(a) and np.isnan(np.add.reduce(a)):
         ok = ~np.isnan(a)
         nulls = len(a) - int(np.count_nonzero(ok))
         if nulls:
@@ -282,20 +288,37 @@ def _numbers(a: Any, type_: Any, nan_is_null: bool = False) -> Any:
     return pa.Array.from_buffers(type_, len(a), [validity, pa.py_buffer(a)], null_count=nulls)
 
 
+#: Zeros for the label columns' dictionary indices (every row's label is the dictionary's
+#: one string), a slice of which every row group shares; never written to.
+_ZEROS: list[Any] = []
+
+
+def _zero_codes(n: int) -> Any:
+    import numpy as np
+    import pyarrow as pa
+
+    if not _ZEROS or len(_ZEROS[0]) < n:
+        z = np.zeros(max(n, ROW_GROUP_ROWS), dtype=np.int32)
+        z.flags.writeable = False
+        _ZEROS[:] = [z]
+    return pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(_ZEROS[0][:n])], null_count=0)
+
+
 def _label_arrays(labels: Mapping[str, Any], n: int) -> dict[str, Any]:
     import numpy as np
     import pyarrow as pa
 
     seed = labels.get("seed")
-    zeros = _numbers(np.zeros(n, dtype=np.int32), pa.int32())
+    zeros = _zero_codes(n)
     if seed is None:
         seed_arr = pa.nulls(n, pa.int64())
     else:
         big = seed >= 2**63
         seed_arr = _numbers(np.full(n, seed, dtype=np.uint64 if big else np.int64), pa.uint64() if big else pa.int64())
+    # safe=False: the indices (all 0) are known to be in the one-string dictionary
     return {
-        "run": pa.DictionaryArray.from_arrays(zeros, _strings([str(labels.get("run"))], pa.string())),
-        "cell": pa.DictionaryArray.from_arrays(zeros, _strings([str(labels.get("cell"))], pa.string())),
+        "run": pa.DictionaryArray.from_arrays(zeros, _strings([str(labels.get("run"))], pa.string()), safe=False),
+        "cell": pa.DictionaryArray.from_arrays(zeros, _strings([str(labels.get("cell"))], pa.string()), safe=False),
         "seed": seed_arr,
     }
 
@@ -395,12 +418,18 @@ def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, It
     def batches() -> Iterator[Any]:
         for a in range(0, total, rows):
             b = min(a + rows, total)
-            time, value, col = data.rows(a, b)
-            flow, metric = e_codes[col], m_codes[col]
+            time, value, _ = data.rows(a, b, cols=False)
+            # rows a..b are the end of column a // n, whole columns, the start of column (b-1) // n
+            i0, i1 = a // n, (b - 1) // n
+            lens = np.full(i1 + 1 - i0, n)
+            lens[0] -= a - i0 * n
+            lens[-1] -= (i1 + 1) * n - b
+            flow, metric = np.repeat(e_codes[i0 : i1 + 1], lens), np.repeat(m_codes[i0 : i1 + 1], lens)
             arrays = _label_arrays(labels, b - a)
             arrays["time"] = _numbers(time, pa.float64(), nan_is_null=True)
-            arrays["flow"] = pa.DictionaryArray.from_arrays(_numbers(flow, fields["flow"].index_type), e_dict)
-            arrays["metric"] = pa.DictionaryArray.from_arrays(_numbers(metric, fields["metric"].index_type), m_dict)
+            # safe=False: the codes index the categories they were made from (SeriesData.codes)
+            arrays["flow"] = pa.DictionaryArray.from_arrays(_numbers(flow, fields["flow"].index_type), e_dict, safe=False)
+            arrays["metric"] = pa.DictionaryArray.from_arrays(_numbers(metric, fields["metric"].index_type), m_dict, safe=False)
             arrays["value"] = _numbers(value, pa.float64(), nan_is_null=True)
             yield pa.Table.from_arrays([arrays[f.name] for f in schema], schema=schema)
 
@@ -419,8 +448,18 @@ def _stream_parquet(result: RunResult, path: Path) -> None:
             for t in batches:
                 w.write_table(t, row_group_size=ROW_GROUP_ROWS)
     # Arrow's allocator keeps what the encoders freed for reuse (10 MB for a 1,000-flow run);
-    # the writers that follow (plot, report.html) are not Arrow's: give it back (0.3 ms).
-    pa.default_memory_pool().release_unused()
+    # the writers that follow (plot, report.html) are not Arrow's: give it back (0.3 ms) after a
+    # file of more than two row groups. Not after a smaller one (a suite's short runs): the
+    # next run's writer would fault the same pages in again (2 MB huge pages, cleared by the
+    # kernel: about 2 ms of a J-K run's CPU), and what is kept is at most two row groups' worth.
+    if schema_rows(result) > 2 * ROW_GROUP_ROWS:
+        pa.default_memory_pool().release_unused()
+
+
+def schema_rows(result: RunResult) -> int:
+    """The rows of a run's tidy table (ticks x series)."""
+    data = result.series_data
+    return 0 if data is None else data.n_ticks * len(data.keys)
 
 
 @writer("parquet", file=PARQUET)

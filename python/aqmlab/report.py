@@ -142,12 +142,14 @@ def _flow_stem(name: str) -> str:
     return re.sub(r"[.#\-_/\[]?\d+\]?$", "", name)
 
 
+def load_record(run: RunSpec) -> Record:
+    """A run's record: its summary.json as on disk now (None when absent) and its metrics."""
+    s = read_summary(run.run_dir)
+    return Record(run, s, run_metrics(s) if s is not None else {})
+
+
 def load_records(runs: Sequence[RunSpec]) -> list[Record]:
-    out = []
-    for r in runs:
-        s = read_summary(r.run_dir)
-        out.append(Record(r, s, run_metrics(s) if s is not None else {}))
-    return out
+    return [load_record(r) for r in runs]
 
 
 def group_by_cell(records: Sequence[Record]) -> list[list[Record]]:

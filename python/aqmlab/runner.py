@@ -10,6 +10,7 @@ results.csv and REPORT.md are :mod:`aqmlab.report`. Imports go one way:
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import logging
 import os
@@ -322,9 +323,36 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
+#: glibc's malloc in a process that runs a suite's runs one after another (a worker, or the
+#: CLI process with -j 1): blocks up to this size come from the heap instead of their own
+#: mmap, and up to twice this much free heap is kept instead of given back at once.
+#: By default glibc gives a freed block above its (dynamic) mmap threshold and the free top
+#: of the heap above 128 kiB back to the kernel, so every run faulted its arrays' pages in
+#: again: about 700 page faults and 3 ms of system CPU per J-K run (of about 22 ms),
+#: 40 per run with these settings. A worker keeps at most this much more memory between runs.
+MALLOC_KEEP_BYTES = 32 << 20
+
+
+def _keep_freed_memory() -> None:
+    """Sets :data:`MALLOC_KEEP_BYTES` as glibc's mmap and trim thresholds (mallopt); nothing
+    elsewhere (another C library, or no ctypes)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):
+        return
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    mallopt(M_MMAP_THRESHOLD, MALLOC_KEEP_BYTES)
+    mallopt(M_TRIM_THRESHOLD, 2 * MALLOC_KEEP_BYTES)
+
+
 def _init_worker(plots: bool = True) -> None:
-    """Imports matplotlib (when plotting) once per worker process."""
+    """Imports matplotlib (when plotting) once per worker process; keeps freed memory for the
+    next run (:func:`_keep_freed_memory`)."""
     _die_with_parent()
+    _keep_freed_memory()
     if plots:
         import matplotlib
 
@@ -340,6 +368,9 @@ def _worker_main(conn: Any, plots: bool) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _on_sigterm)
     _init_worker(plots)
+    # The modules' objects, imported once, out of the cyclic GC's generations: its full
+    # collections during the runs need not scan them.
+    gc.freeze()
     while True:
         try:
             msg = conn.recv()
@@ -392,39 +423,52 @@ def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None
 class _LocalPool:
     #: A run is tried on this many workers before it fails.
     ATTEMPTS = 2
+    #: Runs a worker holds at once: the one it runs and the next, waiting in its pipe, so that
+    #: it starts the next run as soon as it has sent a result instead of waiting for this
+    #: process to be scheduled, read the result and send a task (on 2 cores shared by 2 busy
+    #: workers that wait was a scheduling round, and more while this process wrote a record).
+    #: A worker runs its runs in the order sent and answers each in that order, so when it
+    #: dies the first run it holds is the one it was running: that run alone counts the
+    #: death; the next was never started and goes back to the queue as it was.
+    DEPTH = 2
 
     def __init__(self, tasks: list[dict[str, Any]], jobs: int, plots: bool, on_done: Callback) -> None:
         import multiprocessing as mp
 
         self.ctx = mp.get_context("spawn")
         self.tasks, self.jobs, self.plots, self.on_done = tasks, jobs, plots, on_done
-        self.workers: list[list[Any]] = []  # [process, conn, task index or None]
+        self.workers: list[list[Any]] = []  # [process, conn, deque of the task indices it holds]
         self.attempts = [0] * len(tasks)
 
     def _spawn(self) -> list[Any]:
+        from collections import deque
+
         parent_end, child_end = self.ctx.Pipe()
         p = self.ctx.Process(target=_worker_main, args=(child_end, self.plots), name="aqmlab-worker", daemon=True)
         p.start()
         child_end.close()
-        return [p, parent_end, None]
+        return [p, parent_end, deque()]
 
     def run(self) -> None:
         from collections import deque
         from multiprocessing.connection import wait
 
         queue = deque(range(len(self.tasks)))
+        # Fewer runs than workers x DEPTH: one each, so that no worker waits while another holds two.
+        depth = self.DEPTH if len(self.tasks) >= self.DEPTH * self.jobs else 1
         try:
             for _ in range(self.jobs):
                 self.workers.append(self._spawn())  # one by one: an interruption stops those started
             while True:
                 for w in self.workers:
-                    if w[2] is None and queue:
-                        w[2] = queue.popleft()
+                    while len(w[2]) < depth and queue:
+                        i = queue.popleft()
+                        w[2].append(i)
                         try:
-                            w[1].send((w[2], self.tasks[w[2]]))
+                            w[1].send((i, self.tasks[i]))
                         except OSError:
-                            pass  # the worker died idle: found below by its sentinel, the run tried again
-                busy = [w for w in self.workers if w[2] is not None]
+                            break  # the worker died: found below by its sentinel, its runs tried again
+                busy = [w for w in self.workers if w[2]]
                 if not busy:
                     return
                 ready = set(wait([w[1] for w in busy] + [w[0].sentinel for w in busy]))
@@ -435,37 +479,43 @@ class _LocalPool:
             self._stop()
 
     def _collect(self, w: list[Any], ready: set[Any], queue: Any) -> None:
-        proc, conn, i = w
-        res = None
+        proc, conn, held = w
         try:
             if conn.poll():
                 j, res = conn.recv()
-                w[2] = None
+                if held and held[0] == j:
+                    held.popleft()
+                elif j in held:
+                    held.remove(j)
                 self.on_done(j, res)
                 return
         except (EOFError, OSError):
             pass
         if proc.sentinel not in ready and proc.is_alive():
             return
-        # The worker died holding run i: it alone is affected.
+        # The worker died holding the runs in `held`, running the first of them: it alone is
+        # affected (the others were never started and go back to the queue's front, in order).
         proc.join()
         conn.close()
-        self.attempts[i] += 1
-        if self.attempts[i] < self.ATTEMPTS:
-            queue.appendleft(i)
-        else:
-            self.on_done(i, {"ok": False, "run_dir": self.tasks[i]["run_dir"],
-                             "error": f"its worker died {self.attempts[i]} times ({_death(proc.exitcode)}; out of memory?)"})
-        remove_temporaries(Path(self.tasks[i]["run_dir"]))
         self.workers.remove(w)
+        if held:
+            i = held.popleft()
+            queue.extendleft(reversed(held))
+            self.attempts[i] += 1
+            if self.attempts[i] < self.ATTEMPTS:
+                queue.appendleft(i)
+            else:
+                self.on_done(i, {"ok": False, "run_dir": self.tasks[i]["run_dir"],
+                                 "error": f"its worker died {self.attempts[i]} times ({_death(proc.exitcode)}; out of memory?)"})
+            remove_temporaries(Path(self.tasks[i]["run_dir"]))
         if queue:
             self.workers.append(self._spawn())
 
     def _stop(self) -> None:
-        held = [w[2] for w in self.workers if w[2] is not None]
-        for p, conn, i in self.workers:
+        held = [i for w in self.workers for i in w[2]]
+        for p, conn, h in self.workers:
             try:
-                if i is None and p.is_alive():
+                if not h and p.is_alive():
                     conn.send(None)
                 elif p.is_alive():
                     p.terminate()  # SIGTERM: the worker removes its temporaries and leaves
@@ -628,32 +678,76 @@ def run_suite(
     if html:
         atomic_write_text(out_dir / htmlreport.PLOTLY_JS, htmlreport.plotly_js())
     prog = _Progress(suite.name, len(runs), reused, enabled=progress)
-    with prog:
+    # The report's record of each run that finishes, read while the other runs go on (J-K's
+    # 5,600 summaries took 4 s to read after the last run, with the workers idle).
+    loaded: dict[int, rep.Record] = {}
+    freeze = report and gc.get_freeze_count() == 0  # not when the caller froze objects of its own
+    try:
+        with prog:
 
-        def on_done(i: int, res: dict[str, Any]) -> None:
-            if res.get("ok") and not todo[i].summary_path.is_file():
-                res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
-                       "(do the workers share this filesystem?)"}
-            if not res.get("ok"):
-                failed.append((todo[i], str(res.get("error"))))
-            prog.advance(ok=bool(res.get("ok")))
+            def on_done(i: int, res: dict[str, Any]) -> None:
+                if res.get("ok"):
+                    if report:
+                        try:
+                            record = rep.load_record(todo[i])
+                        except Exception:  # noqa: BLE001 - read again with the others, which reports it
+                            record = None
+                        if record is not None and record.summary is not None:
+                            loaded[i] = record
+                            if freeze:
+                                # The records live until the report is written: out of the cyclic
+                                # GC's generations, so that its collections (every few records: a
+                                # summary is about a thousand lists) do not scan them again and again.
+                                gc.freeze()
+                    if i not in loaded and not todo[i].summary_path.is_file():
+                        res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
+                               "(do the workers share this filesystem?)"}
+                if not res.get("ok"):
+                    failed.append((todo[i], str(res.get("error"))))
+                prog.advance(ok=bool(res.get("ok")))
 
-        if tasks:
-            if executor == "dask" or dask_address:
-                run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
-            elif executor == "local":
-                run_local(tasks, jobs, on_done)
-            else:
-                raise SuiteError(f"--executor {executor}: expected local or dask")
-    failed.sort(key=lambda f: runs.index(f[0]))
-    outcome = SuiteOutcome(suite, out_dir, runs, len(todo) - len(failed), reused, failed, time.perf_counter() - t0,
-                           damaged=[r for r, _ in damaged])
-    if report:
-        outcome.records = rep.load_records(runs)
-        rep.write_results_csv(outcome.records, suite, out_dir / RESULTS)
-        rep.write_report(outcome, out_dir / REPORT, command=command)
-        write_index(outcome, command=command)
-    return outcome
+            if tasks and report and (jobs > 1 or executor == "dask" or dask_address):
+                _import_report_plotting_meanwhile(suite)
+            if tasks:
+                if executor == "dask" or dask_address:
+                    run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
+                elif executor == "local":
+                    run_local(tasks, jobs, on_done)
+                else:
+                    raise SuiteError(f"--executor {executor}: expected local or dask")
+        failed.sort(key=lambda f: runs.index(f[0]))
+        outcome = SuiteOutcome(suite, out_dir, runs, len(todo) - len(failed), reused, failed, time.perf_counter() - t0,
+                               damaged=[r for r, _ in damaged])
+        if report:
+            done = {id(todo[i]): rec for i, rec in loaded.items()}
+            outcome.records = [done.get(id(r)) or rep.load_record(r) for r in runs]
+            rep.write_results_csv(outcome.records, suite, out_dir / RESULTS)
+            rep.write_report(outcome, out_dir / REPORT, command=command)
+            write_index(outcome, command=command)
+        return outcome
+    finally:
+        if freeze:
+            gc.unfreeze()
+
+
+def _import_report_plotting_meanwhile(suite: Suite) -> None:
+    """Imports matplotlib's pyplot (about 1 s of CPU) in a thread while the workers run, when
+    the suite's report draws a figure (a ``cdf`` table): after the last run this process
+    would import it alone, with the workers idle. The import system's locks make the report's
+    own ``import matplotlib.pyplot`` wait for this one; the workers hold their next run in
+    their pipe (``_LocalPool.DEPTH``), so they do not wait for this process meanwhile."""
+    if not any(t.get("kind") == "cdf" for t in suite.tables) or "matplotlib.pyplot" in sys.modules:
+        return
+    import threading
+
+    def imp() -> None:
+        with contextlib.suppress(Exception):
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot  # noqa: F401
+
+    threading.Thread(target=imp, name="aqmlab-import-pyplot", daemon=True).start()
 
 
 def write_index(outcome: SuiteOutcome, command: str | None = None) -> None:
