@@ -311,9 +311,15 @@ def _lazy_build(result: RunResult) -> dict[str, Any]:
     def col(entity: str, metric: str) -> tuple[str, str] | None:
         return (entity, metric) if (entity, metric) in cols else None
 
+    last_times: list[Any] = [None, None]
+
     def times(a: int, b: int) -> list[float]:
-        # The raw samples' UNIX times, rounded to the microsecond as flent's runners give them.
-        return [round(t0 + grid.x_of(i), 6) for i in range(a, b)]
+        # The raw samples' UNIX times, rounded to the microsecond as flent's runners give them;
+        # the last slice's kept (every series of a run of one slice asks for the same: a third
+        # of the file's time for many flows), not more, so a long run's memory stays flat.
+        if last_times[0] != (a, b):
+            last_times[:] = [(a, b), [round(t0 + grid.x_of(i), 6) for i in range(a, b)]]
+        return last_times[1]
 
     def samples(named: Mapping[str, tuple[str, str] | None], extra: Callable[[dict[str, Any]], None] | None = None) -> Iterator[dict[str, Any]]:
         """The raw samples of the series ``named`` (raw key -> series key), tick after tick."""
