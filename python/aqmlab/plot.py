@@ -19,6 +19,10 @@ from .seriesview import View
 #: Above this many flows the per-flow lines are drawn thin and without a legend entry each.
 MAX_LEGEND_FLOWS = 8
 
+#: Points of a figure (all its series) above which :func:`plot_throughput_rtt` frees the
+#: closed figure at once (a full garbage collection) instead of leaving it to the collector.
+BIG_FIGURE_POINTS = 1 << 18
+
 #: Goodput per sampling step is bursty (a whole window of in-order data can arrive at once
 #: after a loss is repaired), so it is drawn as a moving average over about this long.
 GOODPUT_SMOOTHING_S = 1.0
@@ -47,23 +51,58 @@ def series_map(result: RunResult) -> dict[tuple[str, str], Series]:
     return out
 
 
+def smoothing_window(step: float, seconds: float) -> int:
+    """Ticks of the goodput moving average over about ``seconds`` at sampling ``step`` s."""
+    return max(1, int(round(seconds / step))) if step > 0 else 1
+
+
+class MovingAverage:
+    """The trailing moving average over ``win`` ticks (``min_periods=1``, NaN skipped), fed a
+    block of ticks at a time: the running sums (``np.cumsum``) are carried from block to block,
+    so each value is the one a single pass over the whole series gives, bit for bit. One block
+    is the whole series (:func:`_smooth`); :func:`aqmlab.seriesview.view` feeds it the blocks it
+    reads, of many series at once (a 2-D block: one row per series, each row on its own)."""
+
+    def __init__(self, win: int) -> None:
+        self.win = win
+        self.pos = 0
+        self.c: Any = None  # the last ``win`` running sums and counts (None before any block)
+        self.n: Any = None
+
+    def add(self, v: Any) -> Any:
+        import numpy as np
+
+        x = np.nan_to_num(v)
+        ok = ~np.isnan(v)
+        if self.pos == 0:
+            c = np.cumsum(x, axis=-1)
+            n = np.cumsum(ok, axis=-1)
+        else:
+            c = np.cumsum(np.concatenate((self.c[..., -1:], x), axis=-1), axis=-1)[..., 1:]
+            n = self.n[..., -1:] + np.cumsum(ok, axis=-1)
+        s, k = c.copy(), n.copy()
+        w, m = self.win, v.shape[-1]
+        h = 0 if self.c is None else self.c.shape[-1]
+        hist_c = c if self.c is None else np.concatenate((self.c, c), axis=-1)
+        hist_n = n if self.n is None else np.concatenate((self.n, n), axis=-1)
+        j0 = max(0, w - self.pos)  # the first tick of the block with a full window behind it
+        if j0 < m:
+            s[..., j0:] = c[..., j0:] - hist_c[..., h + j0 - w : h + m - w]
+            k[..., j0:] = n[..., j0:] - hist_n[..., h + j0 - w : h + m - w]
+        self.c, self.n = hist_c[..., -w:], hist_n[..., -w:]
+        self.pos += m
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(k > 0, s / np.maximum(k, 1), np.nan)
+
+
 def _smooth(t, v, seconds: float):
     """A trailing moving average over about ``seconds`` (``min_periods=1``), and its window."""
-    import numpy as np
-
     if len(t) < 2:
         return v, 1
-    win = max(1, int(round(seconds / float(t[1] - t[0])))) if t[1] > t[0] else 1
+    win = smoothing_window(float(t[1] - t[0]), seconds)
     if win <= 1:
         return v, 1
-    c = np.cumsum(np.nan_to_num(v))
-    n = np.cumsum(~np.isnan(v))
-    s = c.copy()
-    s[win:] = c[win:] - c[:-win]
-    k = n.copy()
-    k[win:] = n[win:] - n[:-win]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(k > 0, s / np.maximum(k, 1), np.nan), win
+    return MovingAverage(win).add(v), win
 
 
 def _title(summary: dict[str, Any]) -> str:
@@ -109,20 +148,26 @@ def tcp_flows(result: RunResult, sm: dict[tuple[str, str], Series] | None = None
     return names
 
 
+def throughput_parts(result: RunResult, keys: Any) -> list[tuple[str, str]]:
+    """The series :func:`total_throughput` sums, in its order: each TCP flow's delivery rate
+    (else its goodput), then each UDP flow's received rate; ``keys``: the series there are (a
+    series map or :meth:`SeriesData.index`). :func:`aqmlab.seriesview.view` sums the same."""
+    parts = []
+    for f in tcp_flows(result, keys):
+        key = (f, "delivery_rate") if (f, "delivery_rate") in keys else (f, "goodput") if (f, "goodput") in keys else None
+        if key is not None:
+            parts.append(key)
+    parts += [(u, "rate") for u in _udp_names(result.summary) if (u, "rate") in keys]
+    return parts
+
+
 def total_throughput(result: RunResult, sm: dict[tuple[str, str], Series] | None = None) -> Series | None:
     """The sum over every TCP flow (delivery rate, else goodput) and UDP flow (received rate),
     on the sampling grid of the first series; None when the run has no rate series."""
     import numpy as np
 
     sm = series_map(result) if sm is None else sm
-    parts = []
-    for f in tcp_flows(result, sm):
-        s = sm.get((f, "delivery_rate")) or sm.get((f, "goodput"))
-        if s is not None:
-            parts.append(s)
-    for u in _udp_names(result.summary):
-        if (u, "rate") in sm:
-            parts.append(sm[(u, "rate")])
+    parts = [sm[key] for key in throughput_parts(result, sm)]
     if not parts:
         return None
     t = max((p[0] for p in parts), key=len)
@@ -215,6 +260,14 @@ class _Lines:
         self.ax.autoscale_view()
 
 
+def _flows_label(sm: Any, n_flows: int) -> str:
+    """The legend entry of many flows' lines: how many, and how many of them are drawn when a
+    :class:`~aqmlab.seriesview.View` left some out."""
+    if isinstance(sm, View) and sm.flows_drawn < sm.flows_total:
+        return f"{sm.flows_drawn} of {sm.flows_total} TCP flows (evenly spread; total over all)"
+    return f"{n_flows} TCP flows"
+
+
 def _draw_throughput(ax, runs: list[_Run], colors: list[str], *, per_flow: bool = True, totals: bool = True) -> list[str]:
     drawn: list[str] = []
     for r_i, run in enumerate(runs):
@@ -257,7 +310,7 @@ def _draw_throughput(ax, runs: list[_Run], colors: list[str], *, per_flow: bool 
             ax.plot([], [], color="grey", lw=1.2, label="delivery rate (solid)")
             ax.plot([], [], color="grey", lw=1.0, ls="--", label=f"goodput{avg} (dashed)")
         if many and per_flow and flows:
-            ax.plot([], [], color="grey", lw=lw, label=_lbl(run, f"{len(flows)} TCP flows"))
+            ax.plot([], [], color="grey", lw=lw, label=_lbl(run, _flows_label(sm, len(flows))))
         if totals:
             tot = sm.total if isinstance(sm, View) else total_throughput(res, sm)
             if tot is not None and (len(flows) + len(_udp_names(res.summary)) > 1 or not per_flow):
@@ -516,3 +569,11 @@ def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
 
     sm = seriesview.view(result) if seriesview.usable(result) else None
     plot([result], path, "tcp_delivery_with_rtt", series=None if sm is None else [sm])
+    if sm is not None and sum(len(v) for _, v in sm.values()) > BIG_FIGURE_POINTS:
+        # A figure's artists hold each other (and their line data) in reference cycles: closed,
+        # they wait for the cyclic collector. A 1000-flow figure is about 14 MB of them, which
+        # report.html's writing would otherwise add to; a full collection costs about 45 ms, so
+        # only after a big figure.
+        import gc
+
+        gc.collect()

@@ -12,11 +12,15 @@ the number of buckets, not by the run's duration.
 A series short enough (at most four points per bucket anyway) is kept as recorded, value for
 value, so the pictures of ordinary runs are those drawn from the whole series.
 
+With more than :data:`MAX_DRAWN_FLOWS` TCP flows, only that many flows' own series are kept
+(:func:`drawn_flows`, evenly spread over the flow list); the total is summed over all flows.
+
 Series derived from others are computed at full resolution in the same pass and then reduced:
-the total throughput (``plot.total_throughput``: the sum over the flows) and each flow's
-goodput moving average (``plot._smooth``), with the same floating-point operations in the same
-order as the whole-series functions (a running sum carried from block to block), so they are
-bit for bit what those functions give.
+the total throughput (the series ``plot.throughput_parts`` names, summed in the order
+``plot.total_throughput`` sums them) and each flow's goodput moving average
+(``plot.MovingAverage``, which ``plot._smooth`` runs over a whole series, here fed a block at a
+time with its running sums carried over), so they are bit for bit what the whole-series
+functions give.
 """
 
 from __future__ import annotations
@@ -36,6 +40,12 @@ MIN_BUCKETS = 250
 TOTAL_POINTS = 1 << 21
 #: Values read per block (ticks x series; 2 MB).
 BLOCK_VALUES = 1 << 18
+#: The most TCP flows whose own lines the pictures draw. Above it (a run of 100,000 flows has
+#: 500,000 per-flow series: 387 s and 2.6 GB to draw and encode them all, for lines no one can
+#: tell apart) the plot and report.html draw this many flows, evenly spread over the flow
+#: list, and say so; the total throughput is still the sum over every flow, and
+#: timeseries.parquet, timeseries.csv and the flent file hold every series.
+MAX_DRAWN_FLOWS = 1000
 
 Series = tuple[Any, Any]
 
@@ -48,13 +58,17 @@ class View(dict):
     - ``smoothed``: per TCP flow with a goodput series, ``(time, values, window)`` of
       :func:`aqmlab.plot._smooth` over ``smooth_s``;
     - ``step``: the sampling step (s); ``bucket_ticks``: ticks per bucket (1: every series as
-      recorded).
+      recorded);
+    - ``flows_total``, ``flows_drawn``: the TCP flows, and how many of them have their own
+      series here (:func:`drawn_flows`; the others' series are left out).
     """
 
     total: Series | None = None
     smoothed: dict[str, tuple[Any, Any, int]]
     step: float = 0.0
     bucket_ticks: int = 1
+    flows_total: int = 0
+    flows_drawn: int = 0
 
     @property
     def reduced(self) -> bool:
@@ -77,10 +91,6 @@ class _Envelope:
     def add(self, t: Any, v: Any, k: int) -> None:
         import numpy as np
 
-        if k == 1:
-            self.t.append(t)
-            self.v.append(v)
-            return
         n = len(v)
         nb = -(-n // k)
         pad = nb * k - n
@@ -101,55 +111,15 @@ class _Envelope:
         self.t.append(t[pos])
         self.v.append(v[pos])
 
-    def series(self, time: Any = None) -> Series:
-        """The kept points; ``time``: the whole grid, which the points are (every tick kept),
-        shared by the series instead of a copy each."""
+    def series(self) -> Series:
+        """The kept points."""
         import numpy as np
 
         if not self.t:
             return np.zeros(0), np.zeros(0)
         if len(self.t) == 1:
-            return self.t[0] if time is None else time, self.v[0]
-        return np.concatenate(self.t) if time is None else time, np.concatenate(self.v)
-
-
-class _Smoother:
-    """``plot._smooth``'s trailing moving average over ``win`` ticks (``min_periods=1``, NaN
-    skipped), a block at a time: the running sums are carried over, so each value is the one
-    the whole-series ``np.cumsum`` gives."""
-
-    def __init__(self, win: int) -> None:
-        import numpy as np
-
-        self.win = win
-        self.pos = 0
-        self.c = np.zeros(0)
-        self.n = np.zeros(0, dtype=np.int64)
-
-    def add(self, v: Any) -> Any:
-        import numpy as np
-
-        x = np.nan_to_num(v)
-        ok = ~np.isnan(v)
-        if self.pos == 0:
-            c = np.cumsum(x)
-            n = np.cumsum(ok)
-        else:
-            c = np.cumsum(np.concatenate((self.c[-1:], x)))[1:]
-            n = self.n[-1] + np.cumsum(ok)
-        s, k = c.copy(), n.copy()
-        w, h = self.win, len(self.c)
-        j0 = max(0, w - self.pos)  # the first tick of the block with a full window behind it
-        if j0 < len(v):
-            hist_c, hist_n = np.concatenate((self.c, c)), np.concatenate((self.n, n))
-            s[j0:] = c[j0:] - hist_c[h + j0 - w : h + len(v) - w]
-            k[j0:] = n[j0:] - hist_n[h + j0 - w : h + len(v) - w]
-            self.c, self.n = hist_c[-w:], hist_n[-w:]
-        else:
-            self.c, self.n = np.concatenate((self.c, c))[-w:], np.concatenate((self.n, n))[-w:]
-        self.pos += len(v)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(k > 0, s / np.maximum(k, 1), np.nan)
+            return self.t[0], self.v[0]
+        return np.concatenate(self.t), np.concatenate(self.v)
 
 
 def bucket_ticks(n_ticks: int, n_series: int, buckets: int = BUCKETS) -> int:
@@ -160,80 +130,136 @@ def bucket_ticks(n_ticks: int, n_series: int, buckets: int = BUCKETS) -> int:
     return 1 if n_ticks <= 4 * b else -(-n_ticks // b)
 
 
-def view(result: RunResult, smooth_s: float | None = None, buckets: int | None = None) -> View:
+def drawn_flows(flows: list[str], limit: int | None = None) -> list[str]:
+    """The TCP flows whose own lines the pictures draw: all of them up to ``limit`` (default
+    :data:`MAX_DRAWN_FLOWS`), else ``limit`` of them evenly spread over the list (the first,
+    then every ``len(flows) / limit``-th), in their order."""
+    limit = MAX_DRAWN_FLOWS if limit is None else limit
+    if len(flows) <= limit:
+        return list(flows)
+    return [flows[i * len(flows) // limit] for i in range(limit)]
+
+
+def view(result: RunResult, smooth_s: float | None = None, buckets: int | None = None, max_flows: int | None = None) -> View:
     """The run's series reduced for drawing (see the module docs); ``smooth_s``: the window of
-    the flows' goodput moving average (default ``plot.GOODPUT_SMOOTHING_S``). The result is
-    kept on ``result``, so the plot and report.html read the series once."""
+    the flows' goodput moving average (default ``plot.GOODPUT_SMOOTHING_S``); ``max_flows``:
+    the most TCP flows whose own series are kept (default :data:`MAX_DRAWN_FLOWS`; the total
+    is summed over every flow). The result is kept on ``result``, so the plot and report.html
+    read the series once."""
     import numpy as np
 
     from . import plot as _plot
 
     smooth_s = _plot.GOODPUT_SMOOTHING_S if smooth_s is None else smooth_s
     buckets = BUCKETS if buckets is None else buckets
+    max_flows = MAX_DRAWN_FLOWS if max_flows is None else max_flows
     cached = getattr(result, "_series_view", None)
-    if cached is not None and cached[0] == (smooth_s, buckets):
+    if cached is not None and cached[0] == (smooth_s, buckets, max_flows):
         return cached[1]
     data = result.series_data
     index = data.index()
-    keys = list(index)
     n = data.n_ticks
     out = View()
     out.smoothed = {}
     head = data.time(0, min(2, n))
     out.step = float(head[1] - head[0]) if len(head) > 1 else 0.0
 
-    # What is derived: the total (plot.total_throughput's parts, in its order) and the goodput
-    # moving averages (plot._smooth's window).
+    # Which series are kept: every series but those of the TCP flows not drawn.
     flows = _plot.tcp_flows(result, index)
-    parts = []
-    for f in flows:
-        key = (f, "delivery_rate") if (f, "delivery_rate") in index else (f, "goodput") if (f, "goodput") in index else None
-        if key is not None:
-            parts.append(index[key])
-    parts += [index[(u, "rate")] for u in _plot._udp_names(result.summary) if (u, "rate") in index]
-    win = max(1, int(round(smooth_s / out.step))) if out.step > 0 else 1
-    smooth_cols = {f: index[(f, "goodput")] for f in flows if (f, "goodput") in index}
+    drawn = drawn_flows(flows, max_flows)
+    out.flows_total, out.flows_drawn = len(flows), len(drawn)
+    skipped = set(flows) - set(drawn) if len(drawn) < len(flows) else set()
+    keys = [key for key in index if key[0] not in skipped] if skipped else list(index)
+
+    # What is derived: the total (plot.total_throughput's parts, in its order, over every flow)
+    # and the drawn flows' goodput moving averages (plot._smooth's window).
+    parts = [index[key] for key in _plot.throughput_parts(result, index)]
+    win = _plot.smoothing_window(out.step, smooth_s)
+    smooth_cols = {f: index[(f, "goodput")] for f in drawn if (f, "goodput") in index}
     n_series = len(keys) + len(smooth_cols) + (1 if parts else 0)
     k = bucket_ticks(n, n_series, buckets)
     out.bucket_ticks = k
+    # The drawn flows' goodput averages, all of them at once (a row each); the total's sum
+    # over the parts in plot.total_throughput's order: for each tick, 0.0 + the first part +
+    # the second + ..., which np.add.accumulate down the rows computes in that order (a loop
+    # of np.nan_to_num per part took 16 s for 20,000 flows).
+    smooth_idx = np.array(list(smooth_cols.values()), dtype=np.intp)
+    averaging = n >= 2 and win > 1
+    smoother = _plot.MovingAverage(win) if averaging else None
+    parts_idx = np.array(parts, dtype=np.intp)
 
-    envs = {key: _Envelope() for key in keys}
-    total_env = _Envelope() if parts else None
-    smooth_envs = {f: _Envelope() for f in smooth_cols}
-    smoothers = {f: _Smoother(win) for f in smooth_cols} if n >= 2 and win > 1 else {}
+    def derived(x: Any) -> tuple[Any, Any]:
+        tot = None
+        if len(parts_idx):
+            tot = np.zeros(x.shape[1])
+            tot += np.add.accumulate(np.nan_to_num(x[parts_idx], copy=False), axis=0)[-1]
+        sm = x[smooth_idx]
+        return tot, (smoother.add(sm) if smoother is not None else sm)
+
     ncols = len(data.keys)
     block = max(k, (BLOCK_VALUES // max(ncols, 1)) // k * k)
-    for lo in range(0, n, block):
-        hi = min(lo + block, n)
-        t = data.time(lo, hi)
-        x = data._block(0, ncols, lo, hi)
-        for key, i in index.items():
-            envs[key].add(t, x[i], k)
-        if total_env is not None:
-            tot = np.zeros(hi - lo)
-            for i in parts:
-                tot += np.nan_to_num(x[i])
-            total_env.add(t, tot, k)
-        for f, i in smooth_cols.items():
-            smooth_envs[f].add(t, smoothers[f].add(x[i]) if f in smoothers else x[i], k)
-    grid = data.time() if k == 1 else None
-    for key in keys:
-        out[key] = envs.pop(key).series(grid)
-    out.total = total_env.series(grid) if total_env is not None else None
-    out.smoothed = {f: (*smooth_envs[f].series(grid), win if f in smoothers else 1) for f in smooth_cols}
+    if k == 1:
+        # Every series as recorded: one array of all of them, filled a block at a time (no
+        # per-block pieces held until a concatenation copies them).
+        kept = np.empty((len(keys), n))
+        tot_row = np.zeros(n) if parts else None
+        smooth_rows = np.empty((len(smooth_cols), n))
+        sel = np.array([index[key] for key in keys], dtype=np.intp)
+        for lo in range(0, n, block):
+            hi = min(lo + block, n)
+            x = data._block(0, ncols, lo, hi)
+            kept[:, lo:hi] = x[sel]
+            tot, sm = derived(x)
+            if tot_row is not None:
+                tot_row[lo:hi] = tot
+            smooth_rows[:, lo:hi] = sm
+            del x
+        grid = data.time()
+        for i, key in enumerate(keys):
+            out[key] = (grid, kept[i])
+        out.total = (grid, tot_row) if tot_row is not None else None
+        out.smoothed = {f: (grid, smooth_rows[j], win if averaging else 1) for j, f in enumerate(smooth_cols)}
+    else:
+        envs = {key: _Envelope() for key in keys}
+        total_env = _Envelope() if parts else None
+        smooth_envs = {f: _Envelope() for f in smooth_cols}
+        for lo in range(0, n, block):
+            hi = min(lo + block, n)
+            t = data.time(lo, hi)
+            x = data._block(0, ncols, lo, hi)
+            for key in keys:
+                envs[key].add(t, x[index[key]], k)
+            tot, sm = derived(x)
+            if total_env is not None:
+                total_env.add(t, tot, k)
+            for j, f in enumerate(smooth_cols):
+                smooth_envs[f].add(t, sm[j], k)
+        for key in keys:
+            out[key] = envs.pop(key).series()
+        out.total = total_env.series() if total_env is not None else None
+        out.smoothed = {f: (*smooth_envs[f].series(), win if averaging else 1) for f in smooth_cols}
     try:
-        result._series_view = ((smooth_s, buckets), out)
+        result._series_view = ((smooth_s, buckets, max_flows), out)
     except AttributeError:
         pass
     return out
 
 
 def describe(v: View) -> str | None:
-    """One sentence saying how the series were reduced, or None when they were not."""
-    if not v.reduced:
+    """What the pictures leave out, in a sentence, or None when they draw every series as
+    recorded."""
+    said = []
+    if v.flows_drawn < v.flows_total:
+        said.append(
+            f"{v.flows_drawn} of the {v.flows_total} TCP flows have their own lines (evenly spread over the "
+            f"flow list; the total is the sum over all of them)"
+        )
+    if v.reduced:
+        span = v.bucket_ticks * v.step
+        said.append(
+            f"{'Long series are' if not said else 'long series are'} drawn from their first, lowest, highest and last "
+            f"value in each {span:g} s ({v.bucket_ticks} steps)"
+        )
+    if not said:
         return None
-    span = v.bucket_ticks * v.step
-    return (
-        f"Long series are drawn from their first, lowest, highest and last value in each "
-        f"{span:g} s ({v.bucket_ticks} steps); timeseries.parquet holds every value."
-    )
+    return "; ".join(said) + "; timeseries.parquet holds every value."
