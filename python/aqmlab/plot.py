@@ -20,8 +20,10 @@ from .seriesview import View
 MAX_LEGEND_FLOWS = 8
 
 #: Points of a figure (all its series) above which :func:`plot_throughput_rtt` frees the
-#: closed figure at once (a full garbage collection) instead of leaving it to the collector.
-BIG_FIGURE_POINTS = 1 << 18
+#: closed figure at once (a full garbage collection, about 45 ms) instead of leaving it to the
+#: collector: a 1000 s run of two flows (200,000 points, its lines' copies 17 MB) and a
+#: 1000-flow run (1 M points, 14 MB) are above it, a suite's 30 s runs (6,000) below.
+BIG_FIGURE_POINTS = 1 << 15
 
 #: Goodput per sampling step is bursty (a whole window of in-order data can arrive at once
 #: after a loss is repaired), so it is drawn as a moving average over about this long.
@@ -571,9 +573,8 @@ def plot_throughput_rtt(result: RunResult, path: str | os.PathLike) -> None:
     plot([result], path, "tcp_delivery_with_rtt", series=None if sm is None else [sm])
     if sm is not None and sum(len(v) for _, v in sm.values()) > BIG_FIGURE_POINTS:
         # A figure's artists hold each other (and their line data) in reference cycles: closed,
-        # they wait for the cyclic collector. A 1000-flow figure is about 14 MB of them, which
-        # report.html's writing would otherwise add to; a full collection costs about 45 ms, so
-        # only after a big figure.
+        # they wait for the cyclic collector, and the writers that follow (report.html, the
+        # Parquet file with pyarrow loaded) would add to them.
         import gc
 
         gc.collect()

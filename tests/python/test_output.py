@@ -26,7 +26,23 @@ def test_failure_while_plotting_leaves_no_summary_and_no_temp_files(result, tmp_
     with pytest.raises(RuntimeError):
         output.write_outputs(result, tmp_path)
     names = {p.name for p in tmp_path.iterdir()}
-    assert names == {"timeseries.parquet", "timeseries.csv"}  # written before the failure, complete
+    assert names == set()  # the plot is written first (write_outputs: VIEW_WRITERS), nothing half-written stays
+    assert not (tmp_path / "summary.json").exists()
+
+
+def test_failure_in_a_later_writer_keeps_the_files_written_before_it(result, tmp_path, monkeypatch):
+    from aqmlab import flentfile
+
+    def boom(res, path):
+        with open(path, "wb") as f:
+            f.write(b"half a file")
+        raise RuntimeError("killed while writing the flent file")
+
+    monkeypatch.setattr(flentfile, "write", boom)
+    with pytest.raises(RuntimeError):
+        output.write_outputs(result, tmp_path)
+    names = {p.name for p in tmp_path.iterdir()}
+    assert names == {"throughput_rtt.png", "report.html", "timeseries.parquet", "timeseries.csv"}  # complete
     assert not (tmp_path / "summary.json").exists()
 
 
