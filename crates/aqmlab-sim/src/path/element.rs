@@ -43,6 +43,9 @@ pub enum Element {
 }
 
 impl Element {
+    /// Inlined into the engine's loop, so a packet goes to the element's own `receive`
+    /// (and a wake-up to its `wake`) in one call instead of two (per hop of every packet).
+    #[inline]
     pub fn receive(&mut self, pkt: Packet, ctx: &mut ElementCtx) {
         match self {
             Element::Delay(d) => d.receive(pkt, ctx),
@@ -56,6 +59,7 @@ impl Element {
             Element::Netem(n) => n.receive(pkt, ctx),
         }
     }
+    #[inline]
     pub fn wake(&mut self, ctx: &mut ElementCtx) {
         match self {
             Element::Delay(d) => d.wake(ctx),
