@@ -309,15 +309,23 @@ impl Link {
         }
         self.observe_backlog(ctx.now);
     }
+    #[inline]
     fn start_next(&mut self, ctx: &mut ElementCtx) {
         // The link asks for a packet only when the discipline holds one, as an HTB class
         // does for its leaf qdisc (the studies' "htb" placement): an empty discipline is
         // never dequeued, so it sees no idle-time dequeue (RED does not start an idle period,
         // DualPI2 keeps its WRR credit, fq_codel keeps a drained flow listed). Disciplines
         // modelled on ns-2 (HRED) ask for idle dequeues, as ns-2's link makes them.
+        //
+        // This test is inlined into the link's receive and wake: an arrival while a packet is
+        // on the wire (most arrivals at a busy bottleneck) costs no call.
         if self.in_tx.is_some() || (!self.idle_dequeue && self.qdisc.is_empty()) {
             return;
         }
+        self.dequeue_next(ctx);
+    }
+    /// [`Link::start_next`] once the link may dequeue: the next packet onto the wire.
+    fn dequeue_next(&mut self, ctx: &mut ElementCtx) {
         if self.htb.is_some() {
             return self.htb_dequeue(ctx);
         }
