@@ -237,7 +237,9 @@ impl CodelFlow {
         self.queue.push_back(pkt);
     }
 
-    /// Removes the head packet without AQM (overflow drops), updating the backlogs.
+    /// Removes the head packet without AQM (overflow drops), updating the backlogs. Inlined:
+    /// the packet is then moved once, from the ring into the caller's return value.
+    #[inline]
     pub fn pop(&mut self, totals: &mut Totals) -> Option<Packet> {
         let p = self.queue.pop_front()?;
         self.unaccount(&p, totals);
@@ -258,26 +260,31 @@ impl CodelFlow {
         crate::qdisc::dec_backlog!(totals.qlen, 1, "codel qlen");
     }
 
-    /// The backlog the MTU guard compares, after the head packet has been removed (Linux's
-    /// `dequeue_func` lowers `sch->qstats.backlog` before `codel_should_drop` reads it).
-    fn guard_backlog(&self, totals: &Totals, guard: MtuGuard) -> u64 {
-        match guard {
-            MtuGuard::QdiscOrQueueEmpty if self.queue.is_empty() => 0,
-            _ => totals.backlog,
-        }
+    /// `dequeue_func` + `codel_should_drop` on the head packet, which stays queued: the
+    /// verdict and CoDel's state (`ldelay`, `first_above_time`) are what Linux computes after
+    /// taking the packet off, with the backlog the MTU guard compares as it will be once the
+    /// head is removed (Linux lowers `sch->qstats.backlog` before `codel_should_drop` reads
+    /// it). `None` when the queue is empty. The head is popped only once its fate is known
+    /// ([`CodelFlow::drop_head`], or the final pop of [`CodelFlow::dequeue`]), so a packet
+    /// that is sent is moved once, straight into the return value, instead of through the
+    /// intermediate `Option`s and tuples of a pop-then-decide (a 112-byte copy each).
+    fn head_checked(&mut self, p: &CodelParams, totals: &Totals, guard: MtuGuard, now: Time) -> Option<bool> {
+        let Some(head) = self.queue.front() else {
+            self.vars.should_drop(None, p, 0, now);
+            return None;
+        };
+        let backlog = match guard {
+            MtuGuard::QdiscOrQueueEmpty if self.queue.len() == 1 => 0,
+            // An underflow here panics in the pop that follows (`unaccount`).
+            _ => totals.backlog.saturating_sub(head.wire_len as u64),
+        };
+        Some(self.vars.should_drop(Some(head), p, backlog, now))
     }
 
-    fn pop_checked(
-        &mut self,
-        p: &CodelParams,
-        totals: &mut Totals,
-        guard: MtuGuard,
-        now: Time,
-    ) -> (Option<Packet>, bool) {
-        let pkt = self.pop(totals);
-        let backlog = self.guard_backlog(totals, guard);
-        let drop = self.vars.should_drop(pkt.as_ref(), p, backlog, now);
-        (pkt, drop)
+    /// Head-drops the packet [`CodelFlow::head_checked`] examined, counting the drop.
+    fn drop_head(&mut self, totals: &mut Totals, stats: &mut QdiscStats) {
+        let p = self.pop(totals).expect("a checked head to drop");
+        stats.drop(&p);
     }
 
     /// ns-2 `interval / sqrt(count)` after `t`, in doubles truncated to nanoseconds.
@@ -383,38 +390,39 @@ impl CodelFlow {
         if p.law != Law::Linux {
             return self.ns2_dequeue(p, totals, guard, now, stats);
         }
-        let (mut pkt, drop) = self.pop_checked(p, totals, guard, now);
-        if pkt.is_none() {
+        let Some(drop) = self.head_checked(p, totals, guard, now) else {
             self.vars.dropping = false;
             return None;
-        }
-        let v = &mut self.vars;
+        };
+        // Whether a packet is left to send (the head examined last).
+        let mut have = true;
         let mut marked = false;
-        if v.dropping {
+        if self.vars.dropping {
             if !drop {
                 // Sojourn below target (or backlog at most one MTU): leave the dropping state.
-                v.dropping = false;
+                self.vars.dropping = false;
             } else {
                 // Time for the next drop(s); a large backlog may need several at once.
                 while self.vars.dropping && now >= self.vars.drop_next {
                     let v = &mut self.vars;
                     v.count = v.count.wrapping_add(1);
                     v.newton_step();
-                    let head = pkt.as_mut().expect("dropping implies a packet");
                     if p.ecn {
+                        let head = self.queue.front_mut().expect("dropping implies a packet");
                         let (ok, changed) = set_ce(head);
                         if ok {
                             ctr.ecn_mark += 1;
                             marked = changed;
+                            let v = &mut self.vars;
                             v.drop_next = v.control_law(v.drop_next, p.interval);
                             break;
                         }
                     }
-                    stats.drop(pkt.as_ref().expect("a packet to drop"));
-                    let (next, drop) = self.pop_checked(p, totals, guard, now);
-                    pkt = next;
+                    self.drop_head(totals, stats);
+                    let next = self.head_checked(p, totals, guard, now);
+                    have = next.is_some();
                     let v = &mut self.vars;
-                    if !drop {
+                    if next != Some(true) {
                         v.dropping = false;
                     } else {
                         v.drop_next = v.control_law(v.drop_next, p.interval);
@@ -423,16 +431,16 @@ impl CodelFlow {
             }
         } else if drop {
             // Enter the dropping state: mark or drop this packet.
-            let head = pkt.as_mut().expect("checked above");
+            let head = self.queue.front_mut().expect("checked above");
             let (ok, changed) = if p.ecn { set_ce(head) } else { (false, false) };
             if ok {
                 ctr.ecn_mark += 1;
                 marked = changed;
             } else {
-                stats.drop(pkt.as_ref().expect("a packet to drop"));
+                self.drop_head(totals, stats);
                 // Linux re-evaluates should_drop on the next packet (for ldelay and
                 // first_above_time) but does not use its verdict here.
-                pkt = self.pop_checked(p, totals, guard, now).0;
+                have = self.head_checked(p, totals, guard, now).is_some();
             }
             let v = &mut self.vars;
             v.dropping = true;
@@ -450,12 +458,15 @@ impl CodelFlow {
             v.lastcount = v.count;
             v.drop_next = v.control_law(now, p.interval);
         }
-        let mut pkt = pkt?;
+        if !have {
+            return None;
+        }
         if let Some(th) = p.ce_threshold {
+            let pkt = self.queue.front_mut().expect("a head to send");
             let dsfield = (pkt.dscp << 2) | pkt.ecn as u8;
             let selected = p.ce_threshold_mask == 0 || dsfield & p.ce_threshold_mask == p.ce_threshold_selector;
             if self.vars.ldelay > th && selected {
-                let (ok, changed) = set_ce(&mut pkt);
+                let (ok, changed) = set_ce(pkt);
                 if ok {
                     ctr.ce_mark += 1;
                     marked |= changed;
@@ -465,7 +476,7 @@ impl CodelFlow {
         if marked {
             stats.ce_marks += 1;
         }
-        Some(pkt)
+        self.pop(totals)
     }
 }
 
@@ -499,9 +510,11 @@ impl CodelShared {
     /// CoDel dequeue of `flow` ([`CodelFlow::dequeue`]); a packet returned is counted as sent.
     /// `None` when CoDel's drops (or an empty queue) left nothing to send.
     pub fn dequeue(&mut self, flow: &mut CodelFlow, guard: MtuGuard, now: Time) -> Option<Packet> {
-        let pkt = flow.dequeue(&self.params, &mut self.totals, guard, now, &mut self.stats, &mut self.ctr)?;
-        self.stats.sent(&pkt);
-        Some(pkt)
+        let pkt = flow.dequeue(&self.params, &mut self.totals, guard, now, &mut self.stats, &mut self.ctr);
+        if let Some(p) = &pkt {
+            self.stats.sent(p);
+        }
+        pkt
     }
 }
 

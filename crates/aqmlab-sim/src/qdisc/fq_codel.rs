@@ -257,7 +257,9 @@ impl Qdisc for FqCodel {
                 self.old_flows.push_back(idx);
                 continue;
             }
-            let Some(pkt) = self.t.dequeue(idx, MtuGuard::Qdisc, now) else {
+            // Returned as CoDel returned it (not unwrapped and wrapped again: a packet copy).
+            let pkt = self.t.dequeue(idx, MtuGuard::Qdisc, now);
+            let Some(sent) = &pkt else {
                 self.unlink_head(list);
                 if list == List::New && !self.old_flows.is_empty() {
                     self.old_flows.push_back(idx);
@@ -266,9 +268,9 @@ impl Qdisc for FqCodel {
                 }
                 continue;
             };
-            self.t.flows[idx as usize].deficit -= pkt.wire_len as i64;
+            self.t.flows[idx as usize].deficit -= sent.wire_len as i64;
             self.prefetch_next(list);
-            return Some(pkt);
+            return pkt;
         }
     }
 

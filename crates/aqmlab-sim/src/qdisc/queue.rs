@@ -41,15 +41,21 @@ impl PacketQueue {
     }
     /// Removes the head for transmission, counting it as dequeued.
     pub fn pop(&mut self, stats: &mut QdiscStats) -> Option<Packet> {
-        let p = self.take()?;
-        stats.sent(&p);
-        Some(p)
+        let p = self.take();
+        if let Some(sent) = &p {
+            stats.sent(sent);
+        }
+        p
     }
     /// Removes the head without counting it as sent (the caller drops it or moves it).
     pub fn take(&mut self) -> Option<Packet> {
-        let p = self.packets.pop_front()?;
-        crate::qdisc::dec_backlog!(self.backlog, p.wire_len as u64, "queue backlog");
-        Some(p)
+        // The `Option` the ring gave is returned as it is (an unwrap and a new `Some` copied
+        // the packet once more).
+        let p = self.packets.pop_front();
+        if let Some(head) = &p {
+            crate::qdisc::dec_backlog!(self.backlog, head.wire_len as u64, "queue backlog");
+        }
+        p
     }
     /// Removes the most recently queued packet without counting it as sent.
     pub fn take_back(&mut self) -> Option<Packet> {

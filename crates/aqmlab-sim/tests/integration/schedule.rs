@@ -76,7 +76,7 @@ fn the_packet_on_the_wire_completes_at_the_old_rate() {
     let mut out = vec![];
     for _ in 0..3 {
         let p = Packet::new(0, Direction::Forward, Kind::Data, 1500);
-        link.receive(p, &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
+        link.receive(&p, &mut ElementCtx { id: 0, now: Time::ZERO, events: &mut q, out: &mut out });
     }
     let mut done = vec![];
     let mut changed = false;

@@ -430,7 +430,7 @@ impl TcpSender {
             self.sb.push_back(*snap);
             self.tp.snd_nxt += 1;
             self.tp.packets_out += 1;
-            self.ts_push_back(seq);
+            self.ts_append(seq);
             // RFC 3168 §6.1.2: ECT only on new data, never on retransmissions (Linux
             // tcp_ecn_send). CWR goes on the first segment of the skb only (software GSO,
             // tcp_gso_segment, clears it on the others).

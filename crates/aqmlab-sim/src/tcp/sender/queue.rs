@@ -63,32 +63,42 @@ impl TcpSender {
     }
 
     /// Removes a segment from the send-ordered list (Linux `list_del_init` of
-    /// `tcp_tsorted_anchor`), if it is on it.
+    /// `tcp_tsorted_anchor`), if it is on it. Runs for every segment ACKed: inlined, and
+    /// reading only the entry's links (not a copy of the whole 72-byte entry).
+    #[inline]
     pub(super) fn ts_unlink(&mut self, seq: u32) {
-        let seg = *self.seg(seq);
-        if seg.flags & TSORTED == 0 {
+        let s = self.seg_mut(seq);
+        if s.flags & TSORTED == 0 {
             return;
         }
-        if seg.ts_prev != NIL {
-            self.seg_mut(seg.ts_prev).ts_next = seg.ts_next;
-        } else {
-            self.ts_head = seg.ts_next;
-        }
-        if seg.ts_next != NIL {
-            self.seg_mut(seg.ts_next).ts_prev = seg.ts_prev;
-        } else {
-            self.ts_tail = seg.ts_prev;
-        }
-        let s = self.seg_mut(seq);
+        let (prev, next) = (s.ts_prev, s.ts_next);
         s.flags &= !TSORTED;
         s.ts_prev = NIL;
         s.ts_next = NIL;
+        if prev != NIL {
+            self.seg_mut(prev).ts_next = next;
+        } else {
+            self.ts_head = next;
+        }
+        if next != NIL {
+            self.seg_mut(next).ts_prev = prev;
+        } else {
+            self.ts_tail = prev;
+        }
     }
 
     /// Moves a segment just (re)transmitted to the tail of the send-ordered list (Linux
     /// `tcp_update_skb_after_send`: `list_move_tail`).
     pub(super) fn ts_push_back(&mut self, seq: u32) {
         self.ts_unlink(seq);
+        self.ts_append(seq);
+    }
+
+    /// [`TcpSender::ts_push_back`] of a segment not on the list (a new segment's entry,
+    /// just pushed), without the unlink's look-up.
+    #[inline]
+    pub(super) fn ts_append(&mut self, seq: u32) {
+        debug_assert!(self.seg(seq).flags & TSORTED == 0);
         let tail = self.ts_tail;
         if tail != NIL {
             self.seg_mut(tail).ts_next = seq;
