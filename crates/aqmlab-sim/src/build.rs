@@ -57,10 +57,12 @@ const DOWN: usize = 1;
 /// The elements every endpoint pair shares, per travel direction, in path order.
 struct SharedPath {
     hops: [Vec<u32>; 2],
-    /// The endpoints' own base delays: one delay line per distinct delay, shared by every
-    /// endpoint (and direction) with that delay, as (delay, element index) (issue 15:
-    /// [`DelayLine`] says why and how each endpoint keeps its exit times).
-    base_lines: Vec<(Time, u32)>,
+    /// The endpoints' own base delays: one delay line per distinct delay and travel
+    /// direction (`UP`, `DOWN`), shared by every endpoint with that delay, as (delay, way,
+    /// element index) (issue 15: [`DelayLine`] says why and how each endpoint keeps its exit
+    /// times). Per way, so that one flow's data and its ACKs, whose jittered exits
+    /// interleave, do not share a line: each line then mostly appends at its tail.
+    base_lines: Vec<(Time, usize, u32)>,
 }
 
 /// The elements one endpoint pair adds around the shared path, per travel direction.
@@ -98,14 +100,14 @@ impl SharedPath {
         let half = [Time(rtt.0 / 2), rtt - Time(rtt.0 / 2)];
         let mut ways: [Vec<u32>; 2] = Default::default();
         for way in [UP, DOWN] {
-            let known = self.base_lines.iter().find(|l| l.0 == half[way]).map(|l| l.1);
+            let known = self.base_lines.iter().find(|l| (l.0, l.1) == (half[way], way)).map(|l| l.2);
             let line = match known.filter(|_| shared) {
                 Some(line) => line,
                 None => {
                     elements.push(Element::Delay(DelayLine::new(half[way])));
                     let line = (elements.len() - 1) as u32;
                     if shared {
-                        self.base_lines.push((half[way], line));
+                        self.base_lines.push((half[way], way, line));
                     }
                     line
                 }
@@ -432,9 +434,9 @@ mod tests {
     use super::*;
     use crate::packet::Direction::{Forward, Reverse};
 
-    /// The endpoints' own base delays: one line per distinct delay, shared across endpoints
-    /// and directions; a workload keeps lines of its own; each endpoint's jitter is its own
-    /// lane (checked through the exit times in `path::delay`).
+    /// The endpoints' own base delays: one line per distinct delay and way, shared across
+    /// endpoints; a workload keeps lines of its own; each endpoint's jitter is its own lane
+    /// (checked through the exit times in `path::delay`).
     #[test]
     fn endpoints_of_equal_base_delay_share_one_line() {
         let toml = "duration = \"1s\"\n[bottleneck]\nrate = \"10Mbit\"\n\
@@ -444,21 +446,22 @@ mod tests {
             [[workloads]]\ncc = \"cubic\"\nrtt = \"20ms\"\nmean_interarrival = \"200ms\"\nsize_p5 = \"64KiB\"\nsize_p95 = \"2MiB\"\n";
         let b = Built::new(&Scenario::from_toml(toml, &[]).unwrap());
         let first = |id: u32, dir| b.endpoints.route(id).hops(dir)[0];
-        let line = first(0, Forward);
+        let (line, back) = (first(0, Forward), first(0, Reverse));
+        assert_ne!(line, back, "one line per way");
         for id in 0..30 {
-            assert_eq!((first(id, Forward), first(id, Reverse)), (line, line), "10 ms both ways: one line");
+            assert_eq!((first(id, Forward), first(id, Reverse)), (line, back), "10 ms each way: one line per way");
         }
-        assert_eq!(first(33, Forward), line, "the probe's 10 ms too");
-        // 31 ms: 15.5 ms up, 15.5 ms down; its own line, shared by the three.
-        let other = first(30, Forward);
-        assert_ne!(other, line);
-        assert!((30..33).all(|id| first(id, Forward) == other && first(id, Reverse) == other));
+        assert_eq!((first(33, Forward), first(33, Reverse)), (line, back), "the probe's 10 ms too");
+        // 31 ms: 15.5 ms up, 15.5 ms down; lines of its own, shared by the three.
+        let (other, other_back) = (first(30, Forward), first(30, Reverse));
+        assert!(![line, back].contains(&other) && ![line, back].contains(&other_back));
+        assert!((30..33).all(|id| first(id, Forward) == other && first(id, Reverse) == other_back));
         let delay = |el: u32| match &b.elements[el as usize] {
             Element::Delay(d) => d.delay(),
             _ => panic!("a base delay is a delay line"),
         };
         assert_eq!((delay(line), delay(other)), (Time::from_millis(10), Time(15_500_000)));
         let lines = b.elements.iter().filter(|e| matches!(e, Element::Delay(_))).count();
-        assert_eq!(lines, 2 + 2, "two shared lines and the workload's own two");
+        assert_eq!(lines, 4 + 2, "two shared lines per way and the workload's own two");
     }
 }

@@ -13,18 +13,20 @@ const NONE: Time = Time(u64::MAX);
 /// A constant propagation delay, with the timing noise of the hosts that hand packets to it.
 ///
 /// One line serves every endpoint whose own base delay (one direction's half of its RTT)
-/// has this length (issue 15): with 1000 flows, 2000 per-flow lines were 2000 small rings
-/// scattered over memory and 2000 wake-ups pending in the event queue milliseconds ahead
-/// (whose descent through the radix heap made every pop dearer); one line per distinct
-/// delay keeps the packets in flight in one ring, read in order, and one wake-up pending.
+/// has this length, per travel direction (issue 15): with 1000 flows, 2000 per-flow lines
+/// were 2000 small rings scattered over memory and 2000 wake-ups pending in the event queue
+/// milliseconds ahead (whose descent through the radix heap made every pop dearer); a line
+/// per distinct delay and way keeps the packets in flight in one ring, read in order, and
+/// one wake-up pending.
 ///
 /// Exit times are those of separate per-flow lines: a packet leaves at `now + delay`, plus
 /// its host's jitter drawn from that endpoint's and direction's own stream (its *lane*,
 /// [`crate::host::HostJitter`]: never before the lane's previous departure, so each lane
 /// stays a FIFO). Jitter from different lanes can put a later packet ahead of an earlier
 /// one, so the ring is kept sorted by exit time: a packet is inserted after every packet
-/// due at or before it (scanning back from the tail; the jitter bounds how far, 50 us of
-/// arrivals by default). Packets due at the same instant leave in arrival order.
+/// due at or before it: usually the tail (always without jitter); otherwise scanning back
+/// from it, as far as the jitter reaches (50 us of arrivals by default). Packets due at the
+/// same instant leave in arrival order.
 #[derive(Debug)]
 pub struct DelayLine {
     delay: Time,
@@ -87,20 +89,26 @@ impl DelayLine {
                 }
             }
         }
-        // After every packet due at or before `due`: without jitter that is the tail.
-        let mut i = self.line.len();
-        while i > 0 && self.line[i - 1].0 > due {
-            i -= 1;
-        }
-        if i == self.line.len() {
+        // After every packet due at or before `due`: usually (always without jitter) the tail.
+        if self.line.back().map_or(true, |b| b.0 <= due) {
             self.line.push_back((due, pkt));
         } else {
-            self.line.insert(i, (due, pkt));
+            self.insert_sorted(due, pkt);
         }
         if due < self.wake {
             self.wake = due;
             ctx.wake_at(due);
         }
+    }
+    /// Inserts a packet due before the tail after every packet due at or before it.
+    #[cold]
+    #[inline(never)]
+    fn insert_sorted(&mut self, due: Time, pkt: Packet) {
+        let mut i = self.line.len() - 1;
+        while i > 0 && self.line[i - 1].0 > due {
+            i -= 1;
+        }
+        self.line.insert(i, (due, pkt));
     }
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
         if ctx.now != self.wake {
