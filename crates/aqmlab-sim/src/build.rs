@@ -57,6 +57,12 @@ const DOWN: usize = 1;
 /// The elements every endpoint pair shares, per travel direction, in path order.
 struct SharedPath {
     hops: [Vec<u32>; 2],
+    /// The endpoints' own base delays: one delay line per distinct delay and travel
+    /// direction (`UP`, `DOWN`), shared by every endpoint with that delay, as (delay, way,
+    /// element index) (issue 15: [`DelayLine`] says why and how each endpoint keeps its exit
+    /// times). Per way, so that one flow's data and its ACKs, whose jittered exits
+    /// interleave, do not share a line: each line then mostly appends at its tail.
+    base_lines: Vec<(Time, usize, u32)>,
 }
 
 /// The elements one endpoint pair adds around the shared path, per travel direction.
@@ -86,14 +92,28 @@ impl PathSides {
 impl SharedPath {
     /// Builds an endpoint pair's routes: in each travel direction its base delay (half the
     /// RTT each way), its own elements, the shared hops, its far-end elements. The data
-    /// (`Direction::Forward`) travels up unless `data_down`; `host` is the client host.
-    fn route(&self, elements: &mut Vec<Element>, rtt: Time, sides: PathSides, host: u16, data_down: bool) -> Route {
+    /// (`Direction::Forward`) travels up unless `data_down`; `host` is the client host. The
+    /// base delay is the line shared by every endpoint with that delay when `shared` (an
+    /// endpoint with its own id; not a workload, whose transfers take ids as they start and
+    /// share its one host path), else a line of its own.
+    fn route(&mut self, elements: &mut Vec<Element>, rtt: Time, sides: PathSides, host: u16, data_down: bool, shared: bool) -> Route {
         let half = [Time(rtt.0 / 2), rtt - Time(rtt.0 / 2)];
         let mut ways: [Vec<u32>; 2] = Default::default();
         for way in [UP, DOWN] {
-            elements.push(Element::Delay(DelayLine::new(half[way])));
+            let known = self.base_lines.iter().find(|l| (l.0, l.1) == (half[way], way)).map(|l| l.2);
+            let line = match known.filter(|_| shared) {
+                Some(line) => line,
+                None => {
+                    elements.push(Element::Delay(DelayLine::new(half[way])));
+                    let line = (elements.len() - 1) as u32;
+                    if shared {
+                        self.base_lines.push((half[way], way, line));
+                    }
+                    line
+                }
+            };
             let r = &mut ways[way];
-            r.push((elements.len() - 1) as u32);
+            r.push(line);
             r.extend(&sides.before[way]);
             r.extend(&self.hops[way]);
             r.extend(&sides.after[way]);
@@ -104,15 +124,20 @@ impl SharedPath {
 }
 
 /// Gives the delay line right after each host of `route` (its first element per direction)
-/// that host's timing noise (`[host] jitter`, streams `jitter/<label>/fwd|rev`).
-fn host_jitter(elements: &mut [Element], route: &Route, sc: &Scenario, label: &str) {
+/// that host's timing noise (`[host] jitter`, streams `jitter/<label>/fwd|rev`): the lane of
+/// endpoint `id` on a shared line, or (`id` `None`: a workload's own line) the whole line.
+fn host_jitter(elements: &mut [Element], route: &Route, sc: &Scenario, label: &str, id: Option<u32>) {
     if sc.host.jitter == Time::ZERO {
         return;
     }
     for (dir, name) in [(Direction::Forward, "fwd"), (Direction::Reverse, "rev")] {
         let first = route.hops(dir)[0] as usize;
         if let Element::Delay(d) = &mut elements[first] {
-            d.with_jitter(HostJitter::new(sc.host.jitter, Stream::new(sc.seed, &format!("jitter/{label}/{name}"))));
+            let jitter = HostJitter::new(sc.host.jitter, Stream::new(sc.seed, &format!("jitter/{label}/{name}")));
+            match id {
+                Some(id) => d.with_lane_jitter(id, dir, jitter),
+                None => d.with_jitter(jitter),
+            }
         }
     }
 }
@@ -190,7 +215,7 @@ impl Built {
         };
         let return_link = add_link(&mut elements, "return_link", &ret_qdisc, ret_rate, "qdisc/return");
         // Upstream links come first on the way up, each followed by its own delay.
-        let mut shared = SharedPath { hops: [Vec::new(), vec![return_link]] };
+        let mut shared = SharedPath { hops: [Vec::new(), vec![return_link]], base_lines: Vec::new() };
         let mut path_delay = sc.bottleneck.delay;
         for (i, u) in sc.bottleneck.upstream.iter().enumerate() {
             let l = add_link(&mut elements, &format!("upstream-{i}"), &u.qdisc, u.rate, &format!("qdisc/upstream/{i}"));
@@ -275,8 +300,8 @@ impl Built {
                 elements.push(Element::EcnRewrite(cp.ecn()));
                 sides.before[data_way].push((elements.len() - 1) as u32);
             }
-            let route = shared.route(&mut elements, p.rtt, sides, p.host, data_down);
-            host_jitter(&mut elements, &route, sc, &format!("flow/{id}"));
+            let route = shared.route(&mut elements, p.rtt, sides, p.host, data_down, true);
+            host_jitter(&mut elements, &route, sc, &format!("flow/{id}"), Some(id));
             let series = FlowSeries::register(&mut recorder, &p.name);
             let (sender, receiver) = (TcpSender::new(id, p.cfg.clone(), cc), TcpReceiver::new(id, &p.cfg));
             routes.push(route);
@@ -291,8 +316,8 @@ impl Built {
                     sides.before[way].push(el);
                 }
             }
-            let route = shared.route(&mut elements, spec.rtt, sides, 0, false);
-            host_jitter(&mut elements, &route, sc, &format!("probe/{i}"));
+            let route = shared.route(&mut elements, spec.rtt, sides, 0, false, true);
+            host_jitter(&mut elements, &route, sc, &format!("probe/{i}"), Some(id));
             let start = host::spread_start(sc.seed, sc.host.start_spread, &format!("probe/{i}"), spec.start);
             let one_way = spec.kind == ProbeKind::Irtt;
             let cfg = ProbeConfig { interval: spec.interval(sc.metrics.step), wire_len: spec.size(), one_way, ecn: spec.ecn.ecn(), dscp: spec.dscp, stop: spec.stop };
@@ -309,8 +334,8 @@ impl Built {
                 MediaKind::Scream => "scream",
             };
             let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
-            let route = shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), 0, false);
-            host_jitter(&mut elements, &route, sc, &format!("media/{i}"));
+            let route = shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), 0, false, true);
+            host_jitter(&mut elements, &route, sc, &format!("media/{i}"), Some(id));
             let start = host::spread_start(sc.seed, sc.host.start_spread, &format!("media/{i}"), spec.start);
             let cfg = ScreamConfig {
                 ecn: spec.ecn.ecn(),
@@ -343,8 +368,8 @@ impl Built {
             let kind = spec.kind.name();
             let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
             let data_down = spec.direction == Way::Down;
-            let route = shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), 0, data_down);
-            host_jitter(&mut elements, &route, sc, &format!("udp/{i}"));
+            let route = shared.route(&mut elements, spec.rtt, PathSides::tunnelled(&tunnels, spec.tunnel.as_deref()), 0, data_down, true);
+            host_jitter(&mut elements, &route, sc, &format!("udp/{i}"), Some(id));
             let start = host::spread_start(sc.seed, sc.host.start_spread, &format!("udp/{i}"), spec.start);
             let pattern = match spec.kind {
                 UdpKind::Cbr => Pattern::Cbr,
@@ -362,8 +387,8 @@ impl Built {
         let configs = (sc.workloads.iter().enumerate())
             .map(|(i, s)| {
                 let name = s.name.clone().unwrap_or_else(|| format!("workload-{i}"));
-                let route = shared.route(&mut elements, s.rtt, PathSides::default(), 0, s.direction == Way::Down);
-                host_jitter(&mut elements, &route, sc, &format!("workload/{name}"));
+                let route = shared.route(&mut elements, s.rtt, PathSides::default(), 0, s.direction == Way::Down, false);
+                host_jitter(&mut elements, &route, sc, &format!("workload/{name}"), None);
                 (name, route)
             })
             .collect::<Vec<_>>()
@@ -401,5 +426,42 @@ impl Built {
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
         Built { events, elements, endpoints: Endpoints::new(endpoints, routes), transients, tunnels, links, changes, recorder }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::Direction::{Forward, Reverse};
+
+    /// The endpoints' own base delays: one line per distinct delay and way, shared across
+    /// endpoints; a workload keeps lines of its own; each endpoint's jitter is its own lane
+    /// (checked through the exit times in `path::delay`).
+    #[test]
+    fn endpoints_of_equal_base_delay_share_one_line() {
+        let toml = "duration = \"1s\"\n[bottleneck]\nrate = \"10Mbit\"\n\
+            [[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = 30\n\
+            [[flows]]\ncc = \"cubic\"\nrtt = \"31ms\"\ncount = 3\n\
+            [[probes]]\nkind = \"ping\"\nrtt = \"20ms\"\n\
+            [[workloads]]\ncc = \"cubic\"\nrtt = \"20ms\"\nmean_interarrival = \"200ms\"\nsize_p5 = \"64KiB\"\nsize_p95 = \"2MiB\"\n";
+        let b = Built::new(&Scenario::from_toml(toml, &[]).unwrap());
+        let first = |id: u32, dir| b.endpoints.route(id).hops(dir)[0];
+        let (line, back) = (first(0, Forward), first(0, Reverse));
+        assert_ne!(line, back, "one line per way");
+        for id in 0..30 {
+            assert_eq!((first(id, Forward), first(id, Reverse)), (line, back), "10 ms each way: one line per way");
+        }
+        assert_eq!((first(33, Forward), first(33, Reverse)), (line, back), "the probe's 10 ms too");
+        // 31 ms: 15.5 ms up, 15.5 ms down; lines of its own, shared by the three.
+        let (other, other_back) = (first(30, Forward), first(30, Reverse));
+        assert!(![line, back].contains(&other) && ![line, back].contains(&other_back));
+        assert!((30..33).all(|id| first(id, Forward) == other && first(id, Reverse) == other_back));
+        let delay = |el: u32| match &b.elements[el as usize] {
+            Element::Delay(d) => d.delay(),
+            _ => panic!("a base delay is a delay line"),
+        };
+        assert_eq!((delay(line), delay(other)), (Time::from_millis(10), Time(15_500_000)));
+        let lines = b.elements.iter().filter(|e| matches!(e, Element::Delay(_))).count();
+        assert_eq!(lines, 4 + 2, "two shared lines per way and the workload's own two");
     }
 }

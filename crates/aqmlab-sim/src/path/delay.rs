@@ -1,52 +1,125 @@
 //! A constant propagation delay: one direction of a flow's base RTT, a shared link's own
-//! delay.
+//! delay. The endpoints' own base delays of equal length share one line (`build.rs`).
 
 use super::ElementCtx;
 use crate::host::HostJitter;
-use crate::packet::Packet;
+use crate::packet::{Direction, Packet};
 use crate::time::Time;
 use std::collections::VecDeque;
 
-/// A constant propagation delay. Packets keep their order, so a FIFO with one pending
-/// wake-up (for its head) suffices.
+/// No wake-up pending.
+const NONE: Time = Time(u64::MAX);
+
+/// A constant propagation delay, with the timing noise of the hosts that hand packets to it.
+///
+/// One line serves every endpoint whose own base delay (one direction's half of its RTT)
+/// has this length, per travel direction (issue 15): with 1000 flows, 2000 per-flow lines
+/// were 2000 small rings scattered over memory and 2000 wake-ups pending in the event queue
+/// milliseconds ahead (whose descent through the radix heap made every pop dearer); a line
+/// per distinct delay and way keeps the packets in flight in one ring, read in order, and
+/// one wake-up pending.
+///
+/// Exit times are those of separate per-flow lines: a packet leaves at `now + delay`, plus
+/// its host's jitter drawn from that endpoint's and direction's own stream (its *lane*,
+/// [`crate::host::HostJitter`]: never before the lane's previous departure, so each lane
+/// stays a FIFO). Jitter from different lanes can put a later packet ahead of an earlier
+/// one, so the ring is kept sorted by exit time: a packet is inserted after every packet
+/// due at or before it: usually the tail (always without jitter); otherwise scanning back
+/// from it, as far as the jitter reaches (50 us of arrivals by default). Packets due at the
+/// same instant leave in arrival order.
 #[derive(Debug)]
 pub struct DelayLine {
     delay: Time,
     line: VecDeque<(Time, Packet)>,
-    /// A host's timing noise, on the delay line right after that host ([`crate::host`]);
-    /// inline (24 bytes, the line stays 64) so receive touches no other allocation for it
-    /// unless it draws.
-    jitter: Option<HostJitter>,
+    /// The earliest wake-up pending in the event queue ([`NONE`]: none). An arrival that
+    /// becomes the head before it (only with jitter) asks for an earlier one; the later
+    /// entry then finds `wake` moved and does nothing.
+    wake: Time,
+    /// Boxed: the line stays 56 bytes, so an element stays one cache line.
+    jitter: Option<Box<Jitter>>,
+}
+
+/// The host timing noise a line applies (the line right after a host: an endpoint's own
+/// base delay).
+#[derive(Debug)]
+enum Jitter {
+    /// One host path for every packet: a workload's line (its transfers share its route).
+    One(HostJitter),
+    /// Per lane `2 * endpoint id + direction` ([`lane`]): a line the endpoints share.
+    Lanes(Vec<Option<HostJitter>>),
+}
+
+/// The jitter lane of a packet on a shared line: its endpoint and direction.
+#[inline]
+fn lane(flow: u32, dir: Direction) -> usize {
+    2 * flow as usize + dir as usize
 }
 
 impl DelayLine {
     pub fn new(delay: Time) -> Self {
-        // Grows (doubling) to the most packets the line has held: a flow's line at 1 Gbit/s
-        // holds hundreds, one of 10,000 flows' a few, and a ring sized to its use keeps its
-        // slots in cache (64 slots of 120 bytes per line were 15 MB for 1000 flows).
-        DelayLine { delay, line: VecDeque::with_capacity(4), jitter: None }
+        // Grows (doubling) to the most packets the line has held.
+        DelayLine { delay, line: VecDeque::with_capacity(4), wake: NONE, jitter: None }
     }
-    /// Adds the timing noise of the host that hands packets to this line.
+    /// Adds the timing noise of the host that hands every packet of this line over.
     pub fn with_jitter(&mut self, jitter: HostJitter) {
-        self.jitter = Some(jitter);
+        self.jitter = Some(Box::new(Jitter::One(jitter)));
+    }
+    /// Adds the timing noise of the host that hands over endpoint `flow`'s packets of
+    /// direction `dir` (a line the endpoints share).
+    pub fn with_lane_jitter(&mut self, flow: u32, dir: Direction, jitter: HostJitter) {
+        let lanes = self.jitter.get_or_insert_with(|| Box::new(Jitter::Lanes(Vec::new())));
+        let Jitter::Lanes(lanes) = &mut **lanes else { panic!("a workload's line has one host path, not lanes") };
+        let i = lane(flow, dir);
+        if lanes.len() <= i {
+            lanes.resize_with(i + 1, || None);
+        }
+        lanes[i] = Some(jitter);
     }
     pub fn delay(&self) -> Time {
         self.delay
     }
     pub(crate) fn receive(&mut self, pkt: Packet, ctx: &mut ElementCtx) {
         let mut due = ctx.now + self.delay;
-        if let Some(j) = &mut self.jitter {
-            due = j.departure(ctx.now, due);
+        match self.jitter.as_deref_mut() {
+            None => {}
+            Some(Jitter::One(j)) => due = j.departure(ctx.now, due),
+            Some(Jitter::Lanes(lanes)) => {
+                if let Some(Some(j)) = lanes.get_mut(lane(pkt.flow, pkt.dir)) {
+                    due = j.departure(ctx.now, due);
+                }
+            }
         }
-        if self.line.is_empty() {
+        // After every packet due at or before `due`: usually (always without jitter) the tail.
+        if self.line.back().map_or(true, |b| b.0 <= due) {
+            self.line.push_back((due, pkt));
+        } else {
+            self.insert_sorted(due, pkt);
+        }
+        if due < self.wake {
+            self.wake = due;
             ctx.wake_at(due);
         }
-        self.line.push_back((due, pkt));
+    }
+    /// Inserts a packet due before the tail after every packet due at or before it.
+    #[cold]
+    #[inline(never)]
+    fn insert_sorted(&mut self, due: Time, pkt: Packet) {
+        let mut i = self.line.len() - 1;
+        while i > 0 && self.line[i - 1].0 > due {
+            i -= 1;
+        }
+        self.line.insert(i, (due, pkt));
     }
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
-        // The head's due time is read before its packet is copied (the entry is 120 bytes).
+        if ctx.now != self.wake {
+            // Superseded: an earlier wake-up ran and asked for the one now pending.
+            return;
+        }
+        self.wake = NONE;
+        // The head's due time is read before its packet is copied (the entry is 128 bytes).
         while let Some(due) = self.line.front().map(|e| e.0) {
             if due > ctx.now {
+                self.wake = due;
                 ctx.wake_at(due);
                 return;
             }
@@ -61,5 +134,135 @@ impl DelayLine {
     }
     pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
         self.line.iter().for_each(|(_, p)| f(p))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::{Event, EventQueue};
+    use crate::packet::Kind;
+    use crate::rng::Stream;
+
+    /// Runs `arrivals` (time, flow, direction) through `lines` (one per flow and direction
+    /// when `shared` is false, else one) and returns each packet's (exit time, flow,
+    /// direction, sequence) in exit order.
+    fn run(shared: bool, arrivals: &[(u64, u32, Direction)], flows: u32, jitter: Time) -> Vec<(Time, u32, u8, u32)> {
+        let delay = Time::from_millis(10);
+        let n = if shared { 1 } else { 2 * flows as usize };
+        let mut lines: Vec<DelayLine> = (0..n).map(|_| DelayLine::new(delay)).collect();
+        for f in 0..flows {
+            for dir in [Direction::Forward, Direction::Reverse] {
+                let j = HostJitter::new(jitter, Stream::new(7, &format!("jitter/{f}/{}", dir as u8)));
+                if shared {
+                    lines[0].with_lane_jitter(f, dir, j);
+                } else {
+                    lines[lane(f, dir)].with_jitter(j);
+                }
+            }
+        }
+        let mut q = EventQueue::default();
+        let mut out = Vec::new();
+        let mut got = Vec::new();
+        let mut seq = 0;
+        let mut next = arrivals.iter().peekable();
+        loop {
+            // Arrivals at an instant come before the wake-ups due then (the engine's order
+            // differs, but exit times must not depend on it).
+            let t_arr = next.peek().map(|a| a.0);
+            let t_ev = q.peek_time().map(|t| t.0);
+            match (t_arr, t_ev) {
+                (None, None) => break,
+                (Some(a), e) if e.map_or(true, |e| a <= e) => {
+                    let &(t, f, dir) = next.next().unwrap();
+                    let mut p = Packet::new(f, dir, Kind::Data, 100);
+                    p.tcp.seq = seq;
+                    seq += 1;
+                    let id = if shared { 0 } else { lane(f, dir) as u32 };
+                    lines[id as usize].receive(p, &mut ElementCtx { id, now: Time(t), events: &mut q, out: &mut out });
+                }
+                _ => {
+                    let (t, ev) = q.pop().unwrap();
+                    let Event::Element(id) = ev else { panic!("{ev:?}") };
+                    lines[id as usize].wake(&mut ElementCtx { id, now: t, events: &mut q, out: &mut out });
+                    got.extend(out.drain(..).map(|p| (t, p.flow, p.dir as u8, p.tcp.seq)));
+                }
+            }
+        }
+        assert!(lines.iter().all(|l| l.held() == 0));
+        got
+    }
+
+    fn arrivals(flows: u32, n: usize) -> Vec<(u64, u32, Direction)> {
+        let mut rng = Stream::new(3, "arrivals");
+        let mut t = 0;
+        (0..n)
+            .map(|_| {
+                // Bursts at one instant (a GSO skb), gaps from 0 to 40 us.
+                if rng.uniform() < 0.6 {
+                    t += (rng.uniform() * 40_000.0) as u64;
+                }
+                let f = (rng.uniform() * flows as f64) as u32;
+                let dir = if rng.uniform() < 0.5 { Direction::Forward } else { Direction::Reverse };
+                (t, f, dir)
+            })
+            .collect()
+    }
+
+    /// One line shared by every flow and direction gives every packet the exit time the
+    /// separate per-flow jittered lines give it (same streams), loses none, keeps each
+    /// lane's order, and emits in exit-time order (ties in arrival order).
+    #[test]
+    fn a_shared_line_exits_each_packet_when_separate_lines_do() {
+        let (flows, jitter) = (13, Time::from_micros(50));
+        let arr = arrivals(flows, 20_000);
+        let shared = run(true, &arr, flows, jitter);
+        let separate = run(false, &arr, flows, jitter);
+        assert_eq!(shared.len(), arr.len(), "conservation");
+        let exit = |v: &[(Time, u32, u8, u32)]| {
+            let mut by_seq = vec![Time::ZERO; arr.len()];
+            v.iter().for_each(|e| by_seq[e.3 as usize] = e.0);
+            by_seq
+        };
+        assert_eq!(exit(&shared), exit(&separate), "every packet's exit time");
+        // Jitter did reorder packets of different lanes (the sort is exercised) ...
+        assert!(shared.windows(2).any(|w| w[1].3 < w[0].3));
+        for w in shared.windows(2) {
+            // ... the exits are in time order, ties in arrival order ...
+            assert!(w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].3 < w[1].3), "{w:?}");
+        }
+        // ... and each lane is a FIFO.
+        for f in 0..flows {
+            for d in 0..2 {
+                let seqs: Vec<u32> = shared.iter().filter(|e| e.1 == f && e.2 == d).map(|e| e.3).collect();
+                assert!(seqs.windows(2).all(|w| w[0] < w[1]));
+            }
+        }
+    }
+
+    /// Without jitter a shared line is a FIFO at exactly `now + delay`, with one wake-up per
+    /// distinct exit instant (the per-flow lines had one per flow and instant).
+    #[test]
+    fn a_shared_line_without_jitter_wakes_once_per_instant() {
+        let arr = arrivals(50, 5_000);
+        let got = run(true, &arr, 50, Time::ZERO);
+        let expect: Vec<(Time, u32)> = arr.iter().enumerate().map(|(s, a)| (Time(a.0) + Time::from_millis(10), s as u32)).collect();
+        assert_eq!(got.iter().map(|e| (e.0, e.3)).collect::<Vec<_>>(), expect);
+        let mut q = EventQueue::default();
+        let (mut line, mut out) = (DelayLine::new(Time::from_millis(10)), Vec::new());
+        for &(t, f, dir) in &arr {
+            line.receive(Packet::new(f, dir, Kind::Data, 100), &mut ElementCtx { id: 0, now: Time(t), events: &mut q, out: &mut out });
+            while q.peek_time().is_some_and(|w| w.0 <= t) {
+                let (w, _) = q.pop().unwrap();
+                line.wake(&mut ElementCtx { id: 0, now: w, events: &mut q, out: &mut out });
+            }
+        }
+        while let Some((w, _)) = q.pop() {
+            line.wake(&mut ElementCtx { id: 0, now: w, events: &mut q, out: &mut out });
+        }
+        let mut instants: Vec<u64> = arr.iter().map(|a| a.0).collect();
+        instants.dedup();
+        assert_eq!(q.processed(), instants.len() as u64);
+        assert_eq!(out.len(), arr.len());
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! A flow's route is a list of element indices per direction; the engine hands a packet to
 //! each element in turn. Elements hold their packets themselves and ask the event queue to
-//! wake them when something is due, so at most one event per element is pending.
+//! wake them when something is due (usually one pending event per element).
 
 use super::netem::Netem;
 use super::tunnel::TunnelElement;
@@ -30,8 +30,8 @@ impl ElementCtx<'_> {
 pub enum Element {
     Delay(DelayLine),
     /// Boxed: a link is large (its packet on the wire, its statistics) and there are few,
-    /// while every flow has two delay lines; unboxed, every element took a link's size, so
-    /// 1000 flows' delay lines were spread over several times the memory they use.
+    /// while per-flow elements (netem, ECN rewriting, a workload's delay lines) can be many;
+    /// unboxed, every element took a link's size.
     Link(Box<Link>),
     /// Rewrites the ECN field of every packet passing (the studies' iptables `bleach_ecn`
     /// and `dscp_to_ect1` helpers on the middlebox, ahead of the AQM); no delay.
@@ -441,7 +441,8 @@ mod tests {
 
     #[test]
     fn elements_are_small() {
-        // Every flow has two delay lines: they should pack densely in the element table.
+        // Per-flow elements (netem, ECN rewriting, tunnel ends, a workload's delay lines)
+        // should pack densely in the element table.
         assert!(std::mem::size_of::<Element>() <= 64, "{}", std::mem::size_of::<Element>());
     }
 
