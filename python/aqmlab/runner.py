@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .api import keep_freed_memory
 from .api import run as api_run
 from .output import (
     CLI_PCAP, INDEX, MANIFEST, REPORT, RESULTS, RUNS, SCENARIO, SRV_PCAP, SUMMARY, atomic_write_text, pcap_files,
@@ -323,36 +324,11 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     raise SystemExit(128 + signum)
 
 
-#: glibc's malloc in a process that runs a suite's runs one after another (a worker, or the
-#: CLI process with -j 1): blocks up to this size come from the heap instead of their own
-#: mmap, and up to twice this much free heap is kept instead of given back at once.
-#: By default glibc gives a freed block above its (dynamic) mmap threshold and the free top
-#: of the heap above 128 kiB back to the kernel, so every run faulted its arrays' pages in
-#: again: about 700 page faults and 3 ms of system CPU per J-K run (of about 22 ms),
-#: 40 per run with these settings. A worker keeps at most this much more memory between runs.
-MALLOC_KEEP_BYTES = 32 << 20
-
-
-def _keep_freed_memory() -> None:
-    """Sets :data:`MALLOC_KEEP_BYTES` as glibc's mmap and trim thresholds (mallopt); nothing
-    elsewhere (another C library, or no ctypes)."""
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        return
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    mallopt(M_MMAP_THRESHOLD, MALLOC_KEEP_BYTES)
-    mallopt(M_TRIM_THRESHOLD, 2 * MALLOC_KEEP_BYTES)
-
-
 def _init_worker(plots: bool = True) -> None:
     """Imports matplotlib (when plotting) once per worker process; keeps freed memory for the
-    next run (:func:`_keep_freed_memory`)."""
+    next run (:func:`aqmlab.api.keep_freed_memory`)."""
     _die_with_parent()
-    _keep_freed_memory()
+    keep_freed_memory()
     if plots:
         import matplotlib
 
