@@ -405,9 +405,11 @@ def _death(exitcode: int | None) -> str:
 def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None:
     """Runs tasks in this process (jobs == 1) or on ``jobs`` spawned worker processes.
 
-    Each worker holds one run at a time, so a worker that dies (the OOM killer, a crash, a
-    kill) is known to have taken exactly that run: it is run again on a fresh worker, and a run
-    that kills two workers fails alone; the other runs are not touched. The workers are plain
+    Each worker holds at most two runs (:attr:`_LocalPool.DEPTH`), runs them in the order sent
+    and answers them in that order, so a worker that dies (the OOM killer, a crash, a kill) is
+    known to have been running the first run it holds: that run is run again on a fresh
+    worker, and a run that kills two workers fails alone; the run waiting behind it goes back
+    to the queue uncharged, and the other runs are not touched. The workers are plain
     processes with one pipe each (no semaphore, so no resource tracker). Leaving by any
     exception (Ctrl-C, SIGTERM) stops the workers (SIGTERM, then SIGKILL after a second),
     removes the temporary files of the runs they held, and re-raises."""
@@ -681,7 +683,12 @@ def run_suite(
     # The report's record of each run that finishes, read while the other runs go on (J-K's
     # 5,600 summaries took 4 s to read after the last run, with the workers idle).
     loaded: dict[int, rep.Record] = {}
-    freeze = report and gc.get_freeze_count() == 0  # not when the caller froze objects of its own
+    # Not when the caller froze objects of its own, nor when the runs run in this process
+    # (run_local with one job or one task): a freeze after a run would also take that run's
+    # uncollected garbage (a closed figure's reference cycles) out of the collector until the
+    # report is written, so the process would grow with every run.
+    in_process = executor == "local" and not dask_address and (jobs <= 1 or len(tasks) <= 1)
+    freeze = report and not in_process and gc.get_freeze_count() == 0
     try:
         with prog:
 
