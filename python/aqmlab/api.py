@@ -362,7 +362,19 @@ def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -
     return SeriesData.from_columns(time, columns).tidy()
 
 
+#: glibc's ``malloc_trim`` (None: not looked up yet; False: none, or this process keeps its
+#: freed memory: :func:`keep_freed_memory`).
 _TRIM: Any = None
+
+
+def keep_freed_memory() -> None:
+    """Makes :func:`release_memory` do nothing in this process from now on: a process that runs
+    many runs one after another (a suite's worker, or the suite process with ``-j 1``) keeps
+    its freed memory for the next run (``runner._keep_freed_memory``: glibc's mmap and trim
+    thresholds), and a ``malloc_trim`` after the engine and after each writer would give it
+    all back: about 1,000 page faults and 3 ms of system CPU per J-K run again."""
+    global _TRIM
+    _TRIM = False
 
 
 def release_memory() -> None:
@@ -373,7 +385,7 @@ def release_memory() -> None:
     ``ARROW_DEFAULT_MEMORY_POOL=system``, a plot's arrays) stay in the process's RSS, and the
     next writer's libraries and arrays add to them. Called after the engine returns and
     between writers (about 1 ms on a 100 MB heap; docs/performance.md, "Session 6: memory and
-    start-up")."""
+    start-up"); not in a process that keeps its freed memory (:func:`keep_freed_memory`)."""
     global _TRIM
     if _TRIM is None:
         _TRIM = False

@@ -334,18 +334,22 @@ MALLOC_KEEP_BYTES = 32 << 20
 
 
 def _keep_freed_memory() -> None:
-    """Sets :data:`MALLOC_KEEP_BYTES` as glibc's mmap and trim thresholds (mallopt); nothing
-    elsewhere (another C library, or no ctypes)."""
+    """Sets :data:`MALLOC_KEEP_BYTES` as glibc's mmap and trim thresholds (mallopt), and turns
+    :func:`aqmlab.api.release_memory` off (its ``malloc_trim`` would give the kept memory back
+    after every run and writer); nothing elsewhere (another C library, or no ctypes)."""
+    from . import api
+
     try:
         import ctypes
 
         libc = ctypes.CDLL(None)
         mallopt = libc.mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: no CDLL(None) (Windows)
         return
     M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
     mallopt(M_MMAP_THRESHOLD, MALLOC_KEEP_BYTES)
     mallopt(M_TRIM_THRESHOLD, 2 * MALLOC_KEEP_BYTES)
+    api.keep_freed_memory()
 
 
 def _init_worker(plots: bool = True) -> None:
