@@ -700,8 +700,9 @@ def write_outputs(
 ) -> list[Path]:
     """Writes the files of the writers in ``formats`` (default: every registered writer,
     less ``csv``, ``plot``, ``flent`` or ``html`` when that argument is False): those of
-    :data:`VIEW_WRITERS` first, the others in registration order; then manifest.json (``command``: the command line that made the run) and, last,
-    summary.json. ``html_js``: where report.html loads plotly.js from (a relative path; None
+    :data:`VIEW_WRITERS` first, the others in registration order; then manifest.json
+    (``command``: the command line that made the run; it lists the files in registration
+    order) and, last, summary.json. ``html_js``: where report.html loads plotly.js from (a relative path; None
     inlines it)."""
     names = list(WRITERS) if formats is None else list(formats)
     unknown = [n for n in names if n not in WRITERS]
@@ -709,7 +710,6 @@ def write_outputs(
         raise ValueError(f"unknown output format {', '.join(unknown)} (known: {', '.join(WRITERS)})")
     skip = {n for n, on in (("csv", csv), ("plot", plot), ("flent", flent), ("html", html)) if not on}
     out_dir.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
     active = [w for w in WRITERS.values() if w.name in names and w.name not in skip]
     planned = ([SCENARIO] if (out_dir / SCENARIO).is_file() else []) + [w.filename(result) for w in active] + [MANIFEST, SUMMARY]
     token = _HTML_CONTEXT.set({"files": planned, "js_src": html_js})
@@ -729,7 +729,7 @@ def write_outputs(
             if first and w is first[-1]:
                 result.__dict__.pop("_series_view", None)
             release_memory()  # what this writer freed, before the next one's libraries load
-        written = [out_dir / w.filename(result) for w in active]
+        written: list[Path] = [out_dir / w.filename(result) for w in active]
     finally:
         _HTML_CONTEXT.reset(token)
         # the plot's and the page's bounded view of the series (seriesview.view keeps it on the

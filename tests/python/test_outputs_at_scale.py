@@ -135,6 +135,19 @@ def test_release_memory_runs_and_a_run_still_reads_back(many):
     assert many.series("probe-0", "rtt").notna().any()
 
 
+def test_release_memory_trims_unless_the_process_keeps_its_freed_memory(monkeypatch):
+    """``malloc_trim(0)`` each call; none once the process keeps its freed memory (a suite
+    worker: runner._keep_freed_memory), whose kept heap a trim would give back."""
+    calls = []
+    monkeypatch.setattr(api, "_TRIM", calls.append)
+    api.release_memory()
+    api.release_memory()
+    assert calls == [0, 0]
+    api.keep_freed_memory()
+    api.release_memory()
+    assert calls == [0, 0]
+
+
 def test_flent_file_read_through_small_column_blocks_is_the_whole_series_file(tmp_path, monkeypatch):
     """The flent writer reads a spilled run's columns a block of neighbours at a time and keeps
     a few blocks; with tiny blocks and few kept (evictions all the time) the file is the one
