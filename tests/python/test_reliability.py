@@ -112,3 +112,32 @@ def test_an_engine_panic_is_one_line(monkeypatch):
     monkeypatch.setattr(api._sim, "run", boom)
     with pytest.raises(api.InternalError, match=r"^internal error: index out of bounds: the len is 3 \(a bug in the engine"):
         api.run(REPO / "scenarios" / "two-cubic-pfifo.toml")
+
+
+@pytest.mark.parametrize("killers", [(0,), (1,), (0, 5)])
+def test_a_pipelined_worker_that_dies_loses_exactly_its_running_run(tmp_path, monkeypatch, killers):
+    """The local pool sends a worker two runs (_LocalPool.DEPTH): the one it runs and the next.
+    A run that kills its worker (the test hook, as the OOM killer would) is charged the death
+    whether it was the first run the worker held (the one behind it goes back uncharged) or
+    the second (started once the first had answered); it is tried on one more worker, then
+    fails alone. Every run is reported exactly once, no run is lost or reported twice, and a
+    run never started by a dead worker is not charged. The runs' scenarios are invalid, so
+    each is a quick, clean failure of its own (not a death)."""
+    from aqmlab import runner
+
+    monkeypatch.setenv(runner.KILL_HOOK_ENV, "/killer")
+    tasks = [{"text": "not a scenario [", "run_dir": str(tmp_path / (f"killer{i}" if i in killers else f"r{i}")),
+              "plot": False} for i in range(8)]
+    done: list[tuple[int, dict]] = []
+    pool = runner._LocalPool(tasks, 2, False, lambda i, res: done.append((i, res)))
+    assert len(tasks) >= pool.DEPTH * pool.jobs  # pipelined from the start
+    pool.run()
+    assert sorted(i for i, _ in done) == list(range(8))
+    for i, res in done:
+        assert not res["ok"]
+        if i in killers:
+            assert "its worker died 2 times (killed by SIGKILL" in res["error"], res
+        else:
+            assert res["error"].startswith("ScenarioError"), res  # its own failure, not a death
+    assert pool.attempts == [2 if i in killers else 0 for i in range(8)]
+    assert pool.workers == []
