@@ -281,7 +281,10 @@ def _numbers(a: Any, type_: Any, nan_is_null: bool = False) -> Any:
     validity, nulls = None, 0
     # The sum is NaN when a value is NaN (or when infinities cancel: then the exact count
     # below says); it needs no array of n booleans, and a J-K run's series have no NaN.
-    if nan_is_null and len(a) and np.isnan(np.add.reduce(a)):
+    # errstate: inf - inf and an overflowing sum are expected here, not worth a RuntimeWarning.
+    with np.errstate(invalid="ignore", over="ignore"):
+        maybe_nan = nan_is_null and len(a) and np.isnan(np.add.reduce(a))
+    if maybe_nan:
         ok = ~np.isnan(a)
         nulls = len(a) - int(np.count_nonzero(ok))
         if nulls:
