@@ -466,14 +466,20 @@ class _LocalPool:
             for _ in range(self.jobs):
                 self.workers.append(self._spawn())  # one by one: an interruption stops those started
             while True:
-                for w in self.workers:
-                    while len(w[2]) < depth and queue:
-                        i = queue.popleft()
-                        w[2].append(i)
-                        try:
-                            w[1].send((i, self.tasks[i]))
-                        except OSError:
-                            break  # the worker died: found below by its sentinel, its runs tried again
+                # Round by round: every worker its first run before any its second (else the
+                # first worker took runs 0 and 1, and a long run 0 held run 1 back while the
+                # others ran out of work); and a second run only while the queue holds one for
+                # every worker, so that the last runs wait in no busy worker's pipe while
+                # another worker is idle.
+                for want in range(1, depth + 1):
+                    for w in self.workers:
+                        while len(w[2]) < want and queue and (want == 1 or len(queue) >= self.jobs):
+                            i = queue.popleft()
+                            w[2].append(i)
+                            try:
+                                w[1].send((i, self.tasks[i]))
+                            except OSError:
+                                break  # the worker died: found below by its sentinel, its runs tried again
                 busy = [w for w in self.workers if w[2]]
                 if not busy:
                     return

@@ -4,6 +4,7 @@ panic is one line; temporaries of a killed write are removed."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
@@ -141,3 +142,58 @@ def test_a_pipelined_worker_that_dies_loses_exactly_its_running_run(tmp_path, mo
             assert res["error"].startswith("ScenarioError"), res  # its own failure, not a death
     assert pool.attempts == [2 if i in killers else 0 for i in range(8)]
     assert pool.workers == []
+
+
+def test_the_local_pool_gives_every_worker_a_run_before_any_its_second(tmp_path, monkeypatch):
+    """With two runs per worker (_LocalPool.DEPTH), the first runs go one to each worker:
+    otherwise a long run 0 would hold run 1 back in its worker's pipe while another worker ran
+    out of work. And once the queue holds fewer runs than there are workers, a run goes only to
+    a worker that holds none (the last runs wait in no busy worker's pipe)."""
+    from aqmlab import runner
+
+    log: list[tuple[str, int, int]] = []  # ("send", worker, run) / ("done", -1, run), in order
+
+    class Recorder:
+        def __init__(self, conn, k):
+            self.conn, self.k = conn, k
+
+        def send(self, msg):
+            if msg is not None:
+                log.append(("send", self.k, msg[0]))
+            return self.conn.send(msg)
+
+        def fileno(self):
+            return self.conn.fileno()
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+    n = 7
+    tasks = [{"text": "not a scenario [", "run_dir": str(tmp_path / f"r{i}"), "plot": False} for i in range(n)]
+    pool = runner._LocalPool(tasks, 2, False, lambda i, res: log.append(("done", -1, i)))
+    real_spawn, spawned = pool._spawn, []
+
+    def spawn():
+        w = real_spawn()
+        w[1] = Recorder(w[1], len(spawned))
+        spawned.append(w)
+        return w
+
+    monkeypatch.setattr(pool, "_spawn", spawn)
+    pool.run()
+    sends = [(k, i) for what, k, i in log if what == "send"]
+    assert sorted(i for _, i in sends) == list(range(n)) == sorted(i for what, _, i in log if what == "done")
+    assert sends[0][0] != sends[1][0] and {sends[0][1], sends[1][1]} == {0, 1}
+    # the runs each worker holds when a run is sent to it
+    held: dict[int, set[int]] = collections.defaultdict(set)
+    owner: dict[int, int] = {}
+    queued = n
+    for what, k, i in log:
+        if what == "send":
+            queued -= 1
+            if held[k]:  # a second run: only while the queue kept one for every worker
+                assert queued + 1 >= pool.jobs, (i, log)
+            held[k].add(i)
+            owner[i] = k
+        else:
+            held[owner[i]].discard(i)
