@@ -362,34 +362,19 @@ def _tidy(time: list[float], columns: list[tuple[str, str, str, list[float]]]) -
     return SeriesData.from_columns(time, columns).tidy()
 
 
+#: glibc's ``malloc_trim`` (None: not looked up yet; False: none, or this process keeps its
+#: freed memory: :func:`keep_freed_memory`).
 _TRIM: Any = None
-
-#: glibc's malloc in a process that runs a suite's runs one after another (a worker, or the
-#: CLI process with -j 1): blocks up to this size come from the heap instead of their own
-#: mmap, and up to twice this much free heap is kept instead of given back at once.
-#: By default glibc gives a freed block above its (dynamic) mmap threshold and the free top
-#: of the heap above 128 kiB back to the kernel, so every run faulted its arrays' pages in
-#: again: about 700 page faults and 3 ms of system CPU per J-K run (of about 22 ms),
-#: 40 per run with these settings. A worker keeps at most this much more memory between runs.
-MALLOC_KEEP_BYTES = 32 << 20
 
 
 def keep_freed_memory() -> None:
-    """Keeps freed C heap for the next run in this process: sets :data:`MALLOC_KEEP_BYTES` as
-    glibc's mmap and trim thresholds (mallopt; nothing with another C library) and makes
-    :func:`release_memory` a no-op from now on (its ``malloc_trim`` would give the kept heap
-    back after every run: 2,000 page faults and about 5 ms of system CPU per J-K run)."""
+    """Makes :func:`release_memory` do nothing in this process from now on: a process that runs
+    many runs one after another (a suite's worker, or the suite process with ``-j 1``) keeps
+    its freed memory for the next run (``runner._keep_freed_memory``: glibc's mmap and trim
+    thresholds), and a ``malloc_trim`` after the engine and after each writer would give it
+    all back: about 1,000 page faults and 3 ms of system CPU per J-K run again."""
     global _TRIM
     _TRIM = False
-    try:
-        import ctypes
-
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
-        return
-    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
-    mallopt(M_MMAP_THRESHOLD, MALLOC_KEEP_BYTES)
-    mallopt(M_TRIM_THRESHOLD, 2 * MALLOC_KEEP_BYTES)
 
 
 def release_memory() -> None:
@@ -400,8 +385,7 @@ def release_memory() -> None:
     ``ARROW_DEFAULT_MEMORY_POOL=system``, a plot's arrays) stay in the process's RSS, and the
     next writer's libraries and arrays add to them. Called after the engine returns and
     between writers (about 1 ms on a 100 MB heap; docs/performance.md, "Session 6: memory and
-    start-up"). Not in a process that keeps its freed memory for the next run
-    (:func:`keep_freed_memory`): a suite's worker trades a bounded RSS for no page faults."""
+    start-up"); not in a process that keeps its freed memory (:func:`keep_freed_memory`)."""
     global _TRIM
     if _TRIM is None:
         _TRIM = False

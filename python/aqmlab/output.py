@@ -281,7 +281,10 @@ def _numbers(a: Any, type_: Any, nan_is_null: bool = False) -> Any:
     validity, nulls = None, 0
     # The sum is NaN when a value is NaN (or when infinities cancel: then the exact count
     # below says); it needs no array of n booleans, and a J-K run's series have no NaN.
-    if nan_is_null and len(a) and np.isnan(np.add.reduce(a)):
+    # errstate: inf - inf and an overflowing sum are expected here, not worth a RuntimeWarning.
+    with np.errstate(invalid="ignore", over="ignore"):
+        maybe_nan = nan_is_null and len(a) and np.isnan(np.add.reduce(a))
+    if maybe_nan:
         ok = ~np.isnan(a)
         nulls = len(a) - int(np.count_nonzero(ok))
         if nulls:
@@ -700,8 +703,9 @@ def write_outputs(
 ) -> list[Path]:
     """Writes the files of the writers in ``formats`` (default: every registered writer,
     less ``csv``, ``plot``, ``flent`` or ``html`` when that argument is False): those of
-    :data:`VIEW_WRITERS` first, the others in registration order; then manifest.json (``command``: the command line that made the run) and, last,
-    summary.json. ``html_js``: where report.html loads plotly.js from (a relative path; None
+    :data:`VIEW_WRITERS` first, the others in registration order; then manifest.json
+    (``command``: the command line that made the run; it lists the files in registration
+    order) and, last, summary.json. ``html_js``: where report.html loads plotly.js from (a relative path; None
     inlines it)."""
     names = list(WRITERS) if formats is None else list(formats)
     unknown = [n for n in names if n not in WRITERS]
@@ -709,7 +713,6 @@ def write_outputs(
         raise ValueError(f"unknown output format {', '.join(unknown)} (known: {', '.join(WRITERS)})")
     skip = {n for n, on in (("csv", csv), ("plot", plot), ("flent", flent), ("html", html)) if not on}
     out_dir.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
     active = [w for w in WRITERS.values() if w.name in names and w.name not in skip]
     planned = ([SCENARIO] if (out_dir / SCENARIO).is_file() else []) + [w.filename(result) for w in active] + [MANIFEST, SUMMARY]
     token = _HTML_CONTEXT.set({"files": planned, "js_src": html_js})
@@ -729,7 +732,7 @@ def write_outputs(
             if first and w is first[-1]:
                 result.__dict__.pop("_series_view", None)
             release_memory()  # what this writer freed, before the next one's libraries load
-        written = [out_dir / w.filename(result) for w in active]
+        written: list[Path] = [out_dir / w.filename(result) for w in active]
     finally:
         _HTML_CONTEXT.reset(token)
         # the plot's and the page's bounded view of the series (seriesview.view keeps it on the

@@ -198,3 +198,32 @@ def test_summary_and_manifest_text_are_json_dumps_indent2(result, tmp_path):
         assert text == json.dumps(json.loads(text), indent=2, allow_nan=False) + "\n"
     doc = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
     assert doc["bottleneck"]["sojourn_ms"]["cdf"], "the summary has CDF points (the list-of-rows path)"
+
+
+def test_parquet_float_arrays_turn_nan_and_only_nan_into_nulls():
+    """output._numbers looks for NaN only when the array's sum is NaN (the common case, no NaN,
+    needs no mask): NaN must still become null wherever it is, and infinities (whose sum can be
+    NaN or overflow) stay values."""
+    import numpy as np
+    import pyarrow as pa
+
+    cases = [
+        [1.0, np.nan, 3.0],
+        [np.nan] * 4,
+        [np.inf, -np.inf, 2.0],  # sum NaN, no NaN
+        [1e308, 1e308, np.nan],  # the sum overflows to inf before the NaN
+        [1e308, 1e308, -np.inf],  # inf + -inf: NaN sum, no NaN
+        [0.5, -0.0, 7.0],
+        [],
+    ]
+    import warnings
+
+    for values in cases:
+        a = np.array(values, dtype=np.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no RuntimeWarning from the NaN test's sum
+            arr = output._numbers(a, pa.float64(), nan_is_null=True)
+        assert arr.null_count == int(np.isnan(a).sum()), values
+        assert arr.to_pylist() == [None if np.isnan(v) else v for v in a], values
+        plain = output._numbers(a, pa.float64())
+        assert plain.null_count == 0 and np.array_equal(plain.to_numpy(zero_copy_only=False), a, equal_nan=True)

@@ -135,6 +135,19 @@ def test_release_memory_runs_and_a_run_still_reads_back(many):
     assert many.series("probe-0", "rtt").notna().any()
 
 
+def test_release_memory_trims_unless_the_process_keeps_its_freed_memory(monkeypatch):
+    """``malloc_trim(0)`` each call; none once the process keeps its freed memory (a suite
+    worker: runner._keep_freed_memory), whose kept heap a trim would give back."""
+    calls = []
+    monkeypatch.setattr(api, "_TRIM", calls.append)
+    api.release_memory()
+    api.release_memory()
+    assert calls == [0, 0]
+    api.keep_freed_memory()
+    api.release_memory()
+    assert calls == [0, 0]
+
+
 def test_flent_file_read_through_small_column_blocks_is_the_whole_series_file(tmp_path, monkeypatch):
     """The flent writer reads a spilled run's columns a block of neighbours at a time and keeps
     a few blocks; with tiny blocks and few kept (evictions all the time) the file is the one
@@ -154,41 +167,3 @@ def test_flent_file_read_through_small_column_blocks_is_the_whole_series_file(tm
     flentfile.write(whole, tmp_path / "w.flent.gz")
     assert (tmp_path / "s.flent.gz").read_bytes() == (tmp_path / "w.flent.gz").read_bytes()
 
-
-_RUNS_AND_FAULTS = """
-import resource, sys, tempfile
-from pathlib import Path
-import aqmlab
-from aqmlab import api, output
-if sys.argv[1] == "keep":
-    api.keep_freed_memory()
-text = sys.stdin.read()
-def one(d):
-    r = aqmlab.run(text, overrides=["duration=10s"])
-    output.write_outputs(r, d, plot=False, html=False, flent=False)
-with tempfile.TemporaryDirectory() as t:
-    for i in range(3):
-        one(Path(t) / f"warm{i}")
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    for i in range(8):
-        one(Path(t) / f"run{i}")
-    print((resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / 8)
-"""
-
-
-def test_a_process_that_keeps_freed_memory_runs_run_after_run_without_faulting_pages_in():
-    """A suite worker keeps its freed heap (api.keep_freed_memory); write_outputs' and the run's
-    release_memory must not give it back (malloc_trim after every run faulted about 270 pages
-    a short run in again here, against a handful kept)."""
-    import subprocess
-    import sys
-
-    scenario = MANY.replace('rate = "20Mbit"', 'rate = "2Mbit"')
-
-    def faults(mode: str) -> float:
-        out = subprocess.run([sys.executable, "-c", _RUNS_AND_FAULTS, mode], input=scenario, capture_output=True, text=True, check=True)
-        return float(out.stdout)
-
-    kept, trimmed = faults("keep"), faults("trim")
-    assert kept < 60, kept
-    assert trimmed > 2 * kept, (kept, trimmed)

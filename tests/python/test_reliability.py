@@ -4,6 +4,7 @@ panic is one line; temporaries of a killed write are removed."""
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import signal
@@ -112,3 +113,87 @@ def test_an_engine_panic_is_one_line(monkeypatch):
     monkeypatch.setattr(api._sim, "run", boom)
     with pytest.raises(api.InternalError, match=r"^internal error: index out of bounds: the len is 3 \(a bug in the engine"):
         api.run(REPO / "scenarios" / "two-cubic-pfifo.toml")
+
+
+@pytest.mark.parametrize("killers", [(0,), (1,), (0, 5)])
+def test_a_pipelined_worker_that_dies_loses_exactly_its_running_run(tmp_path, monkeypatch, killers):
+    """The local pool sends a worker two runs (_LocalPool.DEPTH): the one it runs and the next.
+    A run that kills its worker (the test hook, as the OOM killer would) is charged the death
+    whether it was the first run the worker held (the one behind it goes back uncharged) or
+    the second (started once the first had answered); it is tried on one more worker, then
+    fails alone. Every run is reported exactly once, no run is lost or reported twice, and a
+    run never started by a dead worker is not charged. The runs' scenarios are invalid, so
+    each is a quick, clean failure of its own (not a death)."""
+    from aqmlab import runner
+
+    monkeypatch.setenv(runner.KILL_HOOK_ENV, "/killer")
+    tasks = [{"text": "not a scenario [", "run_dir": str(tmp_path / (f"killer{i}" if i in killers else f"r{i}")),
+              "plot": False} for i in range(8)]
+    done: list[tuple[int, dict]] = []
+    pool = runner._LocalPool(tasks, 2, False, lambda i, res: done.append((i, res)))
+    assert len(tasks) >= pool.DEPTH * pool.jobs  # pipelined from the start
+    pool.run()
+    assert sorted(i for i, _ in done) == list(range(8))
+    for i, res in done:
+        assert not res["ok"]
+        if i in killers:
+            assert "its worker died 2 times (killed by SIGKILL" in res["error"], res
+        else:
+            assert res["error"].startswith("ScenarioError"), res  # its own failure, not a death
+    assert pool.attempts == [2 if i in killers else 0 for i in range(8)]
+    assert pool.workers == []
+
+
+def test_the_local_pool_gives_every_worker_a_run_before_any_its_second(tmp_path, monkeypatch):
+    """With two runs per worker (_LocalPool.DEPTH), the first runs go one to each worker:
+    otherwise a long run 0 would hold run 1 back in its worker's pipe while another worker ran
+    out of work. And once the queue holds fewer runs than there are workers, a run goes only to
+    a worker that holds none (the last runs wait in no busy worker's pipe)."""
+    from aqmlab import runner
+
+    log: list[tuple[str, int, int]] = []  # ("send", worker, run) / ("done", -1, run), in order
+
+    class Recorder:
+        def __init__(self, conn, k):
+            self.conn, self.k = conn, k
+
+        def send(self, msg):
+            if msg is not None:
+                log.append(("send", self.k, msg[0]))
+            return self.conn.send(msg)
+
+        def fileno(self):
+            return self.conn.fileno()
+
+        def __getattr__(self, name):
+            return getattr(self.conn, name)
+
+    n = 7
+    tasks = [{"text": "not a scenario [", "run_dir": str(tmp_path / f"r{i}"), "plot": False} for i in range(n)]
+    pool = runner._LocalPool(tasks, 2, False, lambda i, res: log.append(("done", -1, i)))
+    real_spawn, spawned = pool._spawn, []
+
+    def spawn():
+        w = real_spawn()
+        w[1] = Recorder(w[1], len(spawned))
+        spawned.append(w)
+        return w
+
+    monkeypatch.setattr(pool, "_spawn", spawn)
+    pool.run()
+    sends = [(k, i) for what, k, i in log if what == "send"]
+    assert sorted(i for _, i in sends) == list(range(n)) == sorted(i for what, _, i in log if what == "done")
+    assert sends[0][0] != sends[1][0] and {sends[0][1], sends[1][1]} == {0, 1}
+    # the runs each worker holds when a run is sent to it
+    held: dict[int, set[int]] = collections.defaultdict(set)
+    owner: dict[int, int] = {}
+    queued = n
+    for what, k, i in log:
+        if what == "send":
+            queued -= 1
+            if held[k]:  # a second run: only while the queue kept one for every worker
+                assert queued + 1 >= pool.jobs, (i, log)
+            held[k].add(i)
+            owner[i] = k
+        else:
+            held[owner[i]].discard(i)

@@ -553,3 +553,80 @@ def test_fct_harm_rows_are_derived_from_the_solo_run(tmp_path):
         assert float(cells[3]) == pytest.approx(summ[c]["fct_geomean_s"], abs=6e-4)
         assert float(cells[8]) == pytest.approx(fct_harm(summ["none"]["fct_geomean_s"], summ[c]["fct_geomean_s"]), abs=6e-4)
     assert "| RTT (ms) | competitor | solo geomean (s) | loaded geomean (s) |" in section
+
+
+def test_a_one_process_suite_does_not_freeze_its_runs_garbage(tmp_path, monkeypatch):
+    """run_suite freezes the records it loads out of the cyclic GC (gc.freeze) while the runs go
+    on. At -j 1 the runs run in this process: freezing there would also freeze each run's
+    uncollected garbage (a closed matplotlib figure's reference cycles, ...) until the report
+    is written, so the process would grow with every run. Each run here leaves a reference
+    cycle behind; the next run checks that the collector can still free it."""
+    import gc
+    import weakref
+
+    assert gc.get_freeze_count() == 0
+    real = runner.execute_run
+    left: list[weakref.ref] = []
+
+    class Cycle:
+        pass
+
+    def execute(task):
+        gc.collect()
+        assert all(r() is None for r in left), "an earlier run's garbage was frozen out of the collector"
+        res = real(task)
+        c = Cycle()  # garbage in a cycle, left for the collector, as the run's last act
+        c.me = c
+        left.append(weakref.ref(c))
+        del c
+        return res
+
+    monkeypatch.setattr(runner, "execute_run", execute)
+    args = ["l4s-tests/s13", "--filter", "rtt=20ms", "--filter", "classic=cubic", "--set", "duration=2s", "--set", "flows[1].start=1s", "--no-plots"]
+    gc.disable()  # no automatic collection between a run's end and the suite's handling of it
+    try:
+        code, stdout, stderr = cli("suite", "run", *args, "--jobs", "1", "--out", tmp_path / "s")
+    finally:
+        gc.enable()
+    assert code == 0, stderr + stdout
+    assert len(left) == 2
+    assert gc.get_freeze_count() == 0  # unfrozen once the report is written
+
+
+_FAULTS = r"""
+import json, resource, sys, tempfile
+from pathlib import Path
+from aqmlab import runner, suite as S
+runner._init_worker(False)
+runs = S.plan_runs(S.load_suite("jarvinen-kojo"), Path(tempfile.mkdtemp()), seeds=8)[:8]
+tasks = [{"text": r.text, "run_dir": str(r.run_dir), "plot": False, "flent": False, "command": None,
+          "run": r.rel_dir.removeprefix("runs/"), "cell": r.cell.id, "pcap": False, "html": False, "html_js": ""}
+         for r in runs]
+faults = []
+for t in tasks:
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    assert runner.execute_run(t)["ok"]
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(json.dumps(faults))
+"""
+
+
+def test_a_worker_keeps_its_freed_memory_between_runs():
+    """A suite worker keeps freed memory for its next run (runner._keep_freed_memory: glibc's
+    mmap and trim thresholds); api.release_memory's malloc_trim after the engine and after each
+    writer would give it back, and every run would fault its pages in again (about 1,000 page
+    faults a J-K run instead of a few). glibc only."""
+    import ctypes
+    import subprocess
+    import sys
+
+    try:
+        ctypes.CDLL(None).mallopt  # noqa: B018
+        ctypes.CDLL(None).malloc_trim  # noqa: B018
+    except (OSError, AttributeError, TypeError):
+        pytest.skip("not glibc")
+    p = subprocess.run([sys.executable, "-c", _FAULTS], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    faults = json.loads(p.stdout)
+    # the first runs fault the heap in; after them, a run reuses what the previous one freed
+    assert max(faults[4:]) < 200, faults

@@ -45,9 +45,9 @@ pub enum Element {
 impl Element {
     /// Inlined into the engine's loop, so a packet goes to the element's own `receive`
     /// (and a wake-up to its `wake`) in one call instead of two (per hop of every packet).
-    #[inline]
     /// The packet is borrowed where the engine holds it; each element copies it once, into
     /// its own queue or the outbox.
+    #[inline]
     pub fn receive(&mut self, pkt: &Packet, ctx: &mut ElementCtx) {
         match self {
             Element::Delay(d) => d.receive(*pkt, ctx),

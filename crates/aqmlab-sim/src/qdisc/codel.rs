@@ -994,6 +994,93 @@ mod tests {
         assert_eq!(q.dequeue(Time(3 * MS)).unwrap().ecn, Ecn::Ce);
     }
 
+    /// The packet `codel_dequeue` returns around a head drop or mark (include/net/codel_impl.h):
+    /// entering the dropping state by dropping a Not-ECT head (with ecn on) sends the next
+    /// packet; in the dropping state an ECT head due for a drop is CE-marked and sent itself
+    /// (drop_next advanced from drop_next, `goto end`); a Not-ECT head due is dropped and the
+    /// next one, if not also due, sent. Expected times follow from the control law.
+    #[test]
+    fn the_packet_sent_after_a_head_drop_or_mark() {
+        let mut q = codel(1000, true);
+        let ecn = [Ecn::Ect0, Ecn::NotEct, Ecn::Ect0, Ecn::Ect0, Ecn::NotEct, Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ect0, Ecn::Ect0];
+        for (seq, e) in ecn.iter().enumerate() {
+            enq(&mut q, pkt(0, 1514, seq as u32, *e), Time::ZERO);
+        }
+        let interval = q.cd.params.interval;
+        let t_first = Time(10 * MS);
+        let p = q.dequeue(t_first).unwrap(); // above target: the interval starts
+        assert_eq!((p.tcp.seq, q.stats().drops, q.vars().dropping()), (0, 0, false));
+        // An interval later: p1 (Not-ECT) is dropped on entering the dropping state, p2 sent.
+        let t_enter = t_first + interval + Time(MS);
+        let p = q.dequeue(t_enter).unwrap();
+        assert_eq!((p.tcp.seq, p.ecn), (2, Ecn::Ect0));
+        assert_eq!((q.stats().drops, q.counters().ecn_mark, q.vars().dropping(), q.vars().count()), (1, 0, true, 1));
+        let drop_next = q.flow.vars.drop_next;
+        // count 1: 1/sqrt(1) as Linux stores it (~0U >> 16, a hair under 1)
+        assert_eq!((q.flow.vars.rec_inv_sqrt, drop_next), (u16::MAX, q.flow.vars.control_law(t_enter, interval)));
+        // Past drop_next: p3 (ECT) is marked and is the packet sent; drop_next moves on from
+        // drop_next (not from now) at count 2.
+        let t_mark = drop_next + Time(MS);
+        let p = q.dequeue(t_mark).unwrap();
+        assert_eq!((p.tcp.seq, p.ecn), (3, Ecn::Ce));
+        assert_eq!((q.stats().drops, q.counters().ecn_mark, q.stats().ce_marks, q.vars().count()), (1, 1, 1, 2));
+        let mut v = q.flow.vars.clone();
+        assert_eq!(v.drop_next, v.control_law(drop_next, interval));
+        // Past it again: p4 (Not-ECT) is dropped, p5 is examined (still above target, so the
+        // state stays) and, its own drop not yet due, sent unmarked.
+        let t_drop = v.drop_next + Time(MS);
+        let p = q.dequeue(t_drop).unwrap();
+        assert_eq!((p.tcp.seq, p.ecn), (5, Ecn::Ect0));
+        assert_eq!((q.stats().drops, q.counters().ecn_mark, q.vars().count(), q.vars().dropping()), (2, 1, 3, true));
+        v.count = 3;
+        v.newton_step();
+        assert_eq!(q.flow.vars.drop_next, v.control_law(v.drop_next, interval));
+        assert!(q.flow.vars.drop_next > t_drop);
+        assert_eq!(q.flow.queue.len(), 4);
+    }
+
+    /// fq_codel's MTU guard reads the qdisc-wide backlog, so a flow's last packet can be dropped
+    /// on entering the dropping state: `dequeue_func` then gives NULL, `codel_should_drop(NULL)`
+    /// clears first_above_time, and `codel_dequeue` returns NULL with the state entered
+    /// (dropping, count 1, drop_next = the control law from now). With ECN the packet is marked and sent.
+    #[test]
+    fn a_flows_last_packet_dropped_on_entering_leaves_nothing_to_send() {
+        for ecn in [false, true] {
+            let mut cd = CodelShared::new(CodelParams { ecn, ..CodelParams::new(1514) });
+            let (mut a, mut b) = (CodelFlow::default(), CodelFlow::default());
+            for seq in 0..4 {
+                let mut p = pkt(1, 1514, seq, Ecn::NotEct);
+                p.enqueued_at = Time::ZERO;
+                cd.enqueue(&mut b, p);
+            }
+            for seq in 0..2 {
+                let mut p = pkt(0, 1514, seq, Ecn::Ect0);
+                p.enqueued_at = Time::ZERO;
+                cd.enqueue(&mut a, p);
+            }
+            let interval = cd.params.interval;
+            assert_eq!(cd.dequeue(&mut a, MtuGuard::Qdisc, Time(10 * MS)).unwrap().tcp.seq, 0);
+            let now = Time(10 * MS) + interval + Time(MS);
+            let got = cd.dequeue(&mut a, MtuGuard::Qdisc, now);
+            assert!(a.vars.dropping() && a.vars.count() == 1 && a.vars.rec_inv_sqrt == u16::MAX, "ecn {ecn}");
+            assert_eq!(a.vars.drop_next, a.vars.control_law(now, interval));
+            if ecn {
+                let p = got.expect("marked and sent");
+                assert_eq!((p.tcp.seq, p.ecn, cd.stats.drops), (1, Ecn::Ce, 0));
+                assert!(a.vars.first_above_time.is_some());
+            } else {
+                assert!(got.is_none());
+                assert_eq!((cd.stats.drops, a.queue.len(), a.backlog), (1, 0, 0));
+                assert_eq!(a.vars.first_above_time, None);
+                assert_eq!(cd.totals.backlog, 4 * 1514);
+            }
+            assert_eq!(a.vars.ldelay(), now);
+            // Empty: NULL and out of the dropping state.
+            assert!(cd.dequeue(&mut a, MtuGuard::Qdisc, now + Time(MS)).is_none());
+            assert!(!a.vars.dropping());
+        }
+    }
+
     #[test]
     fn tail_drops_at_limit() {
         let mut q = codel(3, false);
