@@ -464,4 +464,18 @@ mod tests {
         let lines = b.elements.iter().filter(|e| matches!(e, Element::Delay(_))).count();
         assert_eq!(lines, 4 + 2, "two shared lines per way and the workload's own two");
     }
+
+    /// Endpoints of distinct base delays each get lines of their own: each line holds the
+    /// jitter lanes of its own endpoints only, not one slot per endpoint id below them
+    /// (n endpoints of distinct delays were n^2 slots, 24 bytes each: gigabytes at 5000).
+    #[test]
+    fn a_shared_line_holds_only_its_own_endpoints_lanes() {
+        let mut toml = String::from("duration = \"1s\"\n[bottleneck]\nrate = \"10Mbit\"\n");
+        for i in 0..40 {
+            toml += &format!("[[flows]]\ncc = \"cubic\"\nrtt = \"{}ms\"\n", 20 + 2 * i);
+        }
+        let b = Built::new(&Scenario::from_toml(&toml, &[]).unwrap());
+        let slots: usize = b.elements.iter().map(|e| if let Element::Delay(d) = e { d.lane_slots() } else { 0 }).sum();
+        assert_eq!(slots, 2 * 40, "one lane per flow and direction");
+    }
 }

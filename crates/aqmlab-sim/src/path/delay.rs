@@ -45,8 +45,10 @@ pub struct DelayLine {
 enum Jitter {
     /// One host path for every packet: a workload's line (its transfers share its route).
     One(HostJitter),
-    /// Per lane `2 * endpoint id + direction` ([`lane`]): a line the endpoints share.
-    Lanes(Vec<Option<HostJitter>>),
+    /// Per lane `2 * endpoint id + direction` ([`lane`]), from lane `first` on: a line the
+    /// endpoints share. Slots span this line's own lanes only, not every endpoint id below
+    /// them (endpoints of distinct delays would otherwise cost n^2 slots).
+    Lanes { first: usize, slots: Vec<Option<HostJitter>> },
 }
 
 /// The jitter lane of a packet on a shared line: its endpoint and direction.
@@ -67,24 +69,37 @@ impl DelayLine {
     /// Adds the timing noise of the host that hands over endpoint `flow`'s packets of
     /// direction `dir` (a line the endpoints share).
     pub fn with_lane_jitter(&mut self, flow: u32, dir: Direction, jitter: HostJitter) {
-        let lanes = self.jitter.get_or_insert_with(|| Box::new(Jitter::Lanes(Vec::new())));
-        let Jitter::Lanes(lanes) = &mut **lanes else { panic!("a workload's line has one host path, not lanes") };
         let i = lane(flow, dir);
-        if lanes.len() <= i {
-            lanes.resize_with(i + 1, || None);
+        let lanes = self.jitter.get_or_insert_with(|| Box::new(Jitter::Lanes { first: i, slots: Vec::new() }));
+        let Jitter::Lanes { first, slots } = &mut **lanes else { panic!("a workload's line has one host path, not lanes") };
+        if i < *first {
+            // Lanes below the first so far (the build adds them in id order: not reached).
+            slots.splice(0..0, (i..*first).map(|_| None));
+            *first = i;
         }
-        lanes[i] = Some(jitter);
+        if slots.len() <= i - *first {
+            slots.resize_with(i - *first + 1, || None);
+        }
+        slots[i - *first] = Some(jitter);
     }
     pub fn delay(&self) -> Time {
         self.delay
+    }
+    /// The jitter lane slots this line holds (used or not).
+    #[cfg(test)]
+    pub(crate) fn lane_slots(&self) -> usize {
+        match self.jitter.as_deref() {
+            Some(Jitter::Lanes { slots, .. }) => slots.len(),
+            _ => 0,
+        }
     }
     pub(crate) fn receive(&mut self, pkt: Packet, ctx: &mut ElementCtx) {
         let mut due = ctx.now + self.delay;
         match self.jitter.as_deref_mut() {
             None => {}
             Some(Jitter::One(j)) => due = j.departure(ctx.now, due),
-            Some(Jitter::Lanes(lanes)) => {
-                if let Some(Some(j)) = lanes.get_mut(lane(pkt.flow, pkt.dir)) {
+            Some(Jitter::Lanes { first, slots }) => {
+                if let Some(Some(j)) = lane(pkt.flow, pkt.dir).checked_sub(*first).and_then(|i| slots.get_mut(i)) {
                     due = j.departure(ctx.now, due);
                 }
             }
