@@ -280,4 +280,33 @@ mod tests {
         assert_eq!(q.processed(), instants.len() as u64);
         assert_eq!(out.len(), arr.len());
     }
+
+    /// Lanes added out of id order: the slots grow at either end, each lane keeps its own
+    /// stream, and a flow without a lane passes without jitter.
+    #[test]
+    fn lanes_added_out_of_order_keep_their_streams() {
+        let (delay, max) = (Time::from_millis(10), Time::from_micros(50));
+        let jitter = |f: u32| HostJitter::new(max, Stream::new(7, &format!("jitter/{f}")));
+        let mut line = DelayLine::new(delay);
+        line.with_lane_jitter(5, Direction::Forward, jitter(5));
+        line.with_lane_jitter(2, Direction::Reverse, jitter(2));
+        line.with_lane_jitter(9, Direction::Forward, jitter(9));
+        assert_eq!(line.lane_slots(), lane(9, Direction::Forward) - lane(2, Direction::Reverse) + 1);
+        let (mut q, mut out) = (EventQueue::default(), Vec::new());
+        let mut expect = Vec::new();
+        for (k, (f, dir)) in [(5, Direction::Forward), (2, Direction::Reverse), (9, Direction::Forward), (1, Direction::Forward)].into_iter().enumerate() {
+            let now = Time(k as u64 * 1_000_000);
+            line.receive(Packet::new(f, dir, Kind::Data, 100), &mut ElementCtx { id: 0, now, events: &mut q, out: &mut out });
+            let due = if f == 1 { now + delay } else { jitter(f).departure(now, now + delay) };
+            expect.push((due, f));
+        }
+        let mut got = Vec::new();
+        while let Some((t, _)) = q.pop() {
+            line.wake(&mut ElementCtx { id: 0, now: t, events: &mut q, out: &mut out });
+            got.extend(out.drain(..).map(|p| (t, p.flow)));
+        }
+        assert!((0..3).all(|k| expect[k].0 > Time(k as u64 * 1_000_000) + delay), "each lane drew its jitter");
+        assert_eq!(expect[3].0, Time(3_000_000) + delay, "no lane, no jitter");
+        assert_eq!(got, expect);
+    }
 }
