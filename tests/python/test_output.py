@@ -16,33 +16,27 @@ def result() -> aqmlab.RunResult:
     return aqmlab.run(SCENARIO, overrides=["duration=2s"])
 
 
-def test_failure_while_plotting_leaves_no_summary_and_no_temp_files(result, tmp_path, monkeypatch):
-    def boom(res, path):
-        with open(path, "wb") as f:
-            f.write(b"half a png")
-        raise RuntimeError("killed while plotting")
-
-    monkeypatch.setattr(plot, "plot_throughput_rtt", boom)
-    with pytest.raises(RuntimeError):
-        output.write_outputs(result, tmp_path)
-    names = {p.name for p in tmp_path.iterdir()}
-    assert names == set()  # the plot is written first (write_outputs: VIEW_WRITERS), nothing half-written stays
-    assert not (tmp_path / "summary.json").exists()
-
-
-def test_failure_in_a_later_writer_keeps_the_files_written_before_it(result, tmp_path, monkeypatch):
-    from aqmlab import flentfile
+@pytest.mark.parametrize(
+    ("module", "writer", "kept"),
+    [
+        # The plot is written first (write_outputs: VIEW_WRITERS): nothing half-written stays.
+        ("plot", "plot_throughput_rtt", set()),
+        # The flent file comes last: the files written before it stay, complete.
+        ("flentfile", "write", {"throughput_rtt.png", "report.html", "timeseries.parquet", "timeseries.csv"}),
+    ],
+)
+def test_a_failing_writer_leaves_no_summary_no_temporary_and_only_complete_files(result, tmp_path, monkeypatch, module, writer, kept):
+    import importlib
 
     def boom(res, path):
         with open(path, "wb") as f:
             f.write(b"half a file")
-        raise RuntimeError("killed while writing the flent file")
+        raise RuntimeError(f"killed in {module}.{writer}")
 
-    monkeypatch.setattr(flentfile, "write", boom)
+    monkeypatch.setattr(importlib.import_module(f"aqmlab.{module}"), writer, boom)
     with pytest.raises(RuntimeError):
         output.write_outputs(result, tmp_path)
-    names = {p.name for p in tmp_path.iterdir()}
-    assert names == {"throughput_rtt.png", "report.html", "timeseries.parquet", "timeseries.csv"}  # complete
+    assert {p.name for p in tmp_path.iterdir()} == kept
     assert not (tmp_path / "summary.json").exists()
 
 
