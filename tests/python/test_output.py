@@ -7,7 +7,7 @@ import json
 import pytest
 
 import aqmlab
-from aqmlab import output, plot
+from aqmlab import output
 from conftest import SCENARIO
 
 
