@@ -111,7 +111,7 @@ def bench_flows(n: int, repeat: int) -> None:
         keep("engine (summary wall_seconds)", engine, float("inf"))
         keep("api.run (engine + series transfer)", w1 - w0, c1 - c0)
         data = getattr(r, "series_data", None)  # (an older aqmlab: the DataFrame)
-        rows = data.n_ticks * len(data.keys) if data is not None else len(r.timeseries)
+        rows = data.n_rows if data is not None else len(r.timeseries)
         for csv in (False, True):
             with tempfile.TemporaryDirectory(prefix="aqmlab-bench-") as d:
                 w0, c0 = time.perf_counter(), time.process_time()

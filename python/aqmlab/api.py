@@ -197,6 +197,11 @@ class SeriesData:
         self._file = spill_file
         self.n_ticks = first_tick + len(self._tail_time)
 
+    @property
+    def n_rows(self) -> int:
+        """Rows of the tidy table: one per tick and series."""
+        return self.n_ticks * len(self.keys)
+
     @classmethod
     def from_columns(cls, time: Any, columns: list[tuple[str, str, str, Any]]) -> SeriesData:
         """From ``(entity, metric, unit, values)`` columns on one time grid."""
@@ -294,7 +299,7 @@ class SeriesData:
         as ``(time, value, column index)`` arrays (the column index None when not ``cols``)."""
         import numpy as np
 
-        n, total = self.n_ticks, self.n_ticks * len(self.keys)
+        n, total = self.n_ticks, self.n_rows
         b = min(b, total)
         if a == 0 and b == total and not self._spill:  # the whole table, from the buffers
             return np.tile(self.time(), len(self.keys)), self.all_values(), np.repeat(np.arange(len(self.keys)), n) if cols else None

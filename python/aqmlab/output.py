@@ -412,7 +412,7 @@ def tidy_batches(result: RunResult, rows: int = ROW_GROUP_ROWS) -> tuple[Any, It
     seed_type = "null" if seed is None else "u64" if seed >= 2**63 else "i64"
     schema = _tidy_schema_cached(len(entities), len(metrics), seed_type)
     schema = schema.with_metadata({**schema.metadata, PARQUET_META_KEY: _parquet_meta(result)})
-    n, total = data.n_ticks, data.n_ticks * len(data.keys)
+    n, total = data.n_ticks, data.n_rows
     fields = {f.name: f.type for f in schema}
     e_dict = _strings(entities, fields["flow"].value_type)
     m_dict = _strings(metrics, fields["metric"].value_type)
@@ -456,14 +456,8 @@ def _stream_parquet(result: RunResult, path: Path) -> None:
     # file of more than two row groups. Not after a smaller one (a suite's short runs): the
     # next run's writer would fault the same pages in again (2 MB huge pages, cleared by the
     # kernel: about 2 ms of a J-K run's CPU), and what is kept is at most two row groups' worth.
-    if schema_rows(result) > 2 * ROW_GROUP_ROWS:
+    if result.series_data.n_rows > 2 * ROW_GROUP_ROWS:
         pa.default_memory_pool().release_unused()
-
-
-def schema_rows(result: RunResult) -> int:
-    """The rows of a run's tidy table (ticks x series)."""
-    data = result.series_data
-    return 0 if data is None else data.n_ticks * len(data.keys)
 
 
 @writer("parquet", file=PARQUET)
@@ -508,7 +502,7 @@ def write_csv(result: RunResult, path: Path) -> None:
 
     # Each row is "<time>,<flow>,<metric>,<value>"; the middle is one string per column.
     rows_text = _sim.CsvRows([middle(e, m) for e, m in data.keys])
-    total = data.n_ticks * len(data.keys)
+    total = data.n_rows
     # The extension writes each number as pandas' to_csv does for a float64 column: numpy's
     # str() of the value, which is Python's repr() of the float, and NaN as the empty string
     # (pandas.core.internals.blocks.get_values_for_csv). It was repr() in Python, a value at a
