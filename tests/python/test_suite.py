@@ -628,5 +628,9 @@ def test_a_worker_keeps_its_freed_memory_between_runs():
     p = subprocess.run([sys.executable, "-c", _FAULTS], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     faults = json.loads(p.stdout)
-    # the first runs fault the heap in; after them, a run reuses what the previous one freed
-    assert max(faults[4:]) < 200, faults
+    # The first runs fault the heap in; after them, a run reuses what the previous one freed.
+    # The mean of the later runs, not their maximum: a run larger than every one before it
+    # (these are different cells) grows the heap once (245 faults seen in a clean CI run),
+    # while giving the heap back makes every run fault about 1,000 pages in.
+    later = faults[4:]
+    assert sum(later) / len(later) < 200, faults
