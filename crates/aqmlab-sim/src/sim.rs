@@ -74,10 +74,6 @@ pub struct Simulation {
     recorder: SeriesRecorder,
     /// Reused buffer for the disciplines' xstats.
     xstats_buf: Vec<(&'static str, f64)>,
-    /// Packets sent by endpoints and delivered to them, by flow (endpoint id): the per-flow
-    /// conservation check's counts, and summed, the run's.
-    flow_sent: FlowCounts,
-    flow_delivered: FlowCounts,
     /// `AQMLAB_TEST_BREAK_INVARIANT` (read once, when the run is built): an invariant the
     /// run must report as violated, for the tests of how a violation reaches the user.
     break_invariant: Option<String>,
@@ -262,8 +258,6 @@ impl Simulation {
             changes,
             recorder,
             xstats_buf: Vec::new(),
-            flow_sent: FlowCounts::default(),
-            flow_delivered: FlowCounts::default(),
             break_invariant: std::env::var(BREAK_INVARIANT_ENV).ok().filter(|v| !v.is_empty()),
             capture: None,
             max_events: sc.limits.max_events,
@@ -477,9 +471,12 @@ impl Simulation {
         while !self.out.is_empty() {
             std::mem::swap(&mut self.out, &mut self.round);
             for pkt in self.round.iter_mut() {
+                if pkt.hop == 0 {
+                    // The packet counts share the route's cache line (`endpoint::FlowRecord`).
+                    self.endpoints.count_sent(pkt.flow);
+                }
                 let route = self.endpoints.route(pkt.flow);
                 if pkt.hop == 0 {
-                    self.flow_sent.add(pkt.flow);
                     route.address(pkt);
                     if let Some(c) = &mut self.capture {
                         c.tap(pkt, self.now, &self.endpoints, true);
@@ -490,7 +487,7 @@ impl Simulation {
                     let mut ctx = ElementCtx { id: el, now: self.now, events: &mut self.events, out: &mut self.out };
                     self.elements[el as usize].receive(pkt, &mut ctx);
                 } else {
-                    self.flow_delivered.add(pkt.flow);
+                    self.endpoints.count_delivered(pkt.flow);
                     if let Some(c) = &mut self.capture {
                         c.tap(pkt, self.now, &self.endpoints, false);
                     }
@@ -536,9 +533,12 @@ impl Simulation {
         let upstream = links.split_off(RETURN + 1);
         let return_link = links.pop().expect("return link");
         let bottleneck = links.pop().expect("bottleneck");
+        // Packets sent by endpoints and delivered to them, by flow (endpoint id): the
+        // per-flow conservation check's counts, and summed, the run's.
+        let (mut flow_sent, flow_delivered) = self.endpoints.flow_counts();
         let packets = Conservation {
-            sent: self.flow_sent.total(),
-            delivered: self.flow_delivered.total(),
+            sent: flow_sent.total(),
+            delivered: flow_delivered.total(),
             dropped: self.elements.iter().map(Element::drops).sum::<u64>(),
             in_flight: self.elements.iter().map(|e| e.held() as u64).sum(),
         };
@@ -547,12 +547,12 @@ impl Simulation {
         assert!(packets.conserved(), "invariant violated: packet conservation: {packets:?}");
         if self.break_invariant.as_deref() == Some("flow conservation") {
             // The test hook: one packet of the first flow that sent any counted twice.
-            if let Some(f) = (0..self.flow_sent.flows() as u32).find(|&f| self.flow_sent.get(f) > 0) {
-                self.flow_sent.add(f);
+            if let Some(f) = (0..flow_sent.flows() as u32).find(|&f| flow_sent.get(f) > 0) {
+                flow_sent.add(f);
             }
         }
         let endpoints = &self.endpoints;
-        check_flow_conservation(&self.flow_sent, &self.flow_delivered, &self.elements, |f| match endpoints.get(f) {
+        check_flow_conservation(&flow_sent, &flow_delivered, &self.elements, |f| match endpoints.get(f) {
             Endpoint::Tcp(_) => "TCP",
             Endpoint::Probe(_) => "probe",
             Endpoint::Media(_) => "media",

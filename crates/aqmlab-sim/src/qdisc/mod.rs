@@ -146,6 +146,16 @@ impl FlowCounts {
         }
         self.counts[i] += n;
     }
+    /// Adds `n` packets of `flow` (nothing when `n` is 0).
+    pub fn add_n(&mut self, flow: u32, n: u64) {
+        if n == 0 {
+            return;
+        }
+        match flow.checked_sub(self.base).and_then(|i| self.counts.get_mut(i as usize)) {
+            Some(c) => *c += n,
+            None => self.add_outside(flow, n),
+        }
+    }
     /// Adds every count of `other`.
     pub fn add_all(&mut self, other: &FlowCounts) {
         for (i, &n) in other.counts.iter().enumerate() {
