@@ -636,3 +636,18 @@ fn version_from_profile_and_explicit_override() {
     assert_eq!(exit_age(sce("", Stack::Linux)), old);
     assert_eq!(exit_age(sce("version 5.16", Stack::Sce2020)), now);
 }
+
+/// What an ACK in congestion avoidance reads (the epoch, the version, the scales, the
+/// parameters' flags) lies in the first two cache lines of an aligned `Cubic`.
+#[test]
+fn an_acks_cubic_state_lies_in_two_cache_lines() {
+    use std::mem::{align_of, offset_of};
+    assert_eq!(align_of::<Cubic>(), 64);
+    assert!(offset_of!(Cubic, cube_factor) + 8 <= 128);
+    assert!(offset_of!(Cubic, version) < 128);
+    let params = offset_of!(Cubic, params);
+    for flag in [offset_of!(CubicParams, fast_convergence), offset_of!(CubicParams, tcp_friendliness), offset_of!(CubicParams, hystart)] {
+        assert!(params + flag < 128);
+    }
+}
+
