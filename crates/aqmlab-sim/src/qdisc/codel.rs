@@ -219,8 +219,10 @@ impl CodelVars {
     }
 }
 
-/// A FIFO managed by CoDel: one of a discipline's queues.
+/// A FIFO managed by CoDel: one of a discipline's queues. `repr(C)`: the queue and its
+/// backlog (what an enqueue touches) first, CoDel's state after them.
 #[derive(Clone, Debug, Default)]
+#[repr(C)]
 pub struct CodelFlow {
     pub queue: VecDeque<Packet>,
     /// Bytes queued here.
