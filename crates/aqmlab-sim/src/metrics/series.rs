@@ -176,8 +176,23 @@ impl SeriesRecorder {
         let mut hi = columns.len();
         while hi > 0 {
             let lo = hi.saturating_sub(BLOCK);
-            for c in lo..hi {
-                columns[c].values = (0..ticks).map(|t| self.value(t, c)).collect();
+            // Eight columns (one or two cache lines of each row) per pass over the rows: a
+            // pass per column read a line of every row for one value (issue #15, session 7:
+            // at 1000 flows about two L1 misses per value, 1.2 per bottleneck packet; now
+            // about a quarter, for 10 M more instructions, 0.3 % of that run). Tiles of 64 or
+            // 256 ticks by eight columns, read column by column, missed as often as before in
+            // cachegrind and were dropped.
+            for c0 in (lo..hi).step_by(8) {
+                let c1 = (c0 + 8).min(hi);
+                let mut cols: Vec<Vec<f64>> = (c0..c1).map(|_| Vec::with_capacity(ticks)).collect();
+                for t in 0..ticks {
+                    for (k, col) in cols.iter_mut().enumerate() {
+                        col.push(self.value(t, c0 + k));
+                    }
+                }
+                for (col, values) in columns[c0..c1].iter_mut().zip(cols) {
+                    col.values = values;
+                }
             }
             for row in &mut self.rows {
                 row.truncate(lo);
