@@ -31,7 +31,15 @@ impl FlowSeries {
 }
 
 /// Both ends of one TCP connection.
+///
+/// `repr(C)`, the receiver first: a data packet's dispatch reads the endpoint table entry's
+/// tag, and the receiver's first fields (its delayed-ACK timer and out-of-order list) then
+/// share that cache line (issue #15, session 7); what only the sampling pass and the
+/// summary read comes after both ends.
+#[repr(C)]
 pub struct TcpFlow {
+    pub receiver: TcpReceiver,
+    pub sender: TcpSender,
     pub name: String,
     /// Base RTT plus the shared links' delays.
     pub rtt: Time,
@@ -42,8 +50,6 @@ pub struct TcpFlow {
     pub listed: bool,
     /// The data crosses the return link (`direction = "down"`).
     pub down: bool,
-    pub sender: TcpSender,
-    pub receiver: TcpReceiver,
     pub series: FlowSeries,
     last_delivered: u64,
     last_retransmits: u64,
