@@ -353,7 +353,7 @@ impl TcpSender {
             tx_time: now,
             delivered: self.tp.delivered,
             delivered_ce: self.tp.delivered_ce,
-            delivered_time: Some(self.tp.delivered_mstamp),
+            delivered_time: self.tp.delivered_mstamp,
             first_tx: self.first_tx_time,
             tx_in_flight: self.in_flight() + segs,
             tx_lost: self.tp.lost,
