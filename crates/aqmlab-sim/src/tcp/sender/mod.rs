@@ -187,6 +187,8 @@ pub struct TcpSender {
     cwnd_usage_seq: u32,
     /// Segments left in the send-queue head skb (a partly sent `tcp_xmit_size_goal` skb).
     wq_left: u32,
+    /// `tcp_tso_autosize`'s last step (see [`output::TsoStep`]).
+    tso_step: std::cell::Cell<output::TsoStep>,
     // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`).
     first_tx_time: Time,
     rate_delivered: u64,
@@ -306,6 +308,7 @@ impl TcpSender {
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             wq_left: 0,
+            tso_step: std::cell::Cell::default(),
             first_tx_time: Time::ZERO,
             rate_delivered: 0,
             rate_interval: Time::ZERO,

@@ -78,6 +78,48 @@ pub fn tso_autosize(rate: f64, mss: u32, min_rtt: Time, min_tso: u32, rtt_allowa
     ((bytes / mss as u64) as u32).max(min_tso)
 }
 
+/// [`tso_autosize`]'s result for `rate` with the pacing rates that give the same result at the
+/// same `mss`, `min_rtt`, `min_tso` and allowance: every rate in `[lo, hi)`. The result
+/// depends on the rate only through `bytes / mss`, a step function of the rate's integer
+/// part, so the range is that step's (`hi` infinite on the last, capped step): integers, so
+/// `lo <= rate < hi` holds exactly when `rate as u64` is on the step (NaN is on none).
+pub(super) fn tso_autosize_step(rate: f64, mss: u32, min_rtt: Time, min_tso: u32, rtt_allowance: bool) -> TsoStep {
+    let segs = tso_autosize(rate, mss, min_rtt, min_tso, rtt_allowance);
+    let mss = mss as u64;
+    // The allowance added to `rate >> SK_PACING_SHIFT`, as tso_autosize computes it.
+    let extra = if rtt_allowance {
+        let r = if min_rtt == Time::MAX { u64::MAX } else { (min_rtt.0 / 1000) >> TCP_TSO_RTT_LOG };
+        if r < 32 { GSO_MAX_BYTES >> r } else { 0 }
+    } else {
+        0
+    };
+    let bytes = ((rate as u64) >> SK_PACING_SHIFT).saturating_add(extra).min(GSO_MAX_BYTES);
+    let q = bytes / mss;
+    // bytes / mss == q  <=>  q·mss <= (rate >> 10) + extra < (q+1)·mss, or the cap holds.
+    let lo = (q * mss).saturating_sub(extra) << SK_PACING_SHIFT;
+    let hi = if q == GSO_MAX_BYTES / mss { f64::INFINITY } else { (((q + 1) * mss - extra) << SK_PACING_SHIFT) as f64 };
+    TsoStep { lo: lo as f64, hi, min_rtt, min_tso, segs }
+}
+
+/// The last [`tso_autosize`] step the sender computed ([`tso_autosize_step`]) and the inputs
+/// other than the rate it holds for. The pacing rate changes on nearly every ACK (with srtt),
+/// the step about once per 1024·mss bytes/s of change.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TsoStep {
+    pub(super) lo: f64,
+    pub(super) hi: f64,
+    min_rtt: Time,
+    min_tso: u32,
+    pub(super) segs: u32,
+}
+
+impl Default for TsoStep {
+    /// Holds for no rate.
+    fn default() -> Self {
+        TsoStep { lo: f64::INFINITY, hi: 0.0, min_rtt: Time::MAX, min_tso: 0, segs: 0 }
+    }
+}
+
 /// Why `tcp_tso_should_defer` held the send back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Defer {
@@ -155,7 +197,15 @@ impl TcpSender {
         }
         let autosize = || {
             let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(TCP_MIN_TSO_SEGS);
-            tso_autosize(self.tp.pacing_rate, self.cfg.mss, self.tp.min_rtt, min_tso, self.cfg.tso_rtt_allowance)
+            // tcp_tso_autosize, from the step of the last call when the rate is still on it.
+            let rate = self.tp.pacing_rate;
+            let c = self.tso_step.get();
+            if rate >= c.lo && rate < c.hi && c.min_rtt == self.tp.min_rtt && c.min_tso == min_tso {
+                return c.segs;
+            }
+            let c = tso_autosize_step(rate, self.cfg.mss, self.tp.min_rtt, min_tso, self.cfg.tso_rtt_allowance);
+            self.tso_step.set(c);
+            c.segs
         };
         // The CC's hook (`crate::cc::TsoSegs`): the 2020 L4S trees' `.max_tso_segs` caps
         // autosize; the google/bbr tree's `.tso_segs` replaces it. Then `sk_gso_max_segs`.
