@@ -238,7 +238,8 @@ impl TcpSender {
     /// Linux `tcp_tso_should_defer` ("TSO Nagle", John Heffner): for the send-queue skb of
     /// `skb_segs` segments (the last one of a finite transfer carries the FIN when
     /// `is_tail`), whether to wait for more cwnd so that a fuller skb goes out. `None`: send.
-    fn tso_should_defer(&self, now: Time, skb_segs: u32, is_tail: bool, max_segs: u32) -> Option<Defer> {
+    /// `in_flight` is `tcp_packets_in_flight` now (the caller's `tcp_cwnd_test` computed it).
+    fn tso_should_defer(&self, now: Time, skb_segs: u32, is_tail: bool, max_segs: u32, in_flight: u32) -> Option<Defer> {
         if matches!(self.tp.ca_state, CaState::Recovery | CaState::Loss) {
             return None;
         }
@@ -249,7 +250,7 @@ impl TcpSender {
             return None;
         }
         let mss = self.cfg.mss as u64;
-        let in_flight = self.in_flight();
+        debug_assert_eq!(in_flight, self.in_flight());
         let send_win = self.cfg.rwnd_packets.map_or(u64::MAX, |w| w.saturating_sub(self.packets_out()) as u64 * mss);
         let cong_win = (self.tp.cwnd - in_flight) as u64 * mss;
         let limit = send_win.min(cong_win);
@@ -329,7 +330,7 @@ impl TcpSender {
             }
             let skb_segs = self.wq_left;
             if skb_segs > 1 {
-                if let Some(why) = self.tso_should_defer(now, skb_segs, left <= skb_segs, max_segs) {
+                if let Some(why) = self.tso_should_defer(now, skb_segs, left <= skb_segs, max_segs, in_flight) {
                     cwnd_limited |= why == Defer::CwndLimited;
                     break;
                 }
@@ -391,11 +392,14 @@ impl TcpSender {
         }
         // tcp_event_data_sent: restart after idle, then note the send time. The event may
         // change the pacing rate (BBR paces at the estimated bandwidth after idle).
-        if self.in_flight() == 0 {
+        let mut in_flight = self.in_flight();
+        if in_flight == 0 {
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
             if let Some(r) = self.cc.pacing_rate(&self.tp) {
                 self.tp.pacing_rate = r;
             }
+            // The event hands the algorithm the socket: read the flight again after it.
+            in_flight = self.in_flight();
         }
         self.tp.lsndtime = now;
         // One delivery-rate snapshot for the whole skb.
@@ -405,7 +409,7 @@ impl TcpSender {
             delivered_ce: self.tp.delivered_ce,
             delivered_time: self.tp.delivered_mstamp,
             first_tx: self.first_tx_time,
-            tx_in_flight: self.in_flight() + segs,
+            tx_in_flight: in_flight + segs,
             tx_lost: self.tp.lost,
             flags: if self.tp.app_limited != 0 { APP_LIMITED } else { 0 },
             ts_prev: NIL,
