@@ -299,15 +299,17 @@ impl TcpSender {
         let mut cwnd_limited = false;
         let mut sent = 0;
         let mut sent_new = 0;
-        loop {
+        // The loop ends with the flight it leaves (the turn's tcp_cwnd_test value when that turn
+        // sent nothing).
+        let end_flight = loop {
             if paced && self.tp.edt > now {
                 self.pacing_timer.arm(self.tp.edt, ctx.event(FlowTimer::Pacing), ctx.events);
-                break;
+                break self.in_flight();
             }
             // tcp_cwnd_test.
             let in_flight = self.in_flight();
             if in_flight >= self.tp.cwnd {
-                break;
+                break in_flight;
             }
             let quota = (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1));
             if let Some(seq) = self.next_retransmit() {
@@ -319,9 +321,9 @@ impl TcpSender {
             if !self.has_new_data() || rwnd_room == 0 {
                 // Nothing to send while cwnd has room: application-limited (tcp_rate_check_app_limited).
                 if !self.has_new_data() {
-                    self.tp.app_limited = (self.tp.delivered + self.in_flight() as u64).max(1);
+                    self.tp.app_limited = (self.tp.delivered + in_flight as u64).max(1);
                 }
-                break;
+                break in_flight;
             }
             // The send-queue head: the rest of a partly sent skb, or a new one.
             let left = self.new_segs_left();
@@ -332,7 +334,7 @@ impl TcpSender {
             if skb_segs > 1 {
                 if let Some(why) = self.tso_should_defer(now, skb_segs, left <= skb_segs, max_segs, in_flight) {
                     cwnd_limited |= why == Defer::CwndLimited;
-                    break;
+                    break in_flight;
                 }
             }
             // tcp_mss_split_point.
@@ -341,12 +343,13 @@ impl TcpSender {
             self.wq_left -= n;
             sent += n;
             sent_new += n;
-        }
+        };
+        debug_assert_eq!(end_flight, self.in_flight());
         // tcp_write_xmit: new data sent schedules a loss probe (one per tail-loss episode).
         if sent_new > 0 {
             self.schedule_loss_probe(false, ctx);
         }
-        cwnd_limited |= self.in_flight() >= self.tp.cwnd;
+        cwnd_limited |= end_flight >= self.tp.cwnd;
         self.cwnd_validate(sent, sent_new, cwnd_limited);
     }
 
