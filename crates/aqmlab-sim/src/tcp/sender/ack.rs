@@ -143,7 +143,8 @@ impl TcpSender {
         let mut reord = self.tp.snd_nxt;
         while self.tp.snd_una < ack {
             self.ts_unlink(self.tp.snd_una);
-            let seg = self.sb.pop_front().expect("scoreboard covers snd_una..snd_nxt");
+            let seg = *self.seg(self.tp.snd_una);
+            self.sb.pop_front();
             if seg.flags & (EVER_RETRANS | RETRANS) != 0 {
                 st.retrans_data_acked = true;
             }

@@ -53,13 +53,12 @@ mod undo;
 mod tests;
 
 pub use self::output::tso_autosize;
-use self::queue::{Seg, NIL};
+use self::queue::{Scoreboard, NIL};
 use super::{EndpointCtx, TcpConfig};
 use crate::cc::{CaState, CongestionControl, TcpCcState};
 use crate::event::{FlowTimer, Timer};
 use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::Time;
-use std::collections::VecDeque;
 
 /// Initial reordering degree, the DupThresh of RFC 6675 (sysctl `tcp_reordering`).
 const TCP_REORDERING: u32 = 3;
@@ -119,7 +118,7 @@ pub struct TcpSender {
     /// Segments the transfer has in total (`None`: unlimited).
     total_segs: Option<u32>,
     last_seg_payload: u32,
-    sb: VecDeque<Seg>,
+    sb: Scoreboard,
     /// Lowest segment that may be lost and not yet retransmitted.
     retransmit_hint: u32,
     /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`).
@@ -188,6 +187,8 @@ pub struct TcpSender {
     cwnd_usage_seq: u32,
     /// Segments left in the send-queue head skb (a partly sent `tcp_xmit_size_goal` skb).
     wq_left: u32,
+    /// `tcp_tso_autosize`'s last step (see [`output::TsoStep`]).
+    tso_step: std::cell::Cell<output::TsoStep>,
     // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`).
     first_tx_time: Time,
     rate_delivered: u64,
@@ -261,7 +262,7 @@ impl TcpSender {
             last_seg_payload,
             // Grows (doubling) to the largest flight the connection has had; starting small
             // keeps 1000s of flows' rings small and the ring's slots in cache.
-            sb: VecDeque::with_capacity(16),
+            sb: Scoreboard::with_capacity(16),
             retransmit_hint: 0,
             ts_head: NIL,
             ts_tail: NIL,
@@ -307,6 +308,7 @@ impl TcpSender {
             max_packets_out: 0,
             cwnd_usage_seq: 0,
             wq_left: 0,
+            tso_step: std::cell::Cell::default(),
             first_tx_time: Time::ZERO,
             rate_delivered: 0,
             rate_interval: Time::ZERO,

@@ -78,6 +78,48 @@ pub fn tso_autosize(rate: f64, mss: u32, min_rtt: Time, min_tso: u32, rtt_allowa
     ((bytes / mss as u64) as u32).max(min_tso)
 }
 
+/// [`tso_autosize`]'s result for `rate` with the pacing rates that give the same result at the
+/// same `mss`, `min_rtt`, `min_tso` and allowance: every rate in `[lo, hi)`. The result
+/// depends on the rate only through `bytes / mss`, a step function of the rate's integer
+/// part, so the range is that step's (`hi` infinite on the last, capped step): integers, so
+/// `lo <= rate < hi` holds exactly when `rate as u64` is on the step (NaN is on none).
+pub(super) fn tso_autosize_step(rate: f64, mss: u32, min_rtt: Time, min_tso: u32, rtt_allowance: bool) -> TsoStep {
+    let segs = tso_autosize(rate, mss, min_rtt, min_tso, rtt_allowance);
+    let mss = mss as u64;
+    // The allowance added to `rate >> SK_PACING_SHIFT`, as tso_autosize computes it.
+    let extra = if rtt_allowance {
+        let r = if min_rtt == Time::MAX { u64::MAX } else { (min_rtt.0 / 1000) >> TCP_TSO_RTT_LOG };
+        if r < 32 { GSO_MAX_BYTES >> r } else { 0 }
+    } else {
+        0
+    };
+    let bytes = ((rate as u64) >> SK_PACING_SHIFT).saturating_add(extra).min(GSO_MAX_BYTES);
+    let q = bytes / mss;
+    // bytes / mss == q  <=>  q·mss <= (rate >> 10) + extra < (q+1)·mss, or the cap holds.
+    let lo = (q * mss).saturating_sub(extra) << SK_PACING_SHIFT;
+    let hi = if q == GSO_MAX_BYTES / mss { f64::INFINITY } else { (((q + 1) * mss - extra) << SK_PACING_SHIFT) as f64 };
+    TsoStep { lo: lo as f64, hi, min_rtt, min_tso, segs }
+}
+
+/// The last [`tso_autosize`] step the sender computed ([`tso_autosize_step`]) and the inputs
+/// other than the rate it holds for. The pacing rate changes on nearly every ACK (with srtt),
+/// the step about once per 1024·mss bytes/s of change.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct TsoStep {
+    pub(super) lo: f64,
+    pub(super) hi: f64,
+    min_rtt: Time,
+    min_tso: u32,
+    pub(super) segs: u32,
+}
+
+impl Default for TsoStep {
+    /// Holds for no rate.
+    fn default() -> Self {
+        TsoStep { lo: f64::INFINITY, hi: 0.0, min_rtt: Time::MAX, min_tso: 0, segs: 0 }
+    }
+}
+
 /// Why `tcp_tso_should_defer` held the send back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Defer {
@@ -155,7 +197,15 @@ impl TcpSender {
         }
         let autosize = || {
             let min_tso = self.cc.min_tso_segs(&self.tp).unwrap_or(TCP_MIN_TSO_SEGS);
-            tso_autosize(self.tp.pacing_rate, self.cfg.mss, self.tp.min_rtt, min_tso, self.cfg.tso_rtt_allowance)
+            // tcp_tso_autosize, from the step of the last call when the rate is still on it.
+            let rate = self.tp.pacing_rate;
+            let c = self.tso_step.get();
+            if rate >= c.lo && rate < c.hi && c.min_rtt == self.tp.min_rtt && c.min_tso == min_tso {
+                return c.segs;
+            }
+            let c = tso_autosize_step(rate, self.cfg.mss, self.tp.min_rtt, min_tso, self.cfg.tso_rtt_allowance);
+            self.tso_step.set(c);
+            c.segs
         };
         // The CC's hook (`crate::cc::TsoSegs`): the 2020 L4S trees' `.max_tso_segs` caps
         // autosize; the google/bbr tree's `.tso_segs` replaces it. Then `sk_gso_max_segs`.
@@ -188,7 +238,8 @@ impl TcpSender {
     /// Linux `tcp_tso_should_defer` ("TSO Nagle", John Heffner): for the send-queue skb of
     /// `skb_segs` segments (the last one of a finite transfer carries the FIN when
     /// `is_tail`), whether to wait for more cwnd so that a fuller skb goes out. `None`: send.
-    fn tso_should_defer(&self, now: Time, skb_segs: u32, is_tail: bool, max_segs: u32) -> Option<Defer> {
+    /// `in_flight` is `tcp_packets_in_flight` now (the caller's `tcp_cwnd_test` computed it).
+    fn tso_should_defer(&self, now: Time, skb_segs: u32, is_tail: bool, max_segs: u32, in_flight: u32) -> Option<Defer> {
         if matches!(self.tp.ca_state, CaState::Recovery | CaState::Loss) {
             return None;
         }
@@ -199,7 +250,7 @@ impl TcpSender {
             return None;
         }
         let mss = self.cfg.mss as u64;
-        let in_flight = self.in_flight();
+        debug_assert_eq!(in_flight, self.in_flight());
         let send_win = self.cfg.rwnd_packets.map_or(u64::MAX, |w| w.saturating_sub(self.packets_out()) as u64 * mss);
         let cong_win = (self.tp.cwnd - in_flight) as u64 * mss;
         let limit = send_win.min(cong_win);
@@ -248,15 +299,17 @@ impl TcpSender {
         let mut cwnd_limited = false;
         let mut sent = 0;
         let mut sent_new = 0;
-        loop {
+        // The loop ends with the flight it leaves (the turn's tcp_cwnd_test value when that turn
+        // sent nothing).
+        let end_flight = loop {
             if paced && self.tp.edt > now {
                 self.pacing_timer.arm(self.tp.edt, ctx.event(FlowTimer::Pacing), ctx.events);
-                break;
+                break self.in_flight();
             }
             // tcp_cwnd_test.
             let in_flight = self.in_flight();
             if in_flight >= self.tp.cwnd {
-                break;
+                break in_flight;
             }
             let quota = (self.tp.cwnd - in_flight).min((self.tp.cwnd >> 1).max(1));
             if let Some(seq) = self.next_retransmit() {
@@ -268,9 +321,9 @@ impl TcpSender {
             if !self.has_new_data() || rwnd_room == 0 {
                 // Nothing to send while cwnd has room: application-limited (tcp_rate_check_app_limited).
                 if !self.has_new_data() {
-                    self.tp.app_limited = (self.tp.delivered + self.in_flight() as u64).max(1);
+                    self.tp.app_limited = (self.tp.delivered + in_flight as u64).max(1);
                 }
-                break;
+                break in_flight;
             }
             // The send-queue head: the rest of a partly sent skb, or a new one.
             let left = self.new_segs_left();
@@ -279,9 +332,9 @@ impl TcpSender {
             }
             let skb_segs = self.wq_left;
             if skb_segs > 1 {
-                if let Some(why) = self.tso_should_defer(now, skb_segs, left <= skb_segs, max_segs) {
+                if let Some(why) = self.tso_should_defer(now, skb_segs, left <= skb_segs, max_segs, in_flight) {
                     cwnd_limited |= why == Defer::CwndLimited;
-                    break;
+                    break in_flight;
                 }
             }
             // tcp_mss_split_point.
@@ -290,12 +343,13 @@ impl TcpSender {
             self.wq_left -= n;
             sent += n;
             sent_new += n;
-        }
+        };
+        debug_assert_eq!(end_flight, self.in_flight());
         // tcp_write_xmit: new data sent schedules a loss probe (one per tail-loss episode).
         if sent_new > 0 {
             self.schedule_loss_probe(false, ctx);
         }
-        cwnd_limited |= self.in_flight() >= self.tp.cwnd;
+        cwnd_limited |= end_flight >= self.tp.cwnd;
         self.cwnd_validate(sent, sent_new, cwnd_limited);
     }
 
@@ -341,11 +395,14 @@ impl TcpSender {
         }
         // tcp_event_data_sent: restart after idle, then note the send time. The event may
         // change the pacing rate (BBR paces at the estimated bandwidth after idle).
-        if self.in_flight() == 0 {
+        let mut in_flight = self.in_flight();
+        if in_flight == 0 {
             self.cc.cwnd_event(&mut self.tp, CaEvent::TxStart);
             if let Some(r) = self.cc.pacing_rate(&self.tp) {
                 self.tp.pacing_rate = r;
             }
+            // The event hands the algorithm the socket: read the flight again after it.
+            in_flight = self.in_flight();
         }
         self.tp.lsndtime = now;
         // One delivery-rate snapshot for the whole skb.
@@ -353,9 +410,9 @@ impl TcpSender {
             tx_time: now,
             delivered: self.tp.delivered,
             delivered_ce: self.tp.delivered_ce,
-            delivered_time: Some(self.tp.delivered_mstamp),
+            delivered_time: self.tp.delivered_mstamp,
             first_tx: self.first_tx_time,
-            tx_in_flight: self.in_flight() + segs,
+            tx_in_flight: in_flight + segs,
             tx_lost: self.tp.lost,
             flags: if self.tp.app_limited != 0 { APP_LIMITED } else { 0 },
             ts_prev: NIL,

@@ -25,9 +25,12 @@ pub(super) struct Seg {
     pub(super) tx_time: Time,
     /// `tcp_rate.c` snapshot at transmission: delivered count, its time, and the send time
     /// of the first packet of the current flight.
+    /// Linux `tx.delivered_mstamp`; always set here (every transmission takes the snapshot), so
+    /// `tcp_rate_skb_delivered`'s "no timestamp" exit never applies and the entry stays 64
+    /// bytes, one cache line.
     pub(super) delivered: u64,
     pub(super) delivered_ce: u64,
-    pub(super) delivered_time: Option<Time>,
+    pub(super) delivered_time: Time,
     pub(super) first_tx: Time,
     /// Packets in flight just after this transmission, itself included (google/bbr
     /// `tx.in_flight`), and `tp->lost` at that moment (`tx.lost`).
@@ -37,6 +40,88 @@ pub(super) struct Seg {
     /// Neighbours on the send-ordered list (segment numbers, `NIL` at the ends).
     pub(super) ts_prev: u32,
     pub(super) ts_next: u32,
+}
+
+/// The scoreboard: the entries of segments `head .. head + len` (`snd_una .. snd_nxt`) in a ring
+/// whose size is a power of two, segment `seq` at slot `seq & (size − 1)`. A look-up is a mask
+/// and one bounds check (a `VecDeque` indexed by `seq − snd_una` also adds its head and wraps);
+/// the cumulative ACK drops entries by moving `head`, without copying them out. Grows by
+/// doubling to the largest flight the connection has had (as the `VecDeque` did).
+#[derive(Debug)]
+pub(super) struct Scoreboard {
+    /// Every slot initialised; `ring.len()` is a power of two.
+    ring: Box<[Seg]>,
+    head: u32,
+    len: u32,
+}
+
+impl Scoreboard {
+    pub(super) fn with_capacity(n: usize) -> Self {
+        Scoreboard { ring: vec![Seg::default(); n.next_power_of_two().max(1)].into_boxed_slice(), head: 0, len: 0 }
+    }
+
+    #[inline]
+    fn slot(&self, seq: u32) -> usize {
+        seq as usize & (self.ring.len() - 1)
+    }
+
+    /// The entry of segment `seq` (`head <= seq < head + len`).
+    #[inline]
+    pub(super) fn get(&self, seq: u32) -> &Seg {
+        debug_assert!(seq.wrapping_sub(self.head) < self.len, "segment {seq} not in the scoreboard ({}+{})", self.head, self.len);
+        &self.ring[self.slot(seq)]
+    }
+
+    #[inline]
+    pub(super) fn get_mut(&mut self, seq: u32) -> &mut Seg {
+        debug_assert!(seq.wrapping_sub(self.head) < self.len, "segment {seq} not in the scoreboard ({}+{})", self.head, self.len);
+        let i = self.slot(seq);
+        &mut self.ring[i]
+    }
+
+    /// The entry of the next segment (`snd_nxt`).
+    #[inline]
+    pub(super) fn push_back(&mut self, seg: Seg) {
+        if self.len as usize == self.ring.len() {
+            self.grow();
+        }
+        let i = self.slot(self.head.wrapping_add(self.len));
+        self.ring[i] = seg;
+        self.len += 1;
+    }
+
+    #[cold]
+    fn grow(&mut self) {
+        let mut ring = vec![Seg::default(); self.ring.len() * 2].into_boxed_slice();
+        let mask = ring.len() - 1;
+        for k in 0..self.len {
+            let seq = self.head.wrapping_add(k);
+            ring[seq as usize & mask] = self.ring[self.slot(seq)];
+        }
+        self.ring = ring;
+    }
+
+    /// Drops the head entry (segment `head`, cumulatively ACKed).
+    #[inline]
+    pub(super) fn pop_front(&mut self) {
+        debug_assert!(self.len > 0);
+        self.head = self.head.wrapping_add(1);
+        self.len -= 1;
+    }
+
+    /// The entry of the oldest segment (`snd_una`), if any is outstanding.
+    #[inline]
+    pub(super) fn front(&self) -> Option<&Seg> {
+        (self.len > 0).then(|| &self.ring[self.slot(self.head)])
+    }
+
+    /// Every entry, oldest first.
+    pub(super) fn for_each_mut(&mut self, mut f: impl FnMut(&mut Seg)) {
+        for k in 0..self.len {
+            let i = self.slot(self.head.wrapping_add(k));
+            f(&mut self.ring[i]);
+        }
+    }
 }
 
 impl TcpSender {
@@ -54,12 +139,14 @@ impl TcpSender {
         }
     }
 
+    #[inline]
     pub(super) fn seg(&self, seq: u32) -> &Seg {
-        &self.sb[(seq - self.tp.snd_una) as usize]
+        self.sb.get(seq)
     }
 
+    #[inline]
     pub(super) fn seg_mut(&mut self, seq: u32) -> &mut Seg {
-        &mut self.sb[(seq - self.tp.snd_una) as usize]
+        self.sb.get_mut(seq)
     }
 
     /// Removes a segment from the send-ordered list (Linux `list_del_init` of
@@ -110,5 +197,51 @@ impl TcpSender {
         s.ts_prev = tail;
         s.ts_next = NIL;
         s.flags |= TSORTED;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seg(t: u64) -> Seg {
+        Seg { tx_time: Time(t), ..Seg::default() }
+    }
+
+    /// The ring keeps every outstanding segment's entry at its number across growth (at a
+    /// head that is not slot 0, so the copy has to re-place wrapped entries) and after the
+    /// head moves past the end of the ring.
+    #[test]
+    fn scoreboard_ring_finds_each_segment_across_growth_and_wrap() {
+        let mut sb = Scoreboard::with_capacity(4);
+        let (mut head, mut next) = (0u32, 0u32);
+        for round in 0..40u32 {
+            // Send a growing burst, then ACK all but a few.
+            for _ in 0..(round % 7 + 1) {
+                sb.push_back(seg(next as u64 * 10 + 1));
+                next += 1;
+            }
+            for s in head..next {
+                assert_eq!(sb.get(s).tx_time, Time(s as u64 * 10 + 1), "segment {s} in round {round}");
+            }
+            assert_eq!(sb.front().map(|f| f.tx_time), Some(Time(head as u64 * 10 + 1)));
+            let acked = (next - head).saturating_sub(3);
+            for _ in 0..acked {
+                sb.pop_front();
+            }
+            head += acked;
+            sb.get_mut(head).flags = LOST;
+            let mut n = 0;
+            sb.for_each_mut(|s| {
+                n += 1;
+                s.flags &= !LOST;
+            });
+            assert_eq!(n, next - head);
+            assert_eq!(sb.get(head).flags, 0);
+        }
+        for _ in head..next {
+            sb.pop_front();
+        }
+        assert!(sb.front().is_none());
     }
 }

@@ -38,7 +38,7 @@ impl TcpSender {
     /// Linux `tcp_rate_skb_delivered`: the most recently sent delivered packet sets the sample.
     /// `prior` is (delivered, delivered_ce, delivered time) at that packet's transmission.
     pub(super) fn rate_skb_delivered(&mut self, seg: &Seg, rs: &mut RateSample, prior: &mut Option<(u64, u64, Time)>) {
-        let Some(dt) = seg.delivered_time else { return };
+        let dt = seg.delivered_time;
         if prior.map_or(true, |(p, _, _)| seg.delivered > p) {
             *prior = Some((seg.delivered, seg.delivered_ce, dt));
             rs.is_app_limited = seg.flags & APP_LIMITED != 0;

@@ -244,6 +244,45 @@ fn tso_autosize_is_a_millisecond_of_the_pacing_rate() {
     assert_eq!(output::tso_autosize(mbit(10.0), 1448, ms(1), 2, true), 23);
 }
 
+/// The sender reuses `tcp_tso_autosize`'s result while the pacing rate stays on the step it
+/// was computed on: every rate of the step gives that result, and the rates just outside it
+/// give another (so the step is exactly the set of rates with that result), at both
+/// allowances, both floors, short and long min_rtt, below and at the 65 215-byte cap.
+#[test]
+fn tso_autosize_step_holds_exactly_the_rates_with_its_result() {
+    let ms = Time::from_millis;
+    let mut checked = 0;
+    for allowance in [false, true] {
+        for (mss, min_rtt, min_tso) in [(1448, ms(20), 2), (1448, ms(1), 2), (1448, Time::from_micros(600), 1), (536, ms(5), 2), (1448, Time::MAX, 2)] {
+            let mut rate = 0.0;
+            while rate < 2e8 {
+                let c = output::tso_autosize_step(rate, mss, min_rtt, min_tso, allowance);
+                let f = |r: f64| output::tso_autosize(r, mss, min_rtt, min_tso, allowance);
+                assert_eq!(c.segs, f(rate));
+                assert!(c.lo <= rate && rate < c.hi, "rate {rate} outside its own step [{}, {})", c.lo, c.hi);
+                // The step's ends and points inside it.
+                for r in [c.lo, c.lo + 0.5, (c.lo + c.hi.min(3e8)) / 2.0, c.hi.min(3e8) - 0.25] {
+                    if r >= c.lo && r < c.hi {
+                        assert_eq!(f(r), c.segs, "rate {r} on the step of {rate}");
+                        checked += 1;
+                    }
+                }
+                // Just outside: the quotient bytes / mss differs (the result too unless the
+                // floor hides it, so compare without the floor).
+                let g = |r: f64| output::tso_autosize(r, mss, min_rtt, 0, allowance);
+                if c.lo > 0.0 {
+                    assert_ne!(g(c.lo - 0.5), g(c.lo), "step of {rate} could start lower");
+                }
+                if c.hi.is_finite() {
+                    assert_ne!(g(c.hi), g(c.hi - 0.5), "step of {rate} could end higher");
+                }
+                rate = rate * 1.37 + 1001.3;
+            }
+        }
+    }
+    assert!(checked > 1000);
+}
+
 /// Pacing at 50 Mbit/s with room in cwnd: every send is one skb of 4 segments (≈ 1 ms of
 /// the rate) leaving at one instant, and the next send waits for the whole skb's time,
 /// 4 × 1448 B / 6.25 MB/s = 926.72 µs. The application's data sits in 45-segment skbs

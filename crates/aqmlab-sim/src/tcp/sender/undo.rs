@@ -51,9 +51,7 @@ impl TcpSender {
     /// Linux `tcp_undo_cwnd_reduction`: restore cwnd (the CC's `undo_cwnd`) and ssthresh.
     pub(super) fn undo_cwnd_reduction(&mut self, unmark_loss: bool) {
         if unmark_loss {
-            for s in self.sb.iter_mut() {
-                s.flags &= !LOST;
-            }
+            self.sb.for_each_mut(|s| s.flags &= !LOST);
             self.tp.lost_out = 0;
             self.retransmit_hint = self.tp.snd_una;
         }
