@@ -194,7 +194,7 @@ pub fn run(s: &Script) -> Vec<Row> {
             received.clear();
             for (i, r) in f.rx.iter().enumerate() {
                 if let Some((at, ce)) = r {
-                    received.push((f.begin + i as u32, *at as f64 * 1e-6, *ce));
+                    received.push((f.begin.wrapping_add(i as u32), *at as f64 * 1e-6, *ce));
                 }
             }
             if tx.on_feedback(now, &received, rtpq_age(&rtpq)) {
