@@ -16,27 +16,45 @@ const NONE: Time = Time(u64::MAX);
 /// has this length, per travel direction (issue 15): with 1000 flows, 2000 per-flow lines
 /// were 2000 small rings scattered over memory and 2000 wake-ups pending in the event queue
 /// milliseconds ahead (whose descent through the radix heap made every pop dearer); a line
-/// per distinct delay and way keeps the packets in flight in one ring, read in order, and
-/// one wake-up pending.
+/// per distinct delay and way keeps the packets in flight in one place and one wake-up
+/// pending.
 ///
 /// Exit times are those of separate per-flow lines: a packet leaves at `now + delay`, plus
 /// its host's jitter drawn from that endpoint's and direction's own stream (its *lane*,
 /// [`crate::host::HostJitter`]: never before the lane's previous departure, so each lane
 /// stays a FIFO). Jitter from different lanes can put a later packet ahead of an earlier
-/// one, so the ring is kept sorted by exit time: a packet is inserted after every packet
-/// due at or before it: usually the tail (always without jitter); otherwise scanning back
-/// from it, as far as the jitter reaches (50 us of arrivals by default). Packets due at the
-/// same instant leave in arrival order.
+/// one, so the exit order is kept sorted by exit time: a packet is placed after every
+/// packet due at or before it: usually the tail (always without jitter); otherwise scanning
+/// back from it, as far as the jitter reaches (50 us of arrivals by default). Packets due at
+/// the same instant leave in arrival order.
+///
+/// The packets themselves do not move while they wait (session 7, issue 15): they sit in a
+/// slab ([`Store`]) and only a 16-byte `(exit time, slot)` entry per packet is kept in exit
+/// order. With packets held inline in the sorted ring, an out-of-order arrival moved every
+/// (128-byte) packet behind its place, and at 10,000 flows, where most arrivals are out of
+/// order, those moves were the line's largest cost in cache misses. The slab reuses the
+/// slot freed last first, so an arrival is written where a departure was just read.
 #[derive(Debug)]
 pub struct DelayLine {
     delay: Time,
-    line: VecDeque<(Time, Packet)>,
     /// The earliest wake-up pending in the event queue ([`NONE`]: none). An arrival that
     /// becomes the head before it (only with jitter) asks for an earlier one; the later
     /// entry then finds `wake` moved and does nothing.
     wake: Time,
+    /// The packets on the line in exit order: (exit time, slot in `store.slots`).
+    order: VecDeque<(Time, u32)>,
     /// Boxed: the line stays 56 bytes, so an element stays one cache line.
-    jitter: Option<Box<Jitter>>,
+    store: Box<Store>,
+}
+
+/// Where a line's packets wait, and its jitter.
+#[derive(Debug)]
+struct Store {
+    /// Packets by slot; a free slot holds a stale packet.
+    slots: Vec<Packet>,
+    /// Free slots, the one freed last at the end (reused first: still in cache).
+    free: Vec<u32>,
+    jitter: Option<Jitter>,
 }
 
 /// The host timing noise a line applies (the line right after a host: an endpoint's own
@@ -59,19 +77,20 @@ fn lane(flow: u32, dir: Direction) -> usize {
 
 impl DelayLine {
     pub fn new(delay: Time) -> Self {
-        // Grows (doubling) to the most packets the line has held.
-        DelayLine { delay, line: VecDeque::with_capacity(4), wake: NONE, jitter: None }
+        // Both grow (doubling) to the most packets the line has held.
+        let store = Box::new(Store { slots: Vec::with_capacity(4), free: Vec::with_capacity(4), jitter: None });
+        DelayLine { delay, wake: NONE, order: VecDeque::with_capacity(4), store }
     }
     /// Adds the timing noise of the host that hands every packet of this line over.
     pub fn with_jitter(&mut self, jitter: HostJitter) {
-        self.jitter = Some(Box::new(Jitter::One(jitter)));
+        self.store.jitter = Some(Jitter::One(jitter));
     }
     /// Adds the timing noise of the host that hands over endpoint `flow`'s packets of
     /// direction `dir` (a line the endpoints share).
     pub fn with_lane_jitter(&mut self, flow: u32, dir: Direction, jitter: HostJitter) {
         let i = lane(flow, dir);
-        let lanes = self.jitter.get_or_insert_with(|| Box::new(Jitter::Lanes { first: i, slots: Vec::new() }));
-        let Jitter::Lanes { first, slots } = &mut **lanes else { panic!("a workload's line has one host path, not lanes") };
+        let lanes = self.store.jitter.get_or_insert_with(|| Jitter::Lanes { first: i, slots: Vec::new() });
+        let Jitter::Lanes { first, slots } = lanes else { panic!("a workload's line has one host path, not lanes") };
         if i < *first {
             // Lanes below the first so far (the build adds them in id order: not reached).
             slots.splice(0..0, (i..*first).map(|_| None));
@@ -88,14 +107,15 @@ impl DelayLine {
     /// The jitter lane slots this line holds (used or not).
     #[cfg(test)]
     pub(crate) fn lane_slots(&self) -> usize {
-        match self.jitter.as_deref() {
+        match &self.store.jitter {
             Some(Jitter::Lanes { slots, .. }) => slots.len(),
             _ => 0,
         }
     }
     pub(crate) fn receive(&mut self, pkt: Packet, ctx: &mut ElementCtx) {
         let mut due = ctx.now + self.delay;
-        match self.jitter.as_deref_mut() {
+        let store = &mut *self.store;
+        match &mut store.jitter {
             None => {}
             Some(Jitter::One(j)) => due = j.departure(ctx.now, due),
             Some(Jitter::Lanes { first, slots }) => {
@@ -104,26 +124,36 @@ impl DelayLine {
                 }
             }
         }
+        let slot = match store.free.pop() {
+            Some(s) => {
+                store.slots[s as usize] = pkt;
+                s
+            }
+            None => {
+                store.slots.push(pkt);
+                (store.slots.len() - 1) as u32
+            }
+        };
         // After every packet due at or before `due`: usually (always without jitter) the tail.
-        if self.line.back().map_or(true, |b| b.0 <= due) {
-            self.line.push_back((due, pkt));
+        if self.order.back().map_or(true, |b| b.0 <= due) {
+            self.order.push_back((due, slot));
         } else {
-            self.insert_sorted(due, pkt);
+            self.insert_sorted(due, slot);
         }
         if due < self.wake {
             self.wake = due;
             ctx.wake_at(due);
         }
     }
-    /// Inserts a packet due before the tail after every packet due at or before it.
+    /// Places a packet due before the tail after every packet due at or before it.
     #[cold]
     #[inline(never)]
-    fn insert_sorted(&mut self, due: Time, pkt: Packet) {
-        let mut i = self.line.len() - 1;
-        while i > 0 && self.line[i - 1].0 > due {
+    fn insert_sorted(&mut self, due: Time, slot: u32) {
+        let mut i = self.order.len() - 1;
+        while i > 0 && self.order[i - 1].0 > due {
             i -= 1;
         }
-        self.line.insert(i, (due, pkt));
+        self.order.insert(i, (due, slot));
     }
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
         if ctx.now != self.wake {
@@ -131,24 +161,25 @@ impl DelayLine {
             return;
         }
         self.wake = NONE;
-        // The head's due time is read before its packet is copied (the entry is 128 bytes).
-        while let Some(due) = self.line.front().map(|e| e.0) {
+        let store = &mut *self.store;
+        while let Some(&(due, slot)) = self.order.front() {
             if due > ctx.now {
                 self.wake = due;
                 ctx.wake_at(due);
                 return;
             }
-            if let Some((_, pkt)) = self.line.pop_front() {
-                ctx.out.push(pkt);
-            }
+            self.order.pop_front();
+            ctx.out.push(store.slots[slot as usize]);
+            store.free.push(slot);
         }
     }
     /// Packets on the line.
     pub fn held(&self) -> usize {
-        self.line.len()
+        self.order.len()
     }
+    /// Calls `f` for each packet on the line, in exit order.
     pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
-        self.line.iter().for_each(|(_, p)| f(p))
+        self.order.iter().for_each(|&(_, s)| f(&self.store.slots[s as usize]))
     }
 }
 
@@ -279,6 +310,41 @@ mod tests {
         instants.dedup();
         assert_eq!(q.processed(), instants.len() as u64);
         assert_eq!(out.len(), arr.len());
+    }
+
+    /// The packets wait in slots that are reused: the slab never holds more slots than the
+    /// most packets the line held at once, and `for_each_held` lists the packets in exit
+    /// order (the order `wake` hands them on).
+    #[test]
+    fn slots_are_reused_and_held_packets_listed_in_exit_order() {
+        let (flows, delay) = (7, Time::from_millis(10));
+        let mut line = DelayLine::new(delay);
+        for f in 0..flows {
+            line.with_lane_jitter(f, Direction::Forward, HostJitter::new(Time::from_micros(50), Stream::new(9, &format!("j/{f}"))));
+        }
+        let (mut q, mut out) = (EventQueue::default(), Vec::new());
+        let (mut most, mut seq) = (0, 0);
+        for &(t, f, _) in &arrivals(flows, 5_000) {
+            while q.peek_time().is_some_and(|w| w.0 <= t) {
+                let (w, _) = q.pop().unwrap();
+                line.wake(&mut ElementCtx { id: 0, now: w, events: &mut q, out: &mut out });
+            }
+            let mut p = Packet::new(f, Direction::Forward, Kind::Data, 100);
+            p.tcp.seq = seq;
+            seq += 1;
+            line.receive(p, &mut ElementCtx { id: 0, now: Time(t), events: &mut q, out: &mut out });
+            most = most.max(line.held());
+        }
+        assert!(out.len() > 1_000 && line.held() > 10, "packets left and packets wait");
+        assert_eq!(line.store.slots.len(), most, "no slot beyond the most packets held");
+        let mut listed = Vec::new();
+        line.for_each_held(&mut |p| listed.push(p.tcp.seq));
+        out.clear();
+        while let Some((w, _)) = q.pop() {
+            line.wake(&mut ElementCtx { id: 0, now: w, events: &mut q, out: &mut out });
+        }
+        assert_eq!(listed, out.iter().map(|p| p.tcp.seq).collect::<Vec<_>>());
+        assert!(listed.windows(2).any(|w| w[1] < w[0]), "jitter reordered some");
     }
 
     /// Lanes added out of id order: the slots grow at either end, each lane keeps its own
