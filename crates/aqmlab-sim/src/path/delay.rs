@@ -16,112 +16,36 @@ const NONE: Time = Time(u64::MAX);
 /// has this length, per travel direction (issue 15): with 1000 flows, 2000 per-flow lines
 /// were 2000 small rings scattered over memory and 2000 wake-ups pending in the event queue
 /// milliseconds ahead (whose descent through the radix heap made every pop dearer); a line
-/// per distinct delay and way keeps the packets in flight in one place and one wake-up
-/// pending.
+/// per distinct delay and way keeps the packets in flight in one ring, read in order, and
+/// one wake-up pending.
 ///
 /// Exit times are those of separate per-flow lines: a packet leaves at `now + delay`, plus
 /// its host's jitter drawn from that endpoint's and direction's own stream (its *lane*,
 /// [`crate::host::HostJitter`]: never before the lane's previous departure, so each lane
 /// stays a FIFO). Jitter from different lanes can put a later packet ahead of an earlier
-/// one, so the exit order is kept sorted by exit time: a packet is placed after every
-/// packet due at or before it: usually the tail (always without jitter); otherwise scanning
-/// back from it, as far as the jitter reaches (50 us of arrivals by default). Packets due at
-/// the same instant leave in arrival order.
+/// one, so the ring is kept sorted by exit time: a packet is inserted after every packet
+/// due at or before it: usually the tail (always without jitter); otherwise found stepping
+/// back from the tail 1, 2, 4, ... entries and bisecting, as far as the jitter reaches (50 us
+/// of arrivals by default; at 10,000 flows a scan back one entry at a time cost ~300
+/// instructions per bottleneck packet). Packets due at the same instant leave in arrival
+/// order.
 ///
-/// The packets themselves do not move while they wait (session 7, issue 15): they sit in a
-/// ring in arrival order ([`Store`]) and only a 16-byte `(exit time, arrival number)` entry
-/// per packet is kept in exit order. With packets held inline in the sorted ring, an
-/// out-of-order arrival moved every (128-byte) packet behind its place, and at 10,000 flows,
-/// where most arrivals are out of order, those moves were the line's largest cost in cache
-/// misses. Arrivals are written one after the other and leave nearly in arrival order (out
-/// of it only by the jitter), so the ring is still walked sequentially, which a hardware
-/// prefetcher follows (a slab reusing the slot freed last had as many cache misses in
-/// cachegrind but more CPU time: its reads jump about).
+/// The packets stay inline in the sorted ring, and a packet placed before the tail moves
+/// the entries behind it. Session 7 measured the alternatives: a 16-byte (exit, slot) index
+/// over a slab, or over a ring in arrival order, cut cachegrind's L1 misses at 10,000 flows
+/// by 12-14 % but saved no CPU time at any flow count (the slab cost more at every one): the
+/// moves are sequential, which a hardware prefetcher hides, while the index costs
+/// instructions at every packet (docs/performance.md, "Session 7: delay lines and timers").
 #[derive(Debug)]
 pub struct DelayLine {
     delay: Time,
+    line: VecDeque<(Time, Packet)>,
     /// The earliest wake-up pending in the event queue ([`NONE`]: none). An arrival that
     /// becomes the head before it (only with jitter) asks for an earlier one; the later
     /// entry then finds `wake` moved and does nothing.
     wake: Time,
-    /// The packets on the line in exit order: (exit time, arrival number).
-    order: VecDeque<(Time, u32)>,
     /// Boxed: the line stays 56 bytes, so an element stays one cache line.
-    store: Box<Store>,
-}
-
-/// Where a line's packets wait, and its jitter.
-#[derive(Debug)]
-struct Store {
-    /// Packets in arrival order: arrival `n` (counted in a wrapping `u32`) in `ring[n &
-    /// (len - 1)]`; the length is a power of two, and slots outside `oldest..next` hold
-    /// stale packets.
-    ring: Vec<Packet>,
-    /// Bit `n & (len - 1)`: arrival `n`, not the oldest, has left (out of arrival order).
-    gone: Vec<u64>,
-    /// The oldest arrival still on the line (`next` when empty), and the next arrival's number.
-    oldest: u32,
-    next: u32,
-    jitter: Option<Jitter>,
-}
-
-impl Store {
-    /// Writes arrival `next` into the ring (doubling it when full) and returns its number.
-    #[inline]
-    fn push(&mut self, pkt: Packet) -> u32 {
-        let n = self.next;
-        if n.wrapping_sub(self.oldest) as usize == self.ring.len() {
-            self.grow(pkt);
-        }
-        let mask = self.ring.len() - 1;
-        self.ring[n as usize & mask] = pkt;
-        self.next = n.wrapping_add(1);
-        n
-    }
-    #[cold]
-    #[inline(never)]
-    fn grow(&mut self, filler: Packet) {
-        let (old, len) = (self.ring.len(), (2 * self.ring.len()).max(8));
-        let mut ring = vec![filler; len];
-        let mut gone = vec![0u64; len.div_ceil(64)];
-        let mut n = self.oldest;
-        while n != self.next {
-            let (i, j) = (n as usize & (old - 1), n as usize & (len - 1));
-            ring[j] = self.ring[i];
-            if self.gone[i / 64] >> (i % 64) & 1 == 1 {
-                gone[j / 64] |= 1 << (j % 64);
-            }
-            n = n.wrapping_add(1);
-        }
-        self.ring = ring;
-        self.gone = gone;
-    }
-    /// Takes arrival `n` out of the ring.
-    #[inline]
-    fn take(&mut self, n: u32) -> Packet {
-        let mask = self.ring.len() - 1;
-        let pkt = self.ring[n as usize & mask];
-        if n == self.oldest {
-            // The usual case; then past every later arrival that already left.
-            let mut o = n.wrapping_add(1);
-            while o != self.next {
-                let i = o as usize & mask;
-                if self.gone[i / 64] >> (i % 64) & 1 == 0 {
-                    break;
-                }
-                self.gone[i / 64] &= !(1 << (i % 64));
-                o = o.wrapping_add(1);
-            }
-            self.oldest = o;
-        } else {
-            let i = n as usize & mask;
-            self.gone[i / 64] |= 1 << (i % 64);
-        }
-        pkt
-    }
-    fn get(&self, n: u32) -> &Packet {
-        &self.ring[n as usize & (self.ring.len() - 1)]
-    }
+    jitter: Option<Box<Jitter>>,
 }
 
 /// The host timing noise a line applies (the line right after a host: an endpoint's own
@@ -144,20 +68,19 @@ fn lane(flow: u32, dir: Direction) -> usize {
 
 impl DelayLine {
     pub fn new(delay: Time) -> Self {
-        // The ring grows (doubling) to the longest span of arrivals the line has held.
-        let store = Box::new(Store { ring: Vec::new(), gone: Vec::new(), oldest: 0, next: 0, jitter: None });
-        DelayLine { delay, wake: NONE, order: VecDeque::with_capacity(4), store }
+        // Grows (doubling) to the most packets the line has held.
+        DelayLine { delay, line: VecDeque::with_capacity(4), wake: NONE, jitter: None }
     }
     /// Adds the timing noise of the host that hands every packet of this line over.
     pub fn with_jitter(&mut self, jitter: HostJitter) {
-        self.store.jitter = Some(Jitter::One(jitter));
+        self.jitter = Some(Box::new(Jitter::One(jitter)));
     }
     /// Adds the timing noise of the host that hands over endpoint `flow`'s packets of
     /// direction `dir` (a line the endpoints share).
     pub fn with_lane_jitter(&mut self, flow: u32, dir: Direction, jitter: HostJitter) {
         let i = lane(flow, dir);
-        let lanes = self.store.jitter.get_or_insert_with(|| Jitter::Lanes { first: i, slots: Vec::new() });
-        let Jitter::Lanes { first, slots } = lanes else { panic!("a workload's line has one host path, not lanes") };
+        let lanes = self.jitter.get_or_insert_with(|| Box::new(Jitter::Lanes { first: i, slots: Vec::new() }));
+        let Jitter::Lanes { first, slots } = &mut **lanes else { panic!("a workload's line has one host path, not lanes") };
         if i < *first {
             // Lanes below the first so far (the build adds them in id order: not reached).
             slots.splice(0..0, (i..*first).map(|_| None));
@@ -174,15 +97,14 @@ impl DelayLine {
     /// The jitter lane slots this line holds (used or not).
     #[cfg(test)]
     pub(crate) fn lane_slots(&self) -> usize {
-        match &self.store.jitter {
+        match self.jitter.as_deref() {
             Some(Jitter::Lanes { slots, .. }) => slots.len(),
             _ => 0,
         }
     }
     pub(crate) fn receive(&mut self, pkt: Packet, ctx: &mut ElementCtx) {
         let mut due = ctx.now + self.delay;
-        let store = &mut *self.store;
-        match &mut store.jitter {
+        match self.jitter.as_deref_mut() {
             None => {}
             Some(Jitter::One(j)) => due = j.departure(ctx.now, due),
             Some(Jitter::Lanes { first, slots }) => {
@@ -191,30 +113,30 @@ impl DelayLine {
                 }
             }
         }
-        let slot = store.push(pkt);
-        self.place(due, slot);
+        self.place(due, pkt);
         if due < self.wake {
             self.wake = due;
             ctx.wake_at(due);
         }
     }
-    /// Places `slot` in the exit order after every packet due at or before `due`: usually
-    /// (always without jitter) at the tail.
+    /// Places a packet after every packet due at or before `due`: usually (always without
+    /// jitter) at the tail.
     #[inline]
-    fn place(&mut self, due: Time, slot: u32) {
-        if self.order.back().map_or(true, |b| b.0 <= due) {
-            self.order.push_back((due, slot));
+    fn place(&mut self, due: Time, pkt: Packet) {
+        if self.line.back().map_or(true, |b| b.0 <= due) {
+            self.line.push_back((due, pkt));
         } else {
-            self.insert_sorted(due, slot);
+            self.insert_sorted(due, pkt);
         }
     }
     /// Places a packet due before the tail after every packet due at or before it: steps
     /// back from the tail 1, 2, 4, ... entries until one is due at or before it, then
-    /// bisects the last step (at 10,000 flows the place is often tens of entries back).
+    /// bisects the last step (at 10,000 flows the place is often tens of entries back: a
+    /// scan back one entry at a time cost ~300 instructions per bottleneck packet).
     #[cold]
     #[inline(never)]
-    fn insert_sorted(&mut self, due: Time, slot: u32) {
-        let o = &self.order;
+    fn insert_sorted(&mut self, due: Time, pkt: Packet) {
+        let o = &self.line;
         // `o[hi]` is due after `due`; `o[lo - 1]` (when lo > 0) at or before it.
         let (mut lo, mut hi, mut step) = (0, o.len() - 1, 1);
         while step <= hi {
@@ -233,7 +155,7 @@ impl DelayLine {
                 hi = mid;
             }
         }
-        self.order.insert(hi, (due, slot));
+        self.line.insert(hi, (due, pkt));
     }
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
         if ctx.now != self.wake {
@@ -241,24 +163,24 @@ impl DelayLine {
             return;
         }
         self.wake = NONE;
-        let store = &mut *self.store;
-        while let Some(&(due, slot)) = self.order.front() {
+        // The head's due time is read before its packet is copied (the entry is 128 bytes).
+        while let Some(due) = self.line.front().map(|e| e.0) {
             if due > ctx.now {
                 self.wake = due;
                 ctx.wake_at(due);
                 return;
             }
-            self.order.pop_front();
-            ctx.out.push(store.take(slot));
+            if let Some((_, pkt)) = self.line.pop_front() {
+                ctx.out.push(pkt);
+            }
         }
     }
     /// Packets on the line.
     pub fn held(&self) -> usize {
-        self.order.len()
+        self.line.len()
     }
-    /// Calls `f` for each packet on the line, in exit order.
     pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
-        self.order.iter().for_each(|&(_, s)| f(self.store.get(s)))
+        self.line.iter().for_each(|(_, p)| f(p))
     }
 }
 
@@ -391,45 +313,6 @@ mod tests {
         assert_eq!(out.len(), arr.len());
     }
 
-    /// The ring's slots are reused: it stays within a small multiple of the most packets
-    /// the line held at once (not the packets passed), it is left with no gaps marked when
-    /// emptied, and `for_each_held` lists the packets in exit order (the order `wake` hands
-    /// them on).
-    #[test]
-    fn ring_slots_are_reused_and_held_packets_listed_in_exit_order() {
-        let (flows, delay) = (7, Time::from_millis(10));
-        let mut line = DelayLine::new(delay);
-        for f in 0..flows {
-            line.with_lane_jitter(f, Direction::Forward, HostJitter::new(Time::from_micros(50), Stream::new(9, &format!("j/{f}"))));
-        }
-        let (mut q, mut out) = (EventQueue::default(), Vec::new());
-        let (mut most, mut seq) = (0, 0);
-        for &(t, f, _) in &arrivals(flows, 5_000) {
-            while q.peek_time().is_some_and(|w| w.0 <= t) {
-                let (w, _) = q.pop().unwrap();
-                line.wake(&mut ElementCtx { id: 0, now: w, events: &mut q, out: &mut out });
-            }
-            let mut p = Packet::new(f, Direction::Forward, Kind::Data, 100);
-            p.tcp.seq = seq;
-            seq += 1;
-            line.receive(p, &mut ElementCtx { id: 0, now: Time(t), events: &mut q, out: &mut out });
-            most = most.max(line.held());
-        }
-        assert!(out.len() > 1_000 && line.held() > 10, "packets left and packets wait");
-        let ring = line.store.ring.len();
-        assert!(ring.is_power_of_two() && ring >= most && ring < 4 * most, "ring {ring}, most held {most}");
-        let mut listed = Vec::new();
-        line.for_each_held(&mut |p| listed.push(p.tcp.seq));
-        out.clear();
-        while let Some((w, _)) = q.pop() {
-            line.wake(&mut ElementCtx { id: 0, now: w, events: &mut q, out: &mut out });
-        }
-        assert_eq!(listed, out.iter().map(|p| p.tcp.seq).collect::<Vec<_>>());
-        assert_eq!(line.store.oldest, line.store.next, "empty");
-        assert!(line.store.gone.iter().all(|&w| w == 0), "no gap left marked");
-        assert!(listed.windows(2).any(|w| w[1] < w[0]), "jitter reordered some");
-    }
-
     /// The exit order is a stable sort by exit time, however far back an arrival lands
     /// and however many packets share its instant (checked against `sort_by_key`, with
     /// exit times from a few values so ties abound, and spreads up to 2000 entries back).
@@ -439,49 +322,17 @@ mod tests {
         for spread in [3u64, 40, 2000] {
             let mut line = DelayLine::new(Time::ZERO);
             let mut expect = Vec::new();
-            for slot in 0..5_000u32 {
+            for seq in 0..5_000u32 {
                 // Mostly increasing, with arrivals landing up to `spread` instants back.
-                let due = Time(slot as u64 + (rng.uniform() * spread as f64) as u64);
-                line.place(due, slot);
-                expect.push((due, slot));
+                let due = Time(seq as u64 + (rng.uniform() * spread as f64) as u64);
+                let mut p = Packet::new(0, Direction::Forward, Kind::Data, 100);
+                p.tcp.seq = seq;
+                line.place(due, p);
+                expect.push((due, seq));
             }
             expect.sort_by_key(|e| e.0);
-            assert_eq!(line.order.iter().copied().collect::<Vec<_>>(), expect, "spread {spread}");
+            assert_eq!(line.line.iter().map(|e| (e.0, e.1.tcp.seq)).collect::<Vec<_>>(), expect, "spread {spread}");
         }
-    }
-
-    /// Arrival numbers wrap (a `u32`: 4.3 G packets on one line in a long run) without
-    /// changing what leaves when: a line whose count starts just below the wrap hands on
-    /// the same packets at the same instants as a fresh one.
-    #[test]
-    fn arrival_numbers_wrap() {
-        let exits = |start: u32| {
-            let mut line = DelayLine::new(Time::from_millis(10));
-            (line.store.oldest, line.store.next) = (start, start);
-            for f in 0..5 {
-                line.with_lane_jitter(f, Direction::Forward, HostJitter::new(Time::from_micros(50), Stream::new(9, &format!("j/{f}"))));
-            }
-            let (mut q, mut out, mut got) = (EventQueue::default(), Vec::new(), Vec::new());
-            for (seq, &(t, f, _)) in arrivals(5, 3_000).iter().enumerate() {
-                while q.peek_time().is_some_and(|w| w.0 <= t) {
-                    let (w, _) = q.pop().unwrap();
-                    line.wake(&mut ElementCtx { id: 0, now: w, events: &mut q, out: &mut out });
-                    got.extend(out.drain(..).map(|p| (w, p.tcp.seq)));
-                }
-                let mut p = Packet::new(f, Direction::Forward, Kind::Data, 100);
-                p.tcp.seq = seq as u32;
-                line.receive(p, &mut ElementCtx { id: 0, now: Time(t), events: &mut q, out: &mut out });
-            }
-            while let Some((w, _)) = q.pop() {
-                line.wake(&mut ElementCtx { id: 0, now: w, events: &mut q, out: &mut out });
-                got.extend(out.drain(..).map(|p| (w, p.tcp.seq)));
-            }
-            assert!(line.store.next.wrapping_sub(start) == 3_000 && line.store.oldest == line.store.next);
-            got
-        };
-        let fresh = exits(0);
-        assert_eq!(fresh.len(), 3_000);
-        assert_eq!(exits(u32::MAX - 1_000), fresh);
     }
 
     /// Lanes added out of id order: the slots grow at either end, each lane keeps its own
