@@ -34,9 +34,9 @@ const NONE: Time = Time(u64::MAX);
 /// the entries behind it. Session 7 measured the alternatives: a 16-byte (exit, slot) index
 /// over a slab, or over a ring in arrival order, cut cachegrind's L1 misses at 10,000 flows
 /// by 12-14 % but saved no CPU time reliably at any flow count (the slab cost more at 10 and
-/// 1000 flows): the
-/// moves are sequential, which a hardware prefetcher hides, while the index costs
-/// instructions at every packet (docs/performance.md, "Session 7: delay lines and timers").
+/// 1000 flows): the moves are sequential, which a hardware prefetcher hides, while the
+/// index costs instructions at every packet (docs/performance.md, "Session 7: delay lines
+/// and timers").
 #[derive(Debug)]
 pub struct DelayLine {
     delay: Time,
