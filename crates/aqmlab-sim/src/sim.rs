@@ -22,6 +22,7 @@ use crate::endpoint::{Endpoint, EndpointSummary, Endpoints};
 use crate::event::{Event, EventQueue};
 use crate::metrics::{jain_index, Series, SeriesRecorder, Tick};
 use crate::packet::Packet;
+use crate::packet_ext::{self, ExtStore};
 use crate::build::Built;
 use crate::path::shared::{ScheduledChange, SharedLink, BOTTLENECK, RETURN};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
@@ -92,6 +93,9 @@ pub struct Simulation {
     next_check: u64,
     /// Set when the run stopped at a ceiling; nothing runs after it.
     stopped: Option<LimitExceeded>,
+    /// The packets' out-of-line fields (`crate::packet_ext`): the thread's active store
+    /// while the simulation runs, this field in between.
+    ext: ExtStore,
 }
 
 /// Events between two looks at the process's resident memory (`[limits] max_memory`).
@@ -270,6 +274,7 @@ impl Simulation {
             max_memory: sc.limits.max_memory,
             next_check: 0,
             stopped: None,
+            ext: ExtStore::new(),
         }
     }
 
@@ -370,9 +375,22 @@ impl Simulation {
         Ok(Some(self.finish(wall.elapsed().as_secs_f64())))
     }
 
+    /// Runs `f` with this simulation's packet store active (`crate::packet_ext`): every
+    /// entry point that moves, ends or inspects packets goes through it.
+    fn with_ext<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        packet_ext::swap_active(&mut self.ext);
+        let r = f(self);
+        packet_ext::swap_active(&mut self.ext);
+        r
+    }
+
     /// Executes every event up to and including time `t` (or the end of the run). Once the
     /// run has reached a `[limits]` ceiling ([`Simulation::stopped`]) it does nothing.
     pub fn run_until(&mut self, t: Time) {
+        self.with_ext(|s| s.run_events(t))
+    }
+
+    fn run_events(&mut self, t: Time) {
         if self.stopped.is_some() {
             return;
         }
@@ -459,7 +477,7 @@ impl Simulation {
     /// Returns the packets dropped.
     pub fn replace_qdisc(&mut self, id: LinkId, qdisc: Box<dyn qdisc::Qdisc>) -> u64 {
         let element = self.links[self.link_index(id)].element;
-        self.elements[element].as_link_mut().replace_qdisc(qdisc, self.now)
+        self.with_ext(|s| s.elements[element].as_link_mut().replace_qdisc(qdisc, s.now))
     }
 
     /// [`Simulation::replace_qdisc`] of the bottleneck.
@@ -496,9 +514,26 @@ impl Simulation {
                     }
                     let mut ctx = EndpointCtx { flow: pkt.flow, now: self.now, events: &mut self.events, out: &mut self.out };
                     self.endpoints.get_mut(pkt.flow).on_packet(pkt, &mut ctx);
+                    // The packet ends here: its out-of-line slot, if any, goes back.
+                    pkt.release();
                 }
             }
             self.round.clear();
+        }
+    }
+
+    /// The out-of-line store's invariant, checked at the end of every run: the slots in use
+    /// are exactly those of the packets the elements still hold (a slot not given back where
+    /// its packet ended is a leak; one given back twice panicked when it happened). Panics
+    /// with "invariant violated: packet extension conservation".
+    fn check_ext_conservation(&self) {
+        let mut carrying = 0usize;
+        for e in &self.elements {
+            e.for_each_held(&mut |p| carrying += p.has_ext() as usize);
+        }
+        let in_use = packet_ext::with(|s| s.in_use());
+        if in_use != carrying {
+            panic!("invariant violated: packet extension conservation: {in_use} slots in use, {carrying} held packets carry one");
         }
     }
 
@@ -515,6 +550,8 @@ impl Simulation {
     }
 
     fn finish(mut self, wall_seconds: f64) -> RunOutput {
+        self.with_ext(|s| s.check_ext_conservation());
+
         let end = self.end;
         let window_s = self.steady_window.map(Time::as_secs_f64);
         let (mut flows, mut probes, mut media, mut udp, mut workloads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());

@@ -204,7 +204,7 @@ impl TunnelEntry {
     fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
         let overhead = self.overhead.unwrap_or_else(|| self.kind.overhead(pkt.wire_len.saturating_sub(ETHERNET_HEADER_BYTES)));
         self.last_seq += 1;
-        pkt.tunnel = TunnelTag { seq: self.last_seq as u32, inner_key: pkt.hash_key, overhead: overhead as u16, inner_ecn: pkt.ecn, inner_dscp: pkt.dscp };
+        pkt.set_tunnel(TunnelTag { seq: self.last_seq as u32, inner_key: pkt.hash_key, overhead: overhead as u16, inner_ecn: pkt.ecn, inner_dscp: pkt.dscp });
         pkt.hash_key = match self.sport {
             SourcePort::Fixed => self.key,
             SourcePort::Auto => self.key | (AUTO_PORT_BASE + flow_bucket(pkt.hash_key, 0, AUTO_PORT_RANGE)),
@@ -319,17 +319,19 @@ pub struct TunnelExit {
 
 impl TunnelExit {
     fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
-        let tag = pkt.tunnel;
+        let tag = pkt.tunnel();
         let seq = self.replay.extend(tag.seq);
         self.max_reorder = self.max_reorder.max(self.replay.highest.saturating_sub(seq));
         if self.replay.check(seq) != Replay::Accept {
             self.replay_drops += 1;
             self.flow_drops.add(pkt.flow);
+            pkt.release();
             return;
         }
         let Some(ecn) = self.kind.decapsulate(pkt.ecn, tag.inner_ecn) else {
             self.ecn_drops += 1;
             self.flow_drops.add(pkt.flow);
+            pkt.release();
             return;
         };
         Ecn::check_transition(tag.inner_ecn, ecn, "tunnel decapsulation");
@@ -337,7 +339,7 @@ impl TunnelExit {
         pkt.dscp = tag.inner_dscp;
         pkt.hash_key = tag.inner_key;
         pkt.wire_len -= tag.overhead as u32;
-        pkt.tunnel = TunnelTag::default();
+        pkt.set_tunnel(TunnelTag::default());
         ctx.out.push(pkt);
     }
     pub fn drops(&self) -> u64 {
