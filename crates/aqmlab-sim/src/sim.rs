@@ -643,6 +643,109 @@ impl Simulation {
 mod tests {
     use super::*;
 
+    /// Every way a packet carrying out-of-line fields (`crate::packet_ext`) can end, in one
+    /// run: SACK ACKs dropped by a small return queue, tunnelled packets (their tag) dropped
+    /// by the anti-replay window after a jittery netem reorders them, netem loss of probe
+    /// packets, a UDP flood and media dropped at the bottleneck, a `tc qdisc replace` that
+    /// discards a full queue, and deliveries. The end-of-run check (slots in use = held
+    /// packets carrying one) fails if any of these sites leaked its slot; one freeing a slot
+    /// twice panics when it happens.
+    const EXT_ENDS: &str = r#"duration = "3s"
+[bottleneck]
+rate = "10Mbit"
+qdisc = "pfifo limit 30"
+[return]
+rate = "300kbit"
+qdisc = "pfifo limit 4"
+[[tunnels]]
+name = "vpn"
+kind = "ipsec"
+replay_window = 2
+[[flows]]
+cc = "cubic"
+rtt = "20ms"
+tunnel = "vpn"
+netem = "delay 2ms 2ms"
+[[flows]]
+cc = "cubic"
+rtt = "30ms"
+[[probes]]
+rtt = "20ms"
+interval = "5ms"
+netem = "loss 20%"
+[[udp]]
+kind = "cbr"
+rate = "6Mbit"
+rtt = "10ms"
+[[media]]
+kind = "scream"
+rtt = "20ms"
+"#;
+
+    #[test]
+    fn every_end_of_a_packet_gives_its_extension_slot_back() {
+        let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_millis(1500));
+        let (in_use, capacity) = (sim.ext.in_use(), sim.ext.capacity());
+        let discarded = sim.replace_bottleneck_qdisc(Box::new(qdisc::Fifo::bfifo(45_000)));
+        assert!(discarded > 0, "the replacement discards a queue");
+        assert!(sim.ext.in_use() < in_use, "the discarded packets' slots came back: {} of {in_use}", sim.ext.in_use());
+        sim.run_until(sim.end);
+        let held_with_ext = || {
+            let mut n = 0;
+            sim.elements.iter().for_each(|e| e.for_each_held(&mut |p| n += p.has_ext() as usize));
+            n
+        };
+        assert_eq!(sim.ext.in_use(), held_with_ext());
+        // The slab is sized by the packets carrying a slot at once, not by those sent.
+        assert!(capacity > 0 && sim.ext.capacity() < 2000, "{capacity} {}", sim.ext.capacity());
+        let out = sim.run();
+        let s = &out.summary;
+        let sacked_acks_dropped = s.return_link.drops;
+        println!(
+            "return drops {sacked_acks_dropped}, bottleneck drops {}, replay drops {}, probes {}/{}, udp {}/{}, slots at most {capacity}",
+            s.bottleneck.drops, s.tunnels[0].replay_drops, s.probes[0].received, s.probes[0].sent, s.udp[0].received, s.udp[0].sent
+        );
+        assert!(sacked_acks_dropped > 0 && s.bottleneck.drops > 0 && s.tunnels[0].replay_drops > 0);
+        assert!(s.probes[0].received < s.probes[0].sent, "netem lost probes");
+        assert!(s.udp[0].received < s.udp[0].sent && s.media[0].frames > 0);
+    }
+
+    /// The end-of-run check sees a leaked slot (one taken and never given back).
+    #[test]
+    fn a_leaked_extension_slot_is_an_invariant_violation() {
+        let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_millis(200));
+        sim.ext.alloc();
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || sim.run())).unwrap_err();
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.starts_with("invariant violated: packet extension conservation: "), "{msg}");
+    }
+
+    /// A slot given back while its packet is still in the network (as a second free would
+    /// leave it) is caught when that packet ends.
+    #[test]
+    fn a_slot_freed_twice_is_an_invariant_violation() {
+        let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_millis(200));
+        let mut victim = 0;
+        sim.elements.iter().for_each(|e| {
+            e.for_each_held(&mut |p| {
+                if victim == 0 && p.has_ext() {
+                    victim = p.ext;
+                }
+            })
+        });
+        assert_ne!(victim, 0, "some held packet carries a slot");
+        sim.ext.free(victim);
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || sim.run())).unwrap_err();
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.starts_with(&format!("invariant violated: packet extension: slot {victim} ")), "{msg}");
+    }
+
     /// Issue 14, "Invariants": the event queue accepted times in the past and the loop never
     /// checked. An event scheduled behind the current time now stops the run with the
     /// monotonic-time invariant (in builds with debug assertions, the queue's own check
