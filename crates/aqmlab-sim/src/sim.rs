@@ -490,7 +490,7 @@ impl Simulation {
     /// far are swapped out of the outbox and handed on by reference where they lie, while
     /// what they cause is emitted into the emptied outbox for the next round (the same
     /// order as one growing list). A packet read out of the list being appended to had to
-    /// be copied out first, and again into the call (two copies of 112 bytes per hop).
+    /// be copied out first, and again into the call (two copies of the packet per hop).
     fn forward_outbox(&mut self) {
         while !self.out.is_empty() {
             std::mem::swap(&mut self.out, &mut self.round);
