@@ -148,7 +148,7 @@ pub enum Kind {
     ProbeReply,
     /// An RTP media packet (`tcp.seq` = RTP sequence number, `tcp.payload` = RTP bytes,
     /// `tcp.cwr` = RTP marker bit, `origin` = the frame's capture time) and its RTCP
-    /// congestion-control feedback (RFC 8888; `tcp.sacks[0]` = the reported sequence range).
+    /// congestion-control feedback (RFC 8888; `sacks()[0]` = the reported sequence range).
     Media,
     MediaFeedback,
     /// An unresponsive UDP datagram (`apps::udp`; `tcp.seq` = sequence number,
@@ -172,8 +172,8 @@ pub struct TunnelTag {
 
 /// A packet in flight. `Copy` and 64 bytes (one cache line), so queues hold packets inline
 /// and every move of one copies a cache line. Fields only some packets need (SACK blocks, a
-/// tunnel's tag, the apps' `sent_at` and `origin`) live out of line ([`crate::packet_ext`]),
-/// behind the accessors below.
+/// tunnel's tag) live out of line ([`crate::packet_ext`]), behind the accessors below; the
+/// apps' `sent_at` and `origin` share TCP-only fields ([`Packet::sent_at`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet {
     /// Index of the flow this packet belongs to.
@@ -203,6 +203,12 @@ pub struct Packet {
     /// Handle of this packet's out-of-line fields in the running simulation's slab
     /// ([`crate::packet_ext`]); 0: none (all of them at their defaults).
     pub(crate) ext: u32,
+}
+
+#[cold]
+#[inline(never)]
+fn not_an_app_packet(kind: Kind, what: &str) -> ! {
+    panic!("{what} is a field of the apps' packets (probes, media, UDP), not of a TCP {kind:?}")
 }
 
 /// Every move of a packet is one cache line.
@@ -245,6 +251,20 @@ impl Packet {
             f(s.get_mut(self.ext))
         })
     }
+    /// Sets one out-of-line field: a packet without a slot takes one holding `f` applied to
+    /// the defaults (one write of the slot), else `f` writes into its slot.
+    #[inline]
+    fn set_ext(&mut self, f: impl FnOnce(&mut PacketExt)) {
+        packet_ext::with(|s| {
+            if self.ext == 0 {
+                let mut e = PacketExt::default();
+                f(&mut e);
+                self.ext = s.alloc_with(e);
+            } else {
+                f(s.get_mut(self.ext));
+            }
+        })
+    }
     /// Whether the packet holds a slot of the out-of-line store.
     #[inline]
     pub fn has_ext(&self) -> bool {
@@ -273,7 +293,7 @@ impl Packet {
         if blocks.is_empty() && self.ext == 0 {
             return;
         }
-        self.ext_mut(|e| {
+        self.set_ext(|e| {
             e.sacks = [SackBlock::default(); MAX_SACK_BLOCKS];
             e.sacks[..blocks.len()].copy_from_slice(blocks);
         });
@@ -283,25 +303,62 @@ impl Packet {
         self.ext().tunnel
     }
     pub fn set_tunnel(&mut self, tag: TunnelTag) {
-        if tag == TunnelTag::default() && self.ext == 0 {
-            return;
+        self.set_ext(|e| e.tunnel = tag);
+    }
+    /// Decapsulation: the tunnel tag, taken off the packet. A packet whose slot held nothing
+    /// else (no SACK blocks) gives the slot back here, in the same access.
+    pub fn take_tunnel(&mut self) -> TunnelTag {
+        if self.ext == 0 {
+            return TunnelTag::default();
         }
-        self.ext_mut(|e| e.tunnel = tag);
+        let sacked = self.tcp.sack_len > 0;
+        let (tag, free) = packet_ext::with(|s| {
+            let e = s.get_mut(self.ext);
+            let tag = std::mem::take(&mut e.tunnel);
+            let free = !sacked;
+            if free {
+                s.free(self.ext);
+            }
+            (tag, free)
+        });
+        if free {
+            self.ext = 0;
+        }
+        tag
     }
     /// When the endpoint sent this packet (probes, media, UDP: one-way delay).
+    ///
+    /// The apps' packets (probes, media, UDP) keep `sent_at` in `tcp.ts_val` (low 32 bits)
+    /// and `tcp.ts_ecr` (high), and `origin` in `tcp.ce_count` and `tcp.sce_count`: TCP
+    /// fields that only TCP segments use, as the apps already carry their sequence number in
+    /// `tcp.seq` (see [`Kind`]). A TCP segment has neither and panics.
+    #[inline]
     pub fn sent_at(&self) -> Time {
-        self.ext().sent_at
+        self.check_app("sent_at");
+        Time(self.tcp.ts_val as u64 | (self.tcp.ts_ecr as u64) << 32)
     }
+    #[inline]
     pub fn set_sent_at(&mut self, t: Time) {
-        self.ext_mut(|e| e.sent_at = t);
+        self.check_app("sent_at");
+        (self.tcp.ts_val, self.tcp.ts_ecr) = (t.0 as u32, (t.0 >> 32) as u32);
     }
     /// Probe replies: when the request was sent (round-trip time); media: the frame's
-    /// capture time.
+    /// capture time. Kept in line, as [`Packet::sent_at`] says.
+    #[inline]
     pub fn origin(&self) -> Time {
-        self.ext().origin
+        self.check_app("origin");
+        Time(self.tcp.ce_count as u64 | (self.tcp.sce_count as u64) << 32)
     }
+    #[inline]
     pub fn set_origin(&mut self, t: Time) {
-        self.ext_mut(|e| e.origin = t);
+        self.check_app("origin");
+        (self.tcp.ce_count, self.tcp.sce_count) = (t.0 as u32, (t.0 >> 32) as u32);
+    }
+    #[inline]
+    fn check_app(&self, what: &str) {
+        if matches!(self.kind, Kind::Syn | Kind::SynAck | Kind::Data | Kind::Ack) {
+            not_an_app_packet(self.kind, what);
+        }
     }
     /// CE-marks an ECN-capable packet ([`Ecn::set_ce`]); false for Not-ECT.
     #[inline]

@@ -1,5 +1,5 @@
 //! The out-of-line part of a packet: fields only some packets carry (SACK blocks, a tunnel's
-//! tag, the apps' timestamps), kept in a slab so that [`Packet`](crate::packet::Packet) fits
+//! tag), kept in a slab so that [`Packet`](crate::packet::Packet) fits
 //! in one 64-byte cache line and every move of a packet (the outbox, delay lines, queues, the
 //! wire) copies 64 bytes instead of 112.
 //!
@@ -7,7 +7,8 @@
 //! first time one of these fields is written and given back where the packet ends: delivery
 //! to an endpoint (the engine's loop), every drop (`QdiscStats::drop` sees every discipline's
 //! drops, netem's loss and limit drops, the tunnel exit's replay and ECN drops) and the
-//! discard of a replaced discipline's queue. Freed slots are reused (a free list), so the slab
+//! discard of a replaced discipline's queue; a tunnelled packet without SACK blocks gives
+//! its slot back at the tunnel exit already (`Packet::take_tunnel`). Freed slots are reused (a free list), so the slab
 //! grows to the most packets carrying one at a time and allocates nothing afterwards.
 //!
 //! The slab belongs to the [`Simulation`](crate::sim::Simulation); while it runs (inside
@@ -23,7 +24,6 @@
 //! slots in use are exactly those of the packets still held by the elements (none leaked).
 
 use crate::packet::{SackBlock, TunnelTag, MAX_SACK_BLOCKS};
-use crate::time::Time;
 use std::cell::RefCell;
 
 /// The fields a packet keeps out of line.
@@ -33,13 +33,8 @@ pub struct PacketExt {
     /// ACK whose first block lies below the cumulative ACK (or inside the second block) the
     /// first one is a D-SACK (RFC 2883). Media feedback reports its range in `sacks[0]`.
     pub sacks: [SackBlock; MAX_SACK_BLOCKS],
-    /// Set by a tunnel entry, cleared by its exit.
+    /// Set by a tunnel entry, taken off by its exit.
     pub tunnel: TunnelTag,
-    /// When the endpoint sent this packet (probes, media, UDP: one-way delay).
-    pub sent_at: Time,
-    /// Probe replies: when the request was sent (round-trip time); media: the frame's
-    /// capture time.
-    pub origin: Time,
 }
 
 /// The slab of [`PacketExt`] slots with its free list.
@@ -59,13 +54,18 @@ impl ExtStore {
     }
     /// A fresh (default) slot; its handle (index + 1, never 0).
     pub fn alloc(&mut self) -> u32 {
+        self.alloc_with(PacketExt::default())
+    }
+    /// A slot holding `value`; its handle (index + 1, never 0).
+    #[inline]
+    pub fn alloc_with(&mut self, value: PacketExt) -> u32 {
         let i = match self.free.pop() {
             Some(i) => {
-                self.slots[i as usize] = PacketExt::default();
+                self.slots[i as usize] = value;
                 i
             }
             None => {
-                self.slots.push(PacketExt::default());
+                self.slots.push(value);
                 self.live.push(false);
                 u32::try_from(self.slots.len() - 1).expect("fewer than 2^32 packets carry extension fields")
             }
@@ -75,15 +75,18 @@ impl ExtStore {
         i + 1
     }
     /// Gives slot `handle` back. Panics if it is not in use (freed twice).
+    #[inline]
     pub fn free(&mut self, handle: u32) {
         let i = self.index(handle, "freed");
         self.live[i] = false;
         self.free.push(i as u32);
         self.in_use -= 1;
     }
+    #[inline]
     pub fn get(&self, handle: u32) -> &PacketExt {
         &self.slots[self.index(handle, "read")]
     }
+    #[inline]
     pub fn get_mut(&mut self, handle: u32) -> &mut PacketExt {
         let i = self.index(handle, "written");
         &mut self.slots[i]
@@ -96,6 +99,7 @@ impl ExtStore {
     pub fn capacity(&self) -> usize {
         self.slots.len()
     }
+    #[inline]
     fn index(&self, handle: u32, what: &str) -> usize {
         let i = handle.wrapping_sub(1) as usize;
         if !self.live.get(i).copied().unwrap_or(false) {
@@ -116,6 +120,7 @@ thread_local! {
 }
 
 /// Runs `f` on the thread's active store.
+#[inline]
 pub(crate) fn with<R>(f: impl FnOnce(&mut ExtStore) -> R) -> R {
     ACTIVE.with(|s| f(&mut s.borrow_mut()))
 }
@@ -137,7 +142,7 @@ mod tests {
         let b = s.alloc();
         assert_ne!(a, 0);
         assert_ne!(a, b);
-        s.get_mut(a).sent_at = Time(5);
+        s.get_mut(a).tunnel.seq = 5;
         assert_eq!(s.in_use(), 2);
         s.free(a);
         assert_eq!(s.in_use(), 1);

@@ -644,12 +644,14 @@ mod tests {
     use super::*;
 
     /// Every way a packet carrying out-of-line fields (`crate::packet_ext`) can end, in one
-    /// run: SACK ACKs dropped by a small return queue, tunnelled packets (their tag) dropped
-    /// by the anti-replay window after a jittery netem reorders them, netem loss of probe
-    /// packets, a UDP flood and media dropped at the bottleneck, a `tc qdisc replace` that
-    /// discards a full queue, and deliveries. The end-of-run check (slots in use = held
-    /// packets carrying one) fails if any of these sites leaked its slot; one freeing a slot
-    /// twice panics when it happens.
+    /// run: SACK ACKs dropped by a small return queue, tunnelled packets (their tag) lost in
+    /// a netem and dropped by the anti-replay window after that netem's jitter reorders them,
+    /// and at the bottleneck, where a UDP flood fills the queue, a `tc qdisc replace` that
+    /// discards a full queue, deliveries, and the tunnel exit, where a tunnelled packet without
+    /// SACK blocks gives its slot back. Probes, media and UDP carry none (their timestamps are
+    /// in line) but the media feedback's range is a SACK block. The end-of-run check (slots
+    /// in use = held packets carrying one) fails if any of these sites leaked its slot; one
+    /// freeing a slot twice panics when it happens.
     const EXT_ENDS: &str = r#"duration = "3s"
 [bottleneck]
 rate = "10Mbit"
@@ -665,7 +667,7 @@ replay_window = 2
 cc = "cubic"
 rtt = "20ms"
 tunnel = "vpn"
-netem = "delay 2ms 2ms"
+netem = "delay 2ms 2ms loss 2%"
 [[flows]]
 cc = "cubic"
 rtt = "30ms"

@@ -98,11 +98,10 @@ impl Probe {
             }
             Kind::ProbeReply => {
                 self.stats.received += 1;
-                let ext = pkt.ext();
-                self.stats.rtt.record(ctx.now - ext.origin);
+                self.stats.rtt.record(ctx.now - pkt.origin());
                 if self.cfg.one_way {
-                    self.stats.owd_up.record(ext.sent_at - ext.origin);
-                    self.stats.owd_down.record(ctx.now - ext.sent_at);
+                    self.stats.owd_up.record(pkt.sent_at() - pkt.origin());
+                    self.stats.owd_down.record(ctx.now - pkt.sent_at());
                 }
             }
             _ => {}

@@ -1170,13 +1170,12 @@ impl Scream {
 
     /// The sender processes a report: only arrivals no later than the report's generation.
     fn feedback(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
-        let ext = pkt.ext();
-        let range = ext.sacks[0];
+        let range = pkt.sacks()[0];
         let mut received = std::mem::take(&mut self.fb_buf);
         received.clear();
         for seq in range.start..range.end {
             let a = self.arrivals[seq as usize % TX_RING];
-            if a.valid && a.seq == seq && a.at <= ext.sent_at {
+            if a.valid && a.seq == seq && a.at <= pkt.sent_at() {
                 received.push((seq, a.at.as_secs_f64(), a.ce));
             }
         }

@@ -319,7 +319,7 @@ pub struct TunnelExit {
 
 impl TunnelExit {
     fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
-        let tag = pkt.tunnel();
+        let tag = pkt.take_tunnel();
         let seq = self.replay.extend(tag.seq);
         self.max_reorder = self.max_reorder.max(self.replay.highest.saturating_sub(seq));
         if self.replay.check(seq) != Replay::Accept {
@@ -339,7 +339,6 @@ impl TunnelExit {
         pkt.dscp = tag.inner_dscp;
         pkt.hash_key = tag.inner_key;
         pkt.wire_len -= tag.overhead as u32;
-        pkt.set_tunnel(TunnelTag::default());
         ctx.out.push(pkt);
     }
     pub fn drops(&self) -> u64 {
