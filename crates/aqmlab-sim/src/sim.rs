@@ -667,7 +667,7 @@ replay_window = 2
 cc = "cubic"
 rtt = "20ms"
 tunnel = "vpn"
-netem = "delay 2ms 2ms loss 2%"
+netem = "delay 5ms 5ms loss 2%"
 [[flows]]
 cc = "cubic"
 rtt = "30ms"
@@ -688,11 +688,22 @@ rtt = "20ms"
     fn every_end_of_a_packet_gives_its_extension_slot_back() {
         let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
         let mut sim = Simulation::new(&sc);
-        sim.run_until(Time::from_millis(1500));
-        let (in_use, capacity) = (sim.ext.in_use(), sim.ext.capacity());
+        // Run until the bottleneck's queue holds tunnelled packets (each carries a slot).
+        let queued_with_ext = |sim: &Simulation| {
+            let mut n = 0;
+            sim.bottleneck().qdisc().for_each_packet(&mut |p| n += p.has_ext() as usize);
+            n
+        };
+        let mut t = Time::from_millis(1000);
+        while queued_with_ext(&sim) == 0 && t < Time::from_millis(2500) {
+            t = t + Time::from_millis(1);
+            sim.run_until(t);
+        }
+        let (in_use, capacity, queued) = (sim.ext.in_use(), sim.ext.capacity(), queued_with_ext(&sim));
+        assert!(queued > 0, "the bottleneck queues tunnelled packets");
         let discarded = sim.replace_bottleneck_qdisc(Box::new(qdisc::Fifo::bfifo(45_000)));
-        assert!(discarded > 0, "the replacement discards a queue");
-        assert!(sim.ext.in_use() < in_use, "the discarded packets' slots came back: {} of {in_use}", sim.ext.in_use());
+        assert!(discarded >= queued as u64, "the replacement discards the queue");
+        assert_eq!(sim.ext.in_use(), in_use - queued, "the discarded packets' slots came back");
         sim.run_until(sim.end);
         let held_with_ext = || {
             let mut n = 0;
