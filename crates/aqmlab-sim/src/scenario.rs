@@ -1423,7 +1423,7 @@ impl Scenario {
 }
 
 /// Bytes per packet the engine holds in a queue or on a propagation delay (`Packet`, 64
-/// bytes in a ring slot, plus, for the packets that carry one, a 56-byte slot of
+/// bytes in a ring slot, plus, for the packets that carry one, a 36-byte slot of
 /// `packet_ext`'s slab).
 const PACKET_BYTES: f64 = 128.0;
 /// State of one TCP flow (sender, receiver, their queues, timers, summary), measured: 20,000
