@@ -256,7 +256,7 @@ pub fn encode(pkt: &Packet, cx: &FrameCtx, buf: &mut [u8; MAX_HEADERS]) -> (usiz
                 r[0] = 0x80;
                 r[1] = 96 | if pkt.tcp.cwr { 0x80 } else { 0 };
                 r[2..4].copy_from_slice(&(pkt.tcp.seq as u16).to_be_bytes());
-                r[4..8].copy_from_slice(&((pkt.origin.0 * 9 / 100_000) as u32).to_be_bytes());
+                r[4..8].copy_from_slice(&((pkt.origin().0 * 9 / 100_000) as u32).to_be_bytes());
                 r[8..12].copy_from_slice(&pkt.flow.to_be_bytes());
                 n += 12;
             }
@@ -407,11 +407,12 @@ fn encode_tcp(pkt: &Packet, cx: &FrameCtx, mss: u32, ecn: EcnMode, rwnd_bytes: O
             put(&t.ts_val.to_be_bytes(), &mut n);
             put(&t.ts_ecr.to_be_bytes(), &mut n);
         }
-        let k = (t.sack_len as usize).min(t.sacks.len());
+        let sacks = pkt.sacks();
+        let k = (t.sack_len as usize).min(sacks.len());
         if pkt.kind == Kind::Ack && k > 0 {
             put(&[1, 1, 5, 2 + 8 * k as u8], &mut n);
             let base = isn_s.wrapping_add(1);
-            for s in &t.sacks[..k] {
+            for s in &sacks[..k] {
                 put(&base.wrapping_add(byte(s.start) as u32).to_be_bytes(), &mut n);
                 put(&base.wrapping_add(byte(s.end) as u32).to_be_bytes(), &mut n);
             }
@@ -513,9 +514,7 @@ mod tests {
         p.tcp.ece = true;
         p.tcp.ts_val = 0x0102_0304;
         p.tcp.ts_ecr = 0x0a0b_0c0d;
-        p.tcp.sack_len = 2;
-        p.tcp.sacks[0] = SackBlock { start: 12, end: 14 };
-        p.tcp.sacks[1] = SackBlock { start: 15, end: 16 };
+        p.set_sacks(&[SackBlock { start: 12, end: 14 }, SackBlock { start: 15, end: 16 }]);
         let cx = FrameCtx { wire: Wire::Tcp { mss: 1000, ecn: EcnMode::Rfc3168, rwnd_bytes: None, receiver_opens: false }, isn: [1000, 5000], data_end: u64::MAX };
         let mut buf = [0u8; MAX_HEADERS];
         let (n, len) = encode(&p, &cx, &mut buf);

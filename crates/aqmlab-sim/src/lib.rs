@@ -14,6 +14,7 @@ pub mod fuzzing;
 pub mod host;
 pub mod metrics;
 pub mod packet;
+pub mod packet_ext;
 pub mod params;
 pub mod path;
 pub mod profile;

@@ -1,5 +1,6 @@
 //! Packets: small plain values, copied by value through the engine (no heap allocation).
 
+use crate::packet_ext::{self, PacketExt};
 use crate::time::Time;
 use serde::Deserialize;
 
@@ -107,6 +108,8 @@ pub const MAX_SACK_BLOCKS: usize = 3;
 
 /// TCP header fields a segment carries. Sequence numbers count segments, not bytes: every
 /// segment but a transfer's last carries exactly one MSS, as Linux sends without TSO here.
+/// The SACK blocks are out of line ([`Packet::sacks`], [`crate::packet_ext`]); their count is
+/// here.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct TcpHeader {
     /// Data: this segment's number. ACK: cumulative ACK (next segment expected).
@@ -124,10 +127,8 @@ pub struct TcpHeader {
     pub sce_count: u32,
     /// ACK: ESCE, the SCE echo flag: the segment that triggered this ACK was SCE-marked.
     pub esce: bool,
+    /// Number of SACK blocks ([`Packet::sacks`]); set by [`Packet::set_sacks`].
     pub sack_len: u8,
-    /// SACK blocks; on an ACK whose first block lies below the cumulative ACK (or inside the
-    /// second block) the first one is a D-SACK (RFC 2883) reporting a duplicate segment.
-    pub sacks: [SackBlock; MAX_SACK_BLOCKS],
     /// TCP timestamps option (RFC 7323) in 1 ms ticks (`TCP_TS_HZ`): data carries the send
     /// time as TSval, ACKs echo the receiver's `ts_recent` as TSecr. Zero means absent.
     pub ts_val: u32,
@@ -147,7 +148,7 @@ pub enum Kind {
     ProbeReply,
     /// An RTP media packet (`tcp.seq` = RTP sequence number, `tcp.payload` = RTP bytes,
     /// `tcp.cwr` = RTP marker bit, `origin` = the frame's capture time) and its RTCP
-    /// congestion-control feedback (RFC 8888; `tcp.sacks[0]` = the reported sequence range).
+    /// congestion-control feedback (RFC 8888; `sacks()[0]` = the reported sequence range).
     Media,
     MediaFeedback,
     /// An unresponsive UDP datagram (`apps::udp`; `tcp.seq` = sequence number,
@@ -169,7 +170,10 @@ pub struct TunnelTag {
     pub inner_dscp: u8,
 }
 
-/// A packet in flight. `Copy` and about 100 bytes, so queues hold packets inline.
+/// A packet in flight. `Copy` and 64 bytes (one cache line), so queues hold packets inline
+/// and every move of one copies a cache line. Fields only some packets need (SACK blocks, a
+/// tunnel's tag) live out of line ([`crate::packet_ext`]), behind the accessors below; the
+/// apps' `sent_at` and `origin` share TCP-only fields ([`Packet::sent_at`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Packet {
     /// Index of the flow this packet belongs to.
@@ -192,17 +196,23 @@ pub struct Packet {
     pub wire_len: u32,
     /// Time of entry into the current qdisc (set by the link on enqueue).
     pub enqueued_at: Time,
-    /// When the endpoint sent this packet (probes: one-way delay).
-    pub sent_at: Time,
-    /// Probe replies: when the request was sent (round-trip time).
-    pub origin: Time,
     pub tcp: TcpHeader,
-    /// Set by a tunnel entry, cleared by its exit.
-    pub tunnel: TunnelTag,
     /// ECN field on entry into the current qdisc (set by the link on enqueue, checked against
     /// `ecn` at dequeue: [`Ecn::check_transition`]).
     pub ecn_at_enqueue: Ecn,
+    /// Handle of this packet's out-of-line fields in the running simulation's slab
+    /// ([`crate::packet_ext`]); 0: none (all of them at their defaults).
+    pub(crate) ext: u32,
 }
+
+#[cold]
+#[inline(never)]
+fn not_an_app_packet(kind: Kind, what: &str) -> ! {
+    panic!("{what} is a field of the apps' packets (probes, media, UDP), not of a TCP {kind:?}")
+}
+
+/// Every move of a packet is one cache line.
+const _: () = assert!(std::mem::size_of::<Packet>() <= 64);
 
 impl Packet {
     pub fn new(flow: u32, dir: Direction, kind: Kind, wire_len: u32) -> Packet {
@@ -219,11 +229,135 @@ impl Packet {
             queue: 0,
             wire_len,
             enqueued_at: Time::ZERO,
-            sent_at: Time::ZERO,
-            origin: Time::ZERO,
             tcp: TcpHeader::default(),
-            tunnel: TunnelTag::default(),
             ecn_at_enqueue: Ecn::NotEct,
+            ext: 0,
+        }
+    }
+    /// The out-of-line fields (their defaults if the packet has none).
+    #[inline]
+    pub fn ext(&self) -> PacketExt {
+        if self.ext == 0 {
+            return PacketExt::default();
+        }
+        packet_ext::with(|s| *s.get(self.ext))
+    }
+    /// Writes the out-of-line fields through `f`, taking a slot first if the packet has none.
+    pub fn ext_mut<R>(&mut self, f: impl FnOnce(&mut PacketExt) -> R) -> R {
+        packet_ext::with(|s| {
+            if self.ext == 0 {
+                self.ext = s.alloc();
+            }
+            f(s.get_mut(self.ext))
+        })
+    }
+    /// Sets one out-of-line field: a packet without a slot takes one holding `f` applied to
+    /// the defaults (one write of the slot), else `f` writes into its slot.
+    #[inline]
+    fn set_ext(&mut self, f: impl FnOnce(&mut PacketExt)) {
+        packet_ext::with(|s| {
+            if self.ext == 0 {
+                let mut e = PacketExt::default();
+                f(&mut e);
+                self.ext = s.alloc_with(e);
+            } else {
+                f(s.get_mut(self.ext));
+            }
+        })
+    }
+    /// Whether the packet holds a slot of the out-of-line store.
+    #[inline]
+    pub fn has_ext(&self) -> bool {
+        self.ext != 0
+    }
+    /// The packet ends (delivered, dropped, discarded): its out-of-line slot, if any, is
+    /// given back. Call once per packet, where it ends.
+    #[inline]
+    pub fn release(&self) {
+        if self.ext != 0 {
+            packet_ext::with(|s| s.free(self.ext));
+        }
+    }
+    /// The SACK blocks (`tcp.sack_len` of them are valid; the rest are zero).
+    #[inline]
+    pub fn sacks(&self) -> [SackBlock; MAX_SACK_BLOCKS] {
+        if self.tcp.sack_len == 0 {
+            return [SackBlock::default(); MAX_SACK_BLOCKS];
+        }
+        self.ext().sacks
+    }
+    /// Sets the SACK blocks (at most [`MAX_SACK_BLOCKS`]) and `tcp.sack_len`; none takes no
+    /// slot.
+    pub fn set_sacks(&mut self, blocks: &[SackBlock]) {
+        self.tcp.sack_len = blocks.len() as u8;
+        if blocks.is_empty() && self.ext == 0 {
+            return;
+        }
+        self.set_ext(|e| {
+            e.sacks = [SackBlock::default(); MAX_SACK_BLOCKS];
+            e.sacks[..blocks.len()].copy_from_slice(blocks);
+        });
+    }
+    /// The tunnel tag (default: not tunnelled).
+    pub fn tunnel(&self) -> TunnelTag {
+        self.ext().tunnel
+    }
+    pub fn set_tunnel(&mut self, tag: TunnelTag) {
+        self.set_ext(|e| e.tunnel = tag);
+    }
+    /// Decapsulation: the tunnel tag, taken off the packet. A packet whose slot held nothing
+    /// else (no SACK blocks) gives the slot back here, in the same access.
+    pub fn take_tunnel(&mut self) -> TunnelTag {
+        if self.ext == 0 {
+            return TunnelTag::default();
+        }
+        let sacked = self.tcp.sack_len > 0;
+        let (tag, free) = packet_ext::with(|s| {
+            let e = s.get_mut(self.ext);
+            let tag = std::mem::take(&mut e.tunnel);
+            let free = !sacked;
+            if free {
+                s.free(self.ext);
+            }
+            (tag, free)
+        });
+        if free {
+            self.ext = 0;
+        }
+        tag
+    }
+    /// When the endpoint sent this packet (probes, media, UDP: one-way delay).
+    ///
+    /// The apps' packets (probes, media, UDP) keep `sent_at` in `tcp.ts_val` (low 32 bits)
+    /// and `tcp.ts_ecr` (high), and `origin` in `tcp.ce_count` and `tcp.sce_count`: TCP
+    /// fields that only TCP segments use, as the apps already carry their sequence number in
+    /// `tcp.seq` (see [`Kind`]). A TCP segment has neither and panics.
+    #[inline]
+    pub fn sent_at(&self) -> Time {
+        self.check_app("sent_at");
+        Time(self.tcp.ts_val as u64 | (self.tcp.ts_ecr as u64) << 32)
+    }
+    #[inline]
+    pub fn set_sent_at(&mut self, t: Time) {
+        self.check_app("sent_at");
+        (self.tcp.ts_val, self.tcp.ts_ecr) = (t.0 as u32, (t.0 >> 32) as u32);
+    }
+    /// Probe replies: when the request was sent (round-trip time); media: the frame's
+    /// capture time. Kept in line, as [`Packet::sent_at`] says.
+    #[inline]
+    pub fn origin(&self) -> Time {
+        self.check_app("origin");
+        Time(self.tcp.ce_count as u64 | (self.tcp.sce_count as u64) << 32)
+    }
+    #[inline]
+    pub fn set_origin(&mut self, t: Time) {
+        self.check_app("origin");
+        (self.tcp.ce_count, self.tcp.sce_count) = (t.0 as u32, (t.0 >> 32) as u32);
+    }
+    #[inline]
+    fn check_app(&self, what: &str) {
+        if matches!(self.kind, Kind::Syn | Kind::SynAck | Kind::Data | Kind::Ack) {
+            not_an_app_packet(self.kind, what);
         }
     }
     /// CE-marks an ECN-capable packet ([`Ecn::set_ce`]); false for Not-ECT.
@@ -292,7 +426,7 @@ mod tests {
     }
 
     #[test]
-    fn packet_is_small() {
-        assert!(std::mem::size_of::<Packet>() <= 112, "{}", std::mem::size_of::<Packet>());
+    fn packet_is_one_cache_line() {
+        assert!(std::mem::size_of::<Packet>() <= 64, "{}", std::mem::size_of::<Packet>());
     }
 }

@@ -1422,8 +1422,9 @@ impl Scenario {
     }
 }
 
-/// Bytes per packet the engine holds in a queue or on a propagation delay (`Packet`, at most
-/// 112 bytes, in a slab or ring slot).
+/// Bytes per packet the engine holds in a queue or on a propagation delay (`Packet`, 64
+/// bytes in a ring slot, plus, for the packets that carry one, a 36-byte slot of
+/// `packet_ext`'s slab).
 const PACKET_BYTES: f64 = 128.0;
 /// State of one TCP flow (sender, receiver, their queues, timers, summary), measured: 20,000
 /// CUBIC flows for 1 s take 375 MB.

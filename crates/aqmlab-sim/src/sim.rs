@@ -22,6 +22,7 @@ use crate::endpoint::{Endpoint, EndpointSummary, Endpoints};
 use crate::event::{Event, EventQueue};
 use crate::metrics::{jain_index, Series, SeriesRecorder, Tick};
 use crate::packet::Packet;
+use crate::packet_ext::{self, ExtStore};
 use crate::build::Built;
 use crate::path::shared::{ScheduledChange, SharedLink, BOTTLENECK, RETURN};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
@@ -88,6 +89,9 @@ pub struct Simulation {
     next_check: u64,
     /// Set when the run stopped at a ceiling; nothing runs after it.
     stopped: Option<LimitExceeded>,
+    /// The packets' out-of-line fields (`crate::packet_ext`): the thread's active store
+    /// while the simulation runs, this field in between.
+    ext: ExtStore,
 }
 
 /// Events between two looks at the process's resident memory (`[limits] max_memory`).
@@ -264,6 +268,7 @@ impl Simulation {
             max_memory: sc.limits.max_memory,
             next_check: 0,
             stopped: None,
+            ext: ExtStore::new(),
         }
     }
 
@@ -364,9 +369,22 @@ impl Simulation {
         Ok(Some(self.finish(wall.elapsed().as_secs_f64())))
     }
 
+    /// Runs `f` with this simulation's packet store active (`crate::packet_ext`): every
+    /// entry point that moves, ends or inspects packets goes through it.
+    fn with_ext<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        packet_ext::swap_active(&mut self.ext);
+        let r = f(self);
+        packet_ext::swap_active(&mut self.ext);
+        r
+    }
+
     /// Executes every event up to and including time `t` (or the end of the run). Once the
     /// run has reached a `[limits]` ceiling ([`Simulation::stopped`]) it does nothing.
     pub fn run_until(&mut self, t: Time) {
+        self.with_ext(|s| s.run_events(t))
+    }
+
+    fn run_events(&mut self, t: Time) {
         if self.stopped.is_some() {
             return;
         }
@@ -453,7 +471,7 @@ impl Simulation {
     /// Returns the packets dropped.
     pub fn replace_qdisc(&mut self, id: LinkId, qdisc: Box<dyn qdisc::Qdisc>) -> u64 {
         let element = self.links[self.link_index(id)].element;
-        self.elements[element].as_link_mut().replace_qdisc(qdisc, self.now)
+        self.with_ext(|s| s.elements[element].as_link_mut().replace_qdisc(qdisc, s.now))
     }
 
     /// [`Simulation::replace_qdisc`] of the bottleneck.
@@ -466,7 +484,7 @@ impl Simulation {
     /// far are swapped out of the outbox and handed on by reference where they lie, while
     /// what they cause is emitted into the emptied outbox for the next round (the same
     /// order as one growing list). A packet read out of the list being appended to had to
-    /// be copied out first, and again into the call (two copies of 112 bytes per hop).
+    /// be copied out first, and again into the call (two copies of the packet per hop).
     fn forward_outbox(&mut self) {
         while !self.out.is_empty() {
             std::mem::swap(&mut self.out, &mut self.round);
@@ -493,9 +511,26 @@ impl Simulation {
                     }
                     let mut ctx = EndpointCtx { flow: pkt.flow, now: self.now, events: &mut self.events, out: &mut self.out };
                     self.endpoints.get_mut(pkt.flow).on_packet(pkt, &mut ctx);
+                    // The packet ends here: its out-of-line slot, if any, goes back.
+                    pkt.release();
                 }
             }
             self.round.clear();
+        }
+    }
+
+    /// The out-of-line store's invariant, checked at the end of every run: the slots in use
+    /// are exactly those of the packets the elements still hold (a slot not given back where
+    /// its packet ended is a leak; one given back twice panicked when it happened). Panics
+    /// with "invariant violated: packet extension conservation".
+    fn check_ext_conservation(&self) {
+        let mut carrying = 0usize;
+        for e in &self.elements {
+            e.for_each_held(&mut |p| carrying += p.has_ext() as usize);
+        }
+        let in_use = packet_ext::with(|s| s.in_use());
+        if in_use != carrying {
+            panic!("invariant violated: packet extension conservation: {in_use} slots in use, {carrying} held packets carry one");
         }
     }
 
@@ -512,6 +547,8 @@ impl Simulation {
     }
 
     fn finish(mut self, wall_seconds: f64) -> RunOutput {
+        self.with_ext(|s| s.check_ext_conservation());
+
         let end = self.end;
         let window_s = self.steady_window.map(Time::as_secs_f64);
         let (mut flows, mut probes, mut media, mut udp, mut workloads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
@@ -605,6 +642,122 @@ impl Simulation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every way a packet carrying out-of-line fields (`crate::packet_ext`) can end, in one
+    /// run: SACK ACKs dropped by a small return queue, tunnelled packets (their tag) lost in
+    /// a netem and dropped by the anti-replay window after that netem's jitter reorders them,
+    /// and at the bottleneck, where a UDP flood fills the queue, a `tc qdisc replace` that
+    /// discards a full queue, deliveries, and the tunnel exit, where a tunnelled packet without
+    /// SACK blocks gives its slot back. Probes, media and UDP carry none (their timestamps are
+    /// in line) but the media feedback's range is a SACK block. The end-of-run check (slots
+    /// in use = held packets carrying one) fails if any of these sites leaked its slot; one
+    /// freeing a slot twice panics when it happens.
+    const EXT_ENDS: &str = r#"duration = "3s"
+[bottleneck]
+rate = "10Mbit"
+qdisc = "pfifo limit 30"
+[return]
+rate = "300kbit"
+qdisc = "pfifo limit 4"
+[[tunnels]]
+name = "vpn"
+kind = "ipsec"
+replay_window = 2
+[[flows]]
+cc = "cubic"
+rtt = "20ms"
+tunnel = "vpn"
+netem = "delay 5ms 5ms loss 2%"
+[[flows]]
+cc = "cubic"
+rtt = "30ms"
+[[probes]]
+rtt = "20ms"
+interval = "5ms"
+netem = "loss 20%"
+[[udp]]
+kind = "cbr"
+rate = "6Mbit"
+rtt = "10ms"
+[[media]]
+kind = "scream"
+rtt = "20ms"
+"#;
+
+    #[test]
+    fn every_end_of_a_packet_gives_its_extension_slot_back() {
+        let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
+        let mut sim = Simulation::new(&sc);
+        // Run until the bottleneck's queue holds tunnelled packets (each carries a slot).
+        let queued_with_ext = |sim: &Simulation| {
+            let mut n = 0;
+            sim.bottleneck().qdisc().for_each_packet(&mut |p| n += p.has_ext() as usize);
+            n
+        };
+        let mut t = Time::from_millis(1000);
+        while queued_with_ext(&sim) == 0 && t < Time::from_millis(2500) {
+            t = t + Time::from_millis(1);
+            sim.run_until(t);
+        }
+        let (in_use, capacity, queued) = (sim.ext.in_use(), sim.ext.capacity(), queued_with_ext(&sim));
+        assert!(queued > 0, "the bottleneck queues tunnelled packets");
+        let discarded = sim.replace_bottleneck_qdisc(Box::new(qdisc::Fifo::bfifo(45_000)));
+        assert!(discarded >= queued as u64, "the replacement discards the queue");
+        assert_eq!(sim.ext.in_use(), in_use - queued, "the discarded packets' slots came back");
+        sim.run_until(sim.end);
+        let held_with_ext = || {
+            let mut n = 0;
+            sim.elements.iter().for_each(|e| e.for_each_held(&mut |p| n += p.has_ext() as usize));
+            n
+        };
+        assert_eq!(sim.ext.in_use(), held_with_ext());
+        // The slab is sized by the packets carrying a slot at once, not by those sent.
+        assert!(capacity > 0 && sim.ext.capacity() < 2000, "{capacity} {}", sim.ext.capacity());
+        let out = sim.run();
+        let s = &out.summary;
+        let sacked_acks_dropped = s.return_link.drops;
+        println!(
+            "return drops {sacked_acks_dropped}, bottleneck drops {}, replay drops {}, probes {}/{}, udp {}/{}, slots at most {capacity}",
+            s.bottleneck.drops, s.tunnels[0].replay_drops, s.probes[0].received, s.probes[0].sent, s.udp[0].received, s.udp[0].sent
+        );
+        assert!(sacked_acks_dropped > 0 && s.bottleneck.drops > 0 && s.tunnels[0].replay_drops > 0);
+        assert!(s.probes[0].received < s.probes[0].sent, "netem lost probes");
+        assert!(s.udp[0].received < s.udp[0].sent && s.media[0].frames > 0);
+    }
+
+    /// The end-of-run check sees a leaked slot (one taken and never given back).
+    #[test]
+    fn a_leaked_extension_slot_is_an_invariant_violation() {
+        let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_millis(200));
+        sim.ext.alloc();
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || sim.run())).unwrap_err();
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.starts_with("invariant violated: packet extension conservation: "), "{msg}");
+    }
+
+    /// A slot given back while its packet is still in the network (as a second free would
+    /// leave it) is caught when that packet ends.
+    #[test]
+    fn a_slot_freed_twice_is_an_invariant_violation() {
+        let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_millis(200));
+        let mut victim = 0;
+        sim.elements.iter().for_each(|e| {
+            e.for_each_held(&mut |p| {
+                if victim == 0 && p.has_ext() {
+                    victim = p.ext;
+                }
+            })
+        });
+        assert_ne!(victim, 0, "some held packet carries a slot");
+        sim.ext.free(victim);
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || sim.run())).unwrap_err();
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.starts_with(&format!("invariant violated: packet extension: slot {victim} ")), "{msg}");
+    }
 
     /// Issue 14, "Invariants": the event queue accepted times in the past and the loop never
     /// checked. An event scheduled behind the current time now stops the run with the

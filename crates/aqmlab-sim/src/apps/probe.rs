@@ -59,7 +59,7 @@ impl Probe {
         let mut p = Packet::new(self.id, dir, kind, self.cfg.wire_len);
         p.ecn = self.cfg.ecn;
         p.dscp = self.cfg.dscp;
-        p.sent_at = now;
+        p.set_sent_at(now);
         p
     }
 
@@ -80,7 +80,7 @@ impl Probe {
         }
         let mut req = self.packet(Direction::Forward, Kind::ProbeRequest, ctx.now);
         req.tcp.seq = self.seq;
-        req.origin = ctx.now;
+        req.set_origin(ctx.now);
         self.seq += 1;
         self.stats.sent += 1;
         ctx.out.push(req);
@@ -93,15 +93,15 @@ impl Probe {
             Kind::ProbeRequest => {
                 let mut reply = self.packet(Direction::Reverse, Kind::ProbeReply, ctx.now);
                 reply.tcp.seq = pkt.tcp.seq;
-                reply.origin = pkt.origin;
+                reply.set_origin(pkt.origin());
                 ctx.out.push(reply);
             }
             Kind::ProbeReply => {
                 self.stats.received += 1;
-                self.stats.rtt.record(ctx.now - pkt.origin);
+                self.stats.rtt.record(ctx.now - pkt.origin());
                 if self.cfg.one_way {
-                    self.stats.owd_up.record(pkt.sent_at - pkt.origin);
-                    self.stats.owd_down.record(ctx.now - pkt.sent_at);
+                    self.stats.owd_up.record(pkt.sent_at() - pkt.origin());
+                    self.stats.owd_down.record(ctx.now - pkt.sent_at());
                 }
             }
             _ => {}
@@ -207,7 +207,7 @@ mod tests {
             let Event::Flow(_, timer) = ev else { panic!() };
             p.on_timer(timer, &mut EndpointCtx { flow: 3, now: t, events: &mut q, out: &mut out });
         }
-        let sent: Vec<(u32, Time)> = out.iter().map(|r| (r.tcp.seq, r.sent_at)).collect();
+        let sent: Vec<(u32, Time)> = out.iter().map(|r| (r.tcp.seq, r.sent_at())).collect();
         let ms = Time::from_millis;
         assert_eq!(sent, vec![(0, ms(0)), (1, ms(10)), (2, ms(20)), (3, ms(30))]);
         assert!(out.iter().all(|r| r.ecn == Ecn::Ect1 && r.dscp == 4 && r.dir == Direction::Forward));

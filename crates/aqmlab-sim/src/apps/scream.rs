@@ -1094,8 +1094,8 @@ impl Scream {
             let mut p = Packet::new(self.id, Direction::Forward, Kind::Media, q.size + UDP_IP_ETH);
             p.ecn = self.cfg.ecn;
             p.dscp = self.cfg.dscp;
-            p.sent_at = now;
-            p.origin = q.frame_time;
+            p.set_sent_at(now);
+            p.set_origin(q.frame_time);
             p.tcp.seq = q.seq;
             p.tcp.payload = q.size;
             p.tcp.cwr = q.marker;
@@ -1158,10 +1158,9 @@ impl Scream {
         let mut fb = Packet::new(self.id, Direction::Reverse, Kind::MediaFeedback, rtcp + UDP_IP_ETH);
         fb.ecn = Ecn::NotEct;
         fb.dscp = self.cfg.dscp;
-        fb.sent_at = ctx.now;
+        fb.set_sent_at(ctx.now);
         fb.tcp.seq = hi;
-        fb.tcp.sack_len = 1;
-        fb.tcp.sacks[0] = SackBlock { start: begin, end: hi + 1 };
+        fb.set_sacks(&[SackBlock { start: begin, end: hi + 1 }]);
         ctx.out.push(fb);
         self.rx_since_fb = 0;
         self.rx_hi_reported = Some(hi);
@@ -1171,12 +1170,12 @@ impl Scream {
 
     /// The sender processes a report: only arrivals no later than the report's generation.
     fn feedback(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
-        let range = pkt.tcp.sacks[0];
+        let range = pkt.sacks()[0];
         let mut received = std::mem::take(&mut self.fb_buf);
         received.clear();
         for seq in range.start..range.end {
             let a = self.arrivals[seq as usize % TX_RING];
-            if a.valid && a.seq == seq && a.at <= pkt.sent_at {
+            if a.valid && a.seq == seq && a.at <= pkt.sent_at() {
                 received.push((seq, a.at.as_secs_f64(), a.ce));
             }
         }
@@ -1427,7 +1426,7 @@ mod tests {
             assert_eq!(deliver(&mut m, k, false, t0 + Time::from_micros(10 * k as u64), &mut q, &mut out), 1, "packet {k}");
         }
         assert_eq!(deliver(&mut m, 32, false, t0 + Time::from_micros(320), &mut q, &mut out), 2, "32 past the last report");
-        assert_eq!(out.last().unwrap().tcp.sacks[0], SackBlock { start: 0, end: 33 }, "the last 64 up to the highest");
+        assert_eq!(out.last().unwrap().sacks()[0], SackBlock { start: 0, end: 33 }, "the last 64 up to the highest");
         assert_eq!(deliver(&mut m, 33, true, t0 + Time::from_micros(330), &mut q, &mut out), 3, "end of frame");
         assert_eq!(deliver(&mut m, 34, false, t0 + Time::from_micros(340), &mut q, &mut out), 3);
         // The periodic report: 20 ms after the last one while within 100 ms of the first packet.
@@ -1477,7 +1476,7 @@ mod tests {
         // packets go in pairs (0.646 < 0.5 is false after one, so a burst ends once the
         // accumulated time passes 0.5 ms), each burst waiting its accumulated time.
         let pace = 1212.0 * 8.0 / 15e6;
-        let t: Vec<f64> = out.iter().map(|p| p.sent_at.as_secs_f64()).collect();
+        let t: Vec<f64> = out.iter().map(|p| p.sent_at().as_secs_f64()).collect();
         for w in t.windows(2) {
             let gap = w[1] - w[0];
             assert!((gap - pace).abs() < 1e-6, "gap {gap} vs {pace}");
@@ -1486,7 +1485,7 @@ mod tests {
         let c = ScreamConfig { start_bitrate: 30e6, min_bitrate: 30e6, max_bitrate: 30e6, ..ScreamConfig::default() };
         let (_, out) = run_frames(c, 19);
         let pace = 1212.0 * 8.0 / 45e6; // 0.215 ms: three per burst (0.646 ms > 0.5 ms)
-        let t: Vec<f64> = out.iter().map(|p| p.sent_at.as_secs_f64()).collect();
+        let t: Vec<f64> = out.iter().map(|p| p.sent_at().as_secs_f64()).collect();
         let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(gaps.len() > 30);
         for (i, g) in gaps.iter().enumerate() {
@@ -1513,7 +1512,7 @@ mod tests {
         let c = ScreamConfig { send_time: Time::from_micros(20), ..base.clone() };
         let (_, out) = run_frames(c, 19);
         let pace = 1212.0 * 8.0 / 45e6;
-        let t: Vec<f64> = out.iter().map(|p| p.sent_at.as_secs_f64()).collect();
+        let t: Vec<f64> = out.iter().map(|p| p.sent_at().as_secs_f64()).collect();
         let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(gaps.len() > 30);
         for (i, g) in gaps.iter().enumerate() {
@@ -1522,14 +1521,14 @@ mod tests {
         }
         let (_, fast) = run_frames(base.clone(), 19);
         assert_eq!(out.len(), fast.len());
-        let span = |o: &[Packet]| o.last().unwrap().sent_at.as_secs_f64() - o[0].sent_at.as_secs_f64();
+        let span = |o: &[Packet]| o.last().unwrap().sent_at().as_secs_f64() - o[0].sent_at().as_secs_f64();
         let ratio = span(&out) / span(&fast);
         assert!((ratio - (pace + 20e-6) / pace).abs() < 0.01, "{ratio}");
         // Headroom 1.0: pacing at the target rate, 1212·8/30e6 = 0.323 ms per packet; two
         // make 0.646 ms > 1.1 × 0.5 ms, so pairs leave 0.646 ms apart.
         let (_, out) = run_frames(ScreamConfig { pacing_headroom: 1.0, ..base }, 15);
         let pace = 1212.0 * 8.0 / 30e6;
-        let t: Vec<f64> = out.iter().map(|p| p.sent_at.as_secs_f64()).collect();
+        let t: Vec<f64> = out.iter().map(|p| p.sent_at().as_secs_f64()).collect();
         let gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
         assert!(gaps.len() > 20);
         for (i, g) in gaps.iter().enumerate() {

@@ -181,7 +181,7 @@ impl UdpSource {
         let mut p = Packet::new(self.id, Direction::Forward, Kind::Udp, payload + UDP_IP_ETH);
         p.ecn = self.cfg.ecn;
         p.dscp = self.cfg.dscp;
-        p.sent_at = ctx.now;
+        p.set_sent_at(ctx.now);
         p.tcp.seq = self.seq;
         p.tcp.payload = payload;
         self.seq += 1;
@@ -200,7 +200,7 @@ impl UdpSource {
         st.bytes_received += pkt.tcp.payload as u64;
         st.tick_bytes += pkt.tcp.payload as u64;
         st.highest = Some(st.highest.map_or(pkt.tcp.seq, |h| h.max(pkt.tcp.seq)));
-        st.owd.record(ctx.now - pkt.sent_at);
+        st.owd.record(ctx.now - pkt.sent_at());
     }
 }
 
@@ -302,7 +302,7 @@ mod tests {
         assert_eq!(s.stats.bytes_sent, 2_500_000 / 8, "one second carries the rate exactly");
         for (k, frame) in out.chunks(9).enumerate() {
             let at = Time((k as u64 * 1_000_000_000 + 15) / 30);
-            assert!(frame.iter().all(|p| p.sent_at == at), "frame {k} is one burst at {at}");
+            assert!(frame.iter().all(|p| p.sent_at() == at), "frame {k} is one burst at {at}");
             assert!(frame[..8].iter().all(|p| p.tcp.payload == 1200 && p.wire_len == 1242));
             assert!((816..=817).contains(&frame[8].tcp.payload));
         }
@@ -314,7 +314,7 @@ mod tests {
         let (s, out) = emit(video(true, 0.0), 2_500_000, Time::from_secs(1));
         assert_eq!((out.len(), s.stats.bytes_sent), (270, 312_500));
         // Packet j of frame 1 at 33.333 ms + j x 3.7037 ms.
-        let frame1: Vec<u64> = out[9..18].iter().map(|p| p.sent_at.0).collect();
+        let frame1: Vec<u64> = out[9..18].iter().map(|p| p.sent_at().0).collect();
         let want: Vec<u64> = (0..9).map(|j| 33_333_333 + j * 33_333_334 / 9).collect();
         assert_eq!(frame1, want);
     }
@@ -324,7 +324,7 @@ mod tests {
         // 1200 B at 10 Mbit/s: one packet every 960 us.
         let (_, out) = emit(Pattern::Cbr, 10_000_000, Time::from_millis(100));
         assert_eq!(out.len(), 105);
-        assert!(out.iter().enumerate().all(|(k, p)| p.sent_at == Time::from_micros(960 * k as u64) && p.wire_len == 1242));
+        assert!(out.iter().enumerate().all(|(k, p)| p.sent_at() == Time::from_micros(960 * k as u64) && p.wire_len == 1242));
     }
 
     #[test]
@@ -335,7 +335,7 @@ mod tests {
         let mut frame = 0;
         for w in out.windows(2) {
             sizes[frame] += w[0].tcp.payload as u64;
-            if w[1].sent_at != w[0].sent_at {
+            if w[1].sent_at() != w[0].sent_at() {
                 frame += 1;
             }
         }
@@ -360,7 +360,7 @@ mod tests {
             let mut p = Packet::new(0, Direction::Forward, Kind::Udp, 142);
             p.tcp.seq = seq;
             p.tcp.payload = 100;
-            p.sent_at = Time::from_millis(seq as u64);
+            p.set_sent_at(Time::from_millis(seq as u64));
             s.on_packet(&p, &mut EndpointCtx { flow: 0, now: Time::from_millis(seq as u64 + 3), events: &mut q, out: &mut out });
         }
         // 3 and 4 are missing below 5; 1 came late.

@@ -283,7 +283,10 @@ impl Link {
         self.stats.retired_drops += old.stats().drops + discarded;
         let retired = &mut self.stats.retired_flow_drops;
         retired.add_all(&old.stats().flow_drops);
-        old.for_each_packet(&mut |p| retired.add(p.flow));
+        old.for_each_packet(&mut |p| {
+            retired.add(p.flow);
+            p.release();
+        });
         self.stats.retired_ce_marks += old.stats().ce_marks;
         self.map_queues();
         self.observe_backlog(now);

@@ -435,9 +435,11 @@ impl Netem {
         if cfg.loss > 0 && cfg.loss >= self.loss_cor.next(rng) {
             self.stats.loss_drops += 1;
             self.stats.flow_drops.add(pkt.flow);
+            pkt.release();
         } else if held >= cfg.limit as usize {
             self.stats.limit_drops += 1;
             self.stats.flow_drops.add(pkt.flow);
+            pkt.release();
         } else {
             let cor = &mut self.delay_cor;
             let delay = tabledist(cfg.latency.0 as i64, cfg.jitter.0 as i64, &mut || cor.next(rng), cfg.dist);

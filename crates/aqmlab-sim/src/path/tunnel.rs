@@ -204,7 +204,7 @@ impl TunnelEntry {
     fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
         let overhead = self.overhead.unwrap_or_else(|| self.kind.overhead(pkt.wire_len.saturating_sub(ETHERNET_HEADER_BYTES)));
         self.last_seq += 1;
-        pkt.tunnel = TunnelTag { seq: self.last_seq as u32, inner_key: pkt.hash_key, overhead: overhead as u16, inner_ecn: pkt.ecn, inner_dscp: pkt.dscp };
+        pkt.set_tunnel(TunnelTag { seq: self.last_seq as u32, inner_key: pkt.hash_key, overhead: overhead as u16, inner_ecn: pkt.ecn, inner_dscp: pkt.dscp });
         pkt.hash_key = match self.sport {
             SourcePort::Fixed => self.key,
             SourcePort::Auto => self.key | (AUTO_PORT_BASE + flow_bucket(pkt.hash_key, 0, AUTO_PORT_RANGE)),
@@ -319,17 +319,19 @@ pub struct TunnelExit {
 
 impl TunnelExit {
     fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
-        let tag = pkt.tunnel;
+        let tag = pkt.take_tunnel();
         let seq = self.replay.extend(tag.seq);
         self.max_reorder = self.max_reorder.max(self.replay.highest.saturating_sub(seq));
         if self.replay.check(seq) != Replay::Accept {
             self.replay_drops += 1;
             self.flow_drops.add(pkt.flow);
+            pkt.release();
             return;
         }
         let Some(ecn) = self.kind.decapsulate(pkt.ecn, tag.inner_ecn) else {
             self.ecn_drops += 1;
             self.flow_drops.add(pkt.flow);
+            pkt.release();
             return;
         };
         Ecn::check_transition(tag.inner_ecn, ecn, "tunnel decapsulation");
@@ -337,7 +339,6 @@ impl TunnelExit {
         pkt.dscp = tag.inner_dscp;
         pkt.hash_key = tag.inner_key;
         pkt.wire_len -= tag.overhead as u32;
-        pkt.tunnel = TunnelTag::default();
         ctx.out.push(pkt);
     }
     pub fn drops(&self) -> u64 {
@@ -489,6 +490,54 @@ pub fn validate<'a>(specs: &[TunnelSpec], refs: impl Iterator<Item = (String, &'
 mod tests {
     use super::*;
     use Ecn::*;
+
+    /// Out-of-line slots through a tunnel (`crate::packet_ext`): a packet whose slot holds
+    /// only the tag gives it back at the exit; an ACK with SACK blocks keeps its slot, and
+    /// gives it back when the anti-replay window drops it. Runs on this thread's own store.
+    #[test]
+    fn the_exit_gives_slots_back() {
+        use crate::event::EventQueue;
+        use crate::packet::{Direction, Kind, SackBlock};
+        use crate::packet_ext;
+        use crate::time::Time;
+        let spec = TunnelSpec { name: "t".into(), kind: TunnelKind::Ipsec, overhead: None, sport: SourcePort::Fixed, replay_window: Some(1) };
+        let mut elements = Vec::new();
+        let tunnels = Tunnels::build(&[spec], |e| {
+            elements.push(e);
+            elements.len() as u32 - 1
+        });
+        let (entry, exit) = (tunnels.entries(0)[1] as usize, tunnels.exits(0)[1] as usize);
+        let (mut q, mut out) = (EventQueue::default(), Vec::new());
+        let in_use = || packet_ext::with(|s| s.in_use());
+        let before = in_use();
+        let mut through = |i: usize, pkt: Packet, out: &mut Vec<Packet>| {
+            elements[i].receive(pkt, &mut ElementCtx { id: i as u32, now: Time::ZERO, events: &mut q, out });
+        };
+        let mut acks = Vec::new();
+        for k in 0..3 {
+            let mut a = Packet::new(0, Direction::Reverse, Kind::Ack, 66);
+            a.tcp.seq = k;
+            if k > 0 {
+                a.set_sacks(&[SackBlock { start: 5, end: 6 + k }]);
+            }
+            through(entry, a, &mut out);
+            acks.push(out.pop().unwrap());
+        }
+        assert_eq!(in_use(), before + 3, "every tunnelled packet carries its tag out of line");
+        // In order: seq 1 (tag only) leaves without a slot; seq 3 (SACK blocks) keeps one.
+        through(exit, acks[0], &mut out);
+        assert!(!out[0].has_ext());
+        through(exit, acks[2], &mut out);
+        assert!(out[1].has_ext());
+        assert_eq!(out[1].sacks()[0], SackBlock { start: 5, end: 8 });
+        assert_eq!(in_use(), before + 2);
+        // Seq 2 after 3, behind a 1-packet window: dropped, its slot given back.
+        through(exit, acks[1], &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!(in_use(), before + 1);
+        out[1].release();
+        assert_eq!(in_use(), before);
+    }
 
     /// Every tunnel kind's decapsulation keeps the ECN invariant across the tunnel: for each
     /// inner codepoint and each outer codepoint the network may legally make of the encapsulated

@@ -212,6 +212,8 @@ impl QdiscStats {
     pub fn drop(&mut self, pkt: &Packet) {
         self.drops += 1;
         self.flow_drops.add(pkt.flow);
+        // The packet ends here: its out-of-line fields' slot goes back (crate::packet_ext).
+        pkt.release();
     }
     /// Counts an arriving (or queued, for disciplines that make room) packet dropped because
     /// the queue was full.

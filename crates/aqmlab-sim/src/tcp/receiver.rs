@@ -262,8 +262,7 @@ impl TcpReceiver {
         ack.tcp.ce_count = self.ce_received;
         ack.tcp.sce_count = self.sce_received;
         ack.tcp.esce = self.last_mark_state.1;
-        ack.tcp.sack_len = n as u8;
-        ack.tcp.sacks = blocks;
+        ack.set_sacks(&blocks[..n]);
         ack.tcp.ts_ecr = self.ts_recent;
         // Linux ACKs carry the receiver's own TSval (tcp_established_options); the sender
         // never reads it (its RTT comes from TSecr), captures show it.
@@ -354,11 +353,12 @@ mod tests {
         let a = h.acks.last().unwrap().tcp;
         assert_eq!(a.seq, 2);
         assert_eq!(a.sack_len, 2);
-        assert_eq!(a.sacks[0], SackBlock { start: 3, end: 5 });
-        assert_eq!(a.sacks[1], SackBlock { start: 6, end: 7 });
+        let sacks = h.acks.last().unwrap().sacks();
+        assert_eq!(sacks[0], SackBlock { start: 3, end: 5 });
+        assert_eq!(sacks[1], SackBlock { start: 6, end: 7 });
         // Filling 5 merges both blocks; filling 2 then delivers everything.
         h.deliver(5, 0);
-        assert_eq!(h.acks.last().unwrap().tcp.sacks[0], SackBlock { start: 3, end: 7 });
+        assert_eq!(h.acks.last().unwrap().sacks()[0], SackBlock { start: 3, end: 7 });
         assert_eq!(h.deliver(2, 0), 1, "hole filled: immediate ACK");
         let a = h.acks.last().unwrap().tcp;
         assert_eq!((a.seq, a.sack_len), (7, 0));

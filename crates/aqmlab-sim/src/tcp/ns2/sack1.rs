@@ -508,8 +508,9 @@ impl Sack1Agent {
     pub fn on_ack(&mut self, pkt: &Packet, ctx: &mut EndpointCtx, tp: &mut TcpCcState, stats: &mut SenderStats) {
         let ack = pkt.tcp.seq as i64;
         let n = pkt.tcp.sack_len as usize;
+        let blocks = pkt.sacks();
         for i in 0..n {
-            let b = pkt.tcp.sacks[i];
+            let b = blocks[i];
             self.sacks[i] = (b.start as i64 + 1, b.end as i64 + 1);
         }
         let sacks = self.sacks;

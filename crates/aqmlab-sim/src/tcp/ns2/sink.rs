@@ -218,10 +218,11 @@ impl DelAckSink {
         }
         let mut a = Packet::new(self.flow, Direction::Reverse, Kind::Ack, TCPIP_BASE_HDR_SIZE + 8 * n as u32);
         a.tcp.seq = seqno.max(0) as u32;
-        a.tcp.sack_len = n as u8;
+        let mut sacks = [SackBlock::default(); crate::packet::MAX_SACK_BLOCKS];
         for (i, &(l, r)) in blocks[..n].iter().enumerate() {
-            a.tcp.sacks[i] = SackBlock { start: (l - 1).max(0) as u32, end: (r - 1).max(0) as u32 };
+            sacks[i] = SackBlock { start: (l - 1).max(0) as u32, end: (r - 1).max(0) as u32 };
         }
+        a.set_sacks(&sacks[..n]);
         a.tcp.ce_count = self.ce_received;
         ctx.out.push(a);
         self.acks_sent += 1;

@@ -122,10 +122,8 @@ impl Net {
 fn ack(a: u32, sacks: &[(u32, u32)]) -> Packet {
     let mut p = Packet::new(0, Direction::Reverse, Kind::Ack, 40);
     p.tcp.seq = a;
-    p.tcp.sack_len = sacks.len() as u8;
-    for (i, &(l, r)) in sacks.iter().enumerate() {
-        p.tcp.sacks[i] = SackBlock { start: l, end: r };
-    }
+    let blocks: Vec<SackBlock> = sacks.iter().map(|&(l, r)| SackBlock { start: l, end: r }).collect();
+    p.set_sacks(&blocks);
     p
 }
 
@@ -225,7 +223,7 @@ fn delack_sink_acks_every_second_packet_or_after_100ms_and_gaps_at_once() {
     // Packet 4 (engine 3) is lost: packet 5 is ACKed at once with a SACK block for it.
     s.on_packet(&data(4), &mut n.ctx(200));
     let a = n.out[0].tcp;
-    assert_eq!((a.seq, a.sack_len, a.sacks[0]), (3, 1, SackBlock { start: 4, end: 5 }));
+    assert_eq!((a.seq, a.sack_len, n.out[0].sacks()[0]), (3, 1, SackBlock { start: 4, end: 5 }));
     assert_eq!(n.out[0].wire_len, 48, "40 + 8 per block");
     // The retransmission fills the gap: ACKed at once (RFC2581_immediate_ack_), no blocks.
     s.on_packet(&data(3), &mut n.ctx(300));

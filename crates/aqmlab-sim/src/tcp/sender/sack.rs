@@ -25,7 +25,7 @@ impl TcpSender {
     pub(super) fn sacktag_write_queue(&mut self, pkt: &Packet, st: &mut AckState) {
         let now = self.tp.now;
         let n = pkt.tcp.sack_len as usize;
-        let blocks = pkt.tcp.sacks;
+        let blocks = pkt.sacks();
         // The lowest reordered segment.
         let mut reord = self.tp.snd_nxt;
         let mut first = 0;

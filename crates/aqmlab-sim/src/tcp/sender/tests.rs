@@ -56,11 +56,10 @@ impl Harness {
         let mut p = Packet::new(0, Direction::Reverse, Kind::Ack, 52);
         p.tcp.seq = ack;
         p.tcp.ece = ece;
-        for (i, &(start, end)) in sacks.iter().enumerate() {
-            p.tcp.sacks[i] = SackBlock { start, end };
-        }
-        p.tcp.sack_len = sacks.len() as u8;
+        let blocks: Vec<SackBlock> = sacks.iter().map(|&(start, end)| SackBlock { start, end }).collect();
+        p.set_sacks(&blocks);
         self.with_ctx(now_ms, |tx, ctx| tx.on_ack(&p, ctx));
+        p.release();
     }
 }
 
