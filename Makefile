@@ -4,6 +4,8 @@
 #               l4s-tests S6 suite plus a slice of S1 -> out/demo/ (REPORT.md per suite)
 #   make test   cargo tests (profile test-release) + pytest (installs tshark and ns-2.35 first: make test-tools)
 #   make bench  engine benchmark + scaling tables (bench/scaling.py; make bench-deps for Dask)
+#   PGO=0|1     the engine is built profile-guided when rustc's llvm-profdata is there (rustup
+#               component llvm-tools), else plain (PGO=0 forces plain; PGO=1 insists): tools/pgo/build
 #   make bench-deps  the optional benchmark dependencies (ns3 wheel, dask) into .venv;
 #               then .venv/bin/python bench/compare_ns3.py (aqmlab vs ns-3 3.44, side by side)
 #   make fuzz   cargo-fuzz targets (nightly), FUZZ_SECONDS each (default 300); docs/fuzzing.md
@@ -19,16 +21,18 @@ EXT_STAMP  := $(VENV)/.stamp-ext
 DEMO_SCENARIO := scenarios/two-cubic-pfifo.toml
 DEMO_OUT := out/demo
 
-# Everything the compiled extension depends on.
+# Everything the compiled extension depends on (with the profile-guided build's training runs).
 RUST_SOURCES := Cargo.toml $(wildcard Cargo.lock) $(wildcard crates/*/Cargo.toml) \
 	$(shell find crates -name '*.rs' -not -path '*/target/*' 2>/dev/null)
+PGO_SOURCES := tools/pgo/build tools/pgo/rustc-wrapper bench/pgo_train.py
+export PGO
 
 .PHONY: all setup demo validate test test-rust test-python test-tools bench bench-deps fuzz fuzz-replay clean distclean help
 
 all: demo
 
 help:
-	@sed -n '3,12p' Makefile
+	@sed -n '3,14p' Makefile
 
 # 1. The virtualenv with the runtime + test dependencies (read from pyproject.toml) and maturin.
 $(DEPS_STAMP): pyproject.toml
@@ -40,9 +44,12 @@ $(DEPS_STAMP): pyproject.toml
 		+ p["project"]["optional-dependencies"]["test"]))')
 	@touch $@
 
-# 2. The engine built (profile test-release, shared with make test) and installed (editable) into the venv.
-$(EXT_STAMP): $(DEPS_STAMP) $(RUST_SOURCES)
-	PIP_QUIET=1 PIP_DISABLE_PIP_VERSION_CHECK=1 VIRTUAL_ENV=$(VENV_ABS) PATH=$(VENV_ABS)/bin:$$PATH $(VENV)/bin/maturin develop --profile test-release --quiet
+# 2. The engine built (profile test-release) and installed (editable) into the venv: profile-guided
+# (instrumented build in target/pgo-gen, bench/pgo_train.py, the build with the profile in
+# target/pgo-use) when rustc's llvm-profdata is there, else plain (in target/, shared with make
+# test). Same results either way; docs/performance.md, "Session 7: the build".
+$(EXT_STAMP): $(DEPS_STAMP) $(RUST_SOURCES) $(PGO_SOURCES)
+	VENV=$(VENV) tools/pgo/build ext
 	@touch $@
 
 setup: $(EXT_STAMP)
@@ -88,7 +95,7 @@ validate: $(EXT_STAMP)
 	$(VENV)/bin/aqmlab validate --out out/validate
 
 bench: $(EXT_STAMP)
-	cargo run --release -p aqmlab-sim --bin aqmlab-bench
+	bin=$$(tools/pgo/build bench) && $$bin
 	$(VPY) bench/scaling.py
 
 # Optional: only the benchmarks need them (the [bench] extra of pyproject.toml).

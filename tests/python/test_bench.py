@@ -105,3 +105,17 @@ def test_bench_extra_has_what_the_scripts_import():
     assert any(d.startswith("dask[distributed]") for d in extra)
     assert "libns3.44-" in (BENCH / "compare_ns3.py").read_text()
     assert re.search(r"^bench-deps:", (root / "Makefile").read_text(), re.M)
+
+
+def test_pgo_training_runs_are_accepted_and_hold_the_golden_cells_out():
+    # make setup's profile-guided build stops when a training run fails (bench/pgo_train.py):
+    # every one must be a valid scenario; the golden suite cells are the held-out check
+    train = _load("pgo_train")
+    runs = train.training_set(quick=False)
+    for _, text in runs:
+        api.resolve(text)
+    names = [n for n, _ in runs]
+    assert not any("golden" in n or "jarvinen" in n or "l4s-tests" in n for n in names)
+    ccs = {cc for cc, _ in train.CCS}
+    assert {"cubic", "reno", "dctcp", "prague", "bbr", "bbr3"} <= ccs
+    assert len(train.training_set(quick=True)) < len(runs)
