@@ -371,11 +371,20 @@ impl Simulation {
 
     /// Runs `f` with this simulation's packet store active (`crate::packet_ext`): every
     /// entry point that moves, ends or inspects packets goes through it.
+    /// The store goes back when `f` returns or panics (an invariant violation unwinds through
+    /// here): a caught panic must not leave this simulation's store active in the thread and the
+    /// thread's in this simulation (a later call on it would then read the wrong slots).
     fn with_ext<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        /// Gives the store back when dropped, on return or unwind.
+        struct Active<'a>(&'a mut Simulation);
+        impl Drop for Active<'_> {
+            fn drop(&mut self) {
+                packet_ext::swap_active(&mut self.0.ext);
+            }
+        }
         packet_ext::swap_active(&mut self.ext);
-        let r = f(self);
-        packet_ext::swap_active(&mut self.ext);
-        r
+        let mut active = Active(self);
+        f(&mut *active.0)
     }
 
     /// Executes every event up to and including time `t` (or the end of the run). Once the
@@ -757,6 +766,42 @@ rtt = "20ms"
         let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || sim.run())).unwrap_err();
         let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
         assert!(msg.starts_with(&format!("invariant violated: packet extension: slot {victim} ")), "{msg}");
+    }
+
+    /// A run that panics (here at an invariant: a held packet's slot freed behind its back)
+    /// gives the thread its own packet store back as it unwinds, and the simulation keeps
+    /// its own: Python turns the panic into an exception and the worker process goes on
+    /// with the next run in the same thread. Before, the panicking run's store stayed
+    /// active in the thread and the thread's sat in the simulation, so a later call on that
+    /// simulation read and freed slots of the wrong store.
+    #[test]
+    fn a_panicking_run_gives_the_packet_store_back() {
+        let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
+        let thread_store = || packet_ext::with(|s| (s.capacity(), s.in_use()));
+        let before = thread_store();
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_millis(200));
+        let mut victim = 0;
+        sim.elements.iter().for_each(|e| {
+            e.for_each_held(&mut |p| {
+                if victim == 0 && p.has_ext() {
+                    victim = p.ext;
+                }
+            })
+        });
+        assert_ne!(victim, 0, "some held packet carries a slot");
+        sim.ext.free(victim);
+        let own = sim.ext.capacity();
+        let end = sim.end;
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until(end))).unwrap_err();
+        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(msg.starts_with(&format!("invariant violated: packet extension: slot {victim} ")), "{msg}");
+        assert_eq!(thread_store(), before, "the thread's own store is active again");
+        assert!(own > 0 && sim.ext.capacity() >= own, "the simulation kept its own store ({own}, now {})", sim.ext.capacity());
+        // Another simulation in the same thread runs to its end-of-run checks.
+        let other = Simulation::new(&sc).run();
+        assert!(other.summary.bottleneck.packets > 0);
+        assert_eq!(thread_store(), before);
     }
 
     /// Issue 14, "Invariants": the event queue accepted times in the past and the loop never
