@@ -383,7 +383,7 @@ impl Simulation {
             }
         }
         packet_ext::swap_active(&mut self.ext);
-        let mut active = Active(self);
+        let active = Active(self);
         f(&mut *active.0)
     }
 
