@@ -746,13 +746,9 @@ rtt = "20ms"
         assert!(msg.starts_with("invariant violated: packet extension conservation: "), "{msg}");
     }
 
-    /// A slot given back while its packet is still in the network (as a second free would
-    /// leave it) is caught when that packet ends.
-    #[test]
-    fn a_slot_freed_twice_is_an_invariant_violation() {
-        let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
-        let mut sim = Simulation::new(&sc);
-        sim.run_until(Time::from_millis(200));
+    /// Frees the slot of the first held packet carrying one (as a second free of it would
+    /// leave it); its handle.
+    fn free_a_held_packets_slot(sim: &mut Simulation) -> u32 {
         let mut victim = 0;
         sim.elements.iter().for_each(|e| {
             e.for_each_held(&mut |p| {
@@ -763,8 +759,26 @@ rtt = "20ms"
         });
         assert_ne!(victim, 0, "some held packet carries a slot");
         sim.ext.free(victim);
-        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(move || sim.run())).unwrap_err();
-        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        victim
+    }
+
+    /// The message `f` panics with.
+    fn panic_message(f: impl FnOnce()) -> String {
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_err();
+        err.downcast_ref::<String>().cloned().unwrap_or_default()
+    }
+
+    /// A slot given back while its packet is still in the network (as a second free would
+    /// leave it) is caught when that packet ends.
+    #[test]
+    fn a_slot_freed_twice_is_an_invariant_violation() {
+        let sc = Scenario::from_toml(EXT_ENDS, &[]).unwrap();
+        let mut sim = Simulation::new(&sc);
+        sim.run_until(Time::from_millis(200));
+        let victim = free_a_held_packets_slot(&mut sim);
+        let msg = panic_message(move || {
+            sim.run();
+        });
         assert!(msg.starts_with(&format!("invariant violated: packet extension: slot {victim} ")), "{msg}");
     }
 
@@ -781,20 +795,10 @@ rtt = "20ms"
         let before = thread_store();
         let mut sim = Simulation::new(&sc);
         sim.run_until(Time::from_millis(200));
-        let mut victim = 0;
-        sim.elements.iter().for_each(|e| {
-            e.for_each_held(&mut |p| {
-                if victim == 0 && p.has_ext() {
-                    victim = p.ext;
-                }
-            })
-        });
-        assert_ne!(victim, 0, "some held packet carries a slot");
-        sim.ext.free(victim);
+        let victim = free_a_held_packets_slot(&mut sim);
         let own = sim.ext.capacity();
         let end = sim.end;
-        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sim.run_until(end))).unwrap_err();
-        let msg = err.downcast_ref::<String>().cloned().unwrap_or_default();
+        let msg = panic_message(|| sim.run_until(end));
         assert!(msg.starts_with(&format!("invariant violated: packet extension: slot {victim} ")), "{msg}");
         assert_eq!(thread_store(), before, "the thread's own store is active again");
         assert!(own > 0 && sim.ext.capacity() >= own, "the simulation kept its own store ({own}, now {})", sim.ext.capacity());
