@@ -44,7 +44,8 @@ pub(super) struct Seg {
 
 /// The scoreboard: the entries of segments `head .. head + len` (`snd_una .. snd_nxt`) in a ring
 /// whose size is a power of two, segment `seq` at slot `seq & (size − 1)`. A look-up is a mask
-/// and one bounds check (a `VecDeque` indexed by `seq − snd_una` also adds its head and wraps);
+/// and one window check, kept in every build (a `VecDeque` indexed by `seq − snd_una` also adds
+/// its head and wraps);
 /// the cumulative ACK drops entries by moving `head`, without copying them out. Grows by
 /// doubling to the largest flight the connection has had (as the `VecDeque` did).
 #[derive(Debug)]
@@ -65,16 +66,32 @@ impl Scoreboard {
         seq as usize & (self.ring.len() - 1)
     }
 
+    /// A segment outside the window is a bug in the sender, checked in every build (a stale
+    /// slot read silently would corrupt the run); the report is kept out of line so the check
+    /// costs one compare in the per-ACK loops.
+    #[inline]
+    fn check(&self, seq: u32) {
+        if seq.wrapping_sub(self.head) >= self.len {
+            Self::outside(seq, self.head, self.len);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn outside(seq: u32, head: u32, len: u32) -> ! {
+        panic!("invariant violated: scoreboard: segment {seq} not in the window {head}+{len}")
+    }
+
     /// The entry of segment `seq` (`head <= seq < head + len`).
     #[inline]
     pub(super) fn get(&self, seq: u32) -> &Seg {
-        debug_assert!(seq.wrapping_sub(self.head) < self.len, "segment {seq} not in the scoreboard ({}+{})", self.head, self.len);
+        self.check(seq);
         &self.ring[self.slot(seq)]
     }
 
     #[inline]
     pub(super) fn get_mut(&mut self, seq: u32) -> &mut Seg {
-        debug_assert!(seq.wrapping_sub(self.head) < self.len, "segment {seq} not in the scoreboard ({}+{})", self.head, self.len);
+        self.check(seq);
         let i = self.slot(seq);
         &mut self.ring[i]
     }
@@ -104,7 +121,9 @@ impl Scoreboard {
     /// Drops the head entry (segment `head`, cumulatively ACKed).
     #[inline]
     pub(super) fn pop_front(&mut self) {
-        debug_assert!(self.len > 0);
+        if self.len == 0 {
+            Self::outside(self.head, self.head, 0);
+        }
         self.head = self.head.wrapping_add(1);
         self.len -= 1;
     }
@@ -243,5 +262,23 @@ mod tests {
             sb.pop_front();
         }
         assert!(sb.front().is_none());
+    }
+
+    /// A segment outside `snd_una .. snd_nxt` (a slot that is stale or holds another segment's
+    /// entry) and a pop from an empty ring are reported in every build, never read silently.
+    #[test]
+    fn scoreboard_reports_a_segment_outside_its_window() {
+        let mut sb = Scoreboard::with_capacity(4);
+        sb.push_back(seg(1));
+        sb.push_back(seg(2));
+        sb.pop_front();
+        for seq in [0u32, 2, 5] {
+            let r = std::panic::catch_unwind(|| sb.get(seq).tx_time);
+            let msg = r.expect_err("an out-of-window segment must be reported");
+            assert!(msg.downcast_ref::<String>().is_some_and(|m| m.contains("not in the window")), "segment {seq}");
+        }
+        assert_eq!(sb.get(1).tx_time, Time(2));
+        sb.pop_front();
+        assert!(std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| sb.pop_front())).is_err());
     }
 }
