@@ -45,12 +45,11 @@ pub struct ExtStore {
     live: Vec<bool>,
     /// Free slots (indices), reused last-freed first.
     free: Vec<u32>,
-    in_use: usize,
 }
 
 impl ExtStore {
     pub const fn new() -> ExtStore {
-        ExtStore { slots: Vec::new(), live: Vec::new(), free: Vec::new(), in_use: 0 }
+        ExtStore { slots: Vec::new(), live: Vec::new(), free: Vec::new() }
     }
     /// A fresh (default) slot; its handle (index + 1, never 0).
     pub fn alloc(&mut self) -> u32 {
@@ -71,7 +70,6 @@ impl ExtStore {
             }
         };
         self.live[i as usize] = true;
-        self.in_use += 1;
         i + 1
     }
     /// Gives slot `handle` back. Panics if it is not in use (freed twice).
@@ -80,7 +78,6 @@ impl ExtStore {
         let i = self.index(handle, "freed");
         self.live[i] = false;
         self.free.push(i as u32);
-        self.in_use -= 1;
     }
     #[inline]
     pub fn get(&self, handle: u32) -> &PacketExt {
@@ -93,7 +90,7 @@ impl ExtStore {
     }
     /// Slots in use.
     pub fn in_use(&self) -> usize {
-        self.in_use
+        self.slots.len() - self.free.len()
     }
     /// Slots the slab holds (in use or free).
     pub fn capacity(&self) -> usize {
