@@ -66,16 +66,24 @@ const TCP_TSO_WIN_DIVISOR: u64 = 3;
 /// Linux `tcp_tso_autosize`: segments per skb for a pacing rate of `rate` bytes/s, `min_rtt`
 /// (the 5.18+ allowance when `rtt_allowance`), floored at `min_tso`.
 pub fn tso_autosize(rate: f64, mss: u32, min_rtt: Time, min_tso: u32, rtt_allowance: bool) -> u32 {
-    let mut bytes = (rate as u64) >> SK_PACING_SHIFT;
-    if rtt_allowance {
-        // tcp_min_rtt(tp) >> tcp_tso_rtt_log; no sample yet: ~0U, no allowance.
-        let r = if min_rtt == Time::MAX { u64::MAX } else { (min_rtt.0 / 1000) >> TCP_TSO_RTT_LOG };
-        if r < 32 {
-            bytes += GSO_MAX_BYTES >> r;
-        }
-    }
+    let bytes = ((rate as u64) >> SK_PACING_SHIFT) + tso_rtt_allowance(min_rtt, rtt_allowance);
     let bytes = bytes.min(GSO_MAX_BYTES);
     ((bytes / mss as u64) as u32).max(min_tso)
+}
+
+/// The bytes [`tso_autosize`] adds to `rate >> SK_PACING_SHIFT` for a small `min_rtt` (the
+/// 5.18+ allowance, `tcp_tso_rtt_log`): `GSO_MAX_BYTES >> (tcp_min_rtt(tp) >> tcp_tso_rtt_log)`, none
+/// before the first sample (`~0U`) or without the allowance.
+fn tso_rtt_allowance(min_rtt: Time, rtt_allowance: bool) -> u64 {
+    if !rtt_allowance {
+        return 0;
+    }
+    let r = if min_rtt == Time::MAX { u64::MAX } else { (min_rtt.0 / 1000) >> TCP_TSO_RTT_LOG };
+    if r < 32 {
+        GSO_MAX_BYTES >> r
+    } else {
+        0
+    }
 }
 
 /// [`tso_autosize`]'s result for `rate` with the pacing rates that give the same result at the
@@ -86,13 +94,7 @@ pub fn tso_autosize(rate: f64, mss: u32, min_rtt: Time, min_tso: u32, rtt_allowa
 pub(super) fn tso_autosize_step(rate: f64, mss: u32, min_rtt: Time, min_tso: u32, rtt_allowance: bool) -> TsoStep {
     let segs = tso_autosize(rate, mss, min_rtt, min_tso, rtt_allowance);
     let mss = mss as u64;
-    // The allowance added to `rate >> SK_PACING_SHIFT`, as tso_autosize computes it.
-    let extra = if rtt_allowance {
-        let r = if min_rtt == Time::MAX { u64::MAX } else { (min_rtt.0 / 1000) >> TCP_TSO_RTT_LOG };
-        if r < 32 { GSO_MAX_BYTES >> r } else { 0 }
-    } else {
-        0
-    };
+    let extra = tso_rtt_allowance(min_rtt, rtt_allowance);
     let bytes = ((rate as u64) >> SK_PACING_SHIFT).saturating_add(extra).min(GSO_MAX_BYTES);
     let q = bytes / mss;
     // bytes / mss == q  <=>  q·mss <= (rate >> 10) + extra < (q+1)·mss, or the cap holds.
