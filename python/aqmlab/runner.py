@@ -413,7 +413,9 @@ def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None
     and answers them in that order, so a worker that dies (the OOM killer, a crash, a kill) is
     known to have been running the first run it holds: that run is run again on a fresh
     worker, and a run that kills two workers fails alone; the run waiting behind it goes back
-    to the queue uncharged, and the other runs are not touched. The workers are plain
+    to the queue uncharged, and the other runs are not touched. A run sent to a worker that had
+    already died (idle, between runs) never reached it: the send fails, and the run goes to
+    another worker uncharged. The workers are plain
     processes with one pipe each (no semaphore, so no resource tracker). Leaving by any
     exception (Ctrl-C, SIGTERM) stops the workers (SIGTERM, then SIGKILL after a second),
     removes the temporary files of the runs they held, and re-raises."""
@@ -472,16 +474,14 @@ class _LocalPool:
                 # every worker, so that the last runs wait in no busy worker's pipe while
                 # another worker is idle.
                 for want in range(1, depth + 1):
-                    for w in self.workers:
+                    for w in list(self.workers):  # a worker found dead by a send is replaced meanwhile
                         while len(w[2]) < want and queue and (want == 1 or len(queue) >= self.jobs):
-                            i = queue.popleft()
-                            w[2].append(i)
-                            try:
-                                w[1].send((i, self.tasks[i]))
-                            except OSError:
-                                break  # the worker died: found below by its sentinel, its runs tried again
+                            if not self._send(w, queue):
+                                break
                 busy = [w for w in self.workers if w[2]]
                 if not busy:
+                    if queue:
+                        continue  # the runs a dead worker could not take: to its replacement
                     return
                 ready = set(wait([w[1] for w in busy] + [w[0].sentinel for w in busy]))
                 for w in busy:
@@ -505,9 +505,33 @@ class _LocalPool:
             pass
         if proc.sentinel not in ready and proc.is_alive():
             return
-        # The worker died holding the runs in `held`, running the first of them: it alone is
-        # affected (the others were never started and go back to the queue's front, in order).
-        proc.join()
+        self._bury(w, queue)
+
+    def _send(self, w: list[Any], queue: Any) -> bool:
+        """Sends worker ``w`` the run at the queue's front. False when the send finds the worker
+        dead (its pipe broken: it died idle, or while running the run it holds): the run never
+        reached it, so it goes back to the queue's front uncharged, and the worker is buried
+        at once (a worker that holds no run is not waited on, so nothing else would find it)."""
+        i = queue.popleft()
+        w[2].append(i)
+        try:
+            w[1].send((i, self.tasks[i]))
+            return True
+        except OSError:
+            w[2].pop()
+            queue.appendleft(i)
+            self._bury(w, queue)
+            return False
+
+    def _bury(self, w: list[Any], queue: Any) -> None:
+        """Removes dead worker ``w`` and starts another while runs are queued. It died holding
+        the runs in its deque, running the first of them: that run alone is charged the death
+        (the others were never started and go back to the queue's front, in order)."""
+        proc, conn, held = w
+        proc.join(1.0)
+        if proc.is_alive():  # a broken pipe to a live worker: of no use any more
+            proc.kill()
+            proc.join()
         conn.close()
         self.workers.remove(w)
         if held:

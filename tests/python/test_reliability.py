@@ -197,3 +197,32 @@ def test_the_local_pool_gives_every_worker_a_run_before_any_its_second(tmp_path,
             owner[i] = k
         else:
             held[owner[i]].discard(i)
+
+
+def test_a_run_sent_to_a_worker_that_died_idle_is_not_charged(tmp_path, monkeypatch):
+    """A worker that dies between runs (killed while idle, as the OOM killer may) never starts
+    the run sent to it next: the send finds its pipe broken, the run goes to another worker
+    uncharged (pool.attempts stays 0) and ends as its own outcome. Three runs on two workers:
+    one run each, the third queued; the first worker to answer is killed and reaped before the
+    pool sends it the third run."""
+    from aqmlab import runner
+
+    tasks = [{"text": "not a scenario [", "run_dir": str(tmp_path / f"r{i}"), "plot": False} for i in range(3)]
+    done: list[tuple[int, dict]] = []
+    pool = runner._LocalPool(tasks, 2, False, lambda i, res: done.append((i, res)))
+    real_collect, killed = pool._collect, []
+
+    def collect(w, ready, queue):
+        real_collect(w, ready, queue)
+        if not killed and w in pool.workers and not w[2] and queue:
+            os.kill(w[0].pid, signal.SIGKILL)
+            w[0].join()
+            killed.append(w[0].pid)
+
+    monkeypatch.setattr(pool, "_collect", collect)
+    pool.run()
+    assert killed
+    assert sorted(i for i, _ in done) == [0, 1, 2]
+    assert all(res["error"].startswith("ScenarioError") for _, res in done), done  # not a death
+    assert pool.attempts == [0, 0, 0]
+    assert pool.workers == []
