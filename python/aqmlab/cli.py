@@ -577,6 +577,7 @@ def suite_run(
             force=force,
             progress=not quiet,
             command=suite_command(name, filter_, seeds, set_),
+            owns_process=True,  # with -j 1 the runs run here: malloc is tuned for them
         )
         if not quiet:
             redone = f", {len(res.damaged)} redone (damaged)" if res.damaged else ""

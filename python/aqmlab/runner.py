@@ -324,7 +324,7 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 
 
 #: glibc's malloc in a process that runs a suite's runs one after another (a worker, or the
-#: CLI process with -j 1): blocks up to this size come from the heap instead of their own
+#: CLI process with -j 1; not a library caller's process: :func:`run_local`): blocks up to this size come from the heap instead of their own
 #: mmap, and up to twice this much free heap is kept instead of given back at once.
 #: By default glibc gives a freed block above its (dynamic) mmap threshold and the free top
 #: of the heap above 128 kiB back to the kernel, so every run faulted its arrays' pages in
@@ -352,11 +352,12 @@ def _keep_freed_memory() -> None:
     api.keep_freed_memory()
 
 
-def _init_worker(plots: bool = True) -> None:
+def _init_worker(plots: bool = True, keep_freed_memory: bool = True) -> None:
     """Imports matplotlib (when plotting) once per worker process; keeps freed memory for the
-    next run (:func:`_keep_freed_memory`)."""
+    next run (:func:`_keep_freed_memory`) unless told not to (a process aqmlab does not own)."""
     _die_with_parent()
-    _keep_freed_memory()
+    if keep_freed_memory:
+        _keep_freed_memory()
     if plots:
         import matplotlib
 
@@ -406,8 +407,13 @@ def _death(exitcode: int | None) -> str:
     return f"exit status {exitcode}"
 
 
-def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None:
+def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, owns_process: bool = False) -> None:
     """Runs tasks in this process (jobs == 1) or on ``jobs`` spawned worker processes.
+
+    ``owns_process``: this process is aqmlab's own (the CLI), so with one job glibc's malloc
+    is tuned here for many runs (:func:`_keep_freed_memory`). Not for a library caller (a
+    notebook calling :func:`run_suite`): mallopt's thresholds outlive the call, and glibc
+    cannot give the mmap threshold its dynamic behaviour back. Workers are always tuned.
 
     Each worker holds at most two runs (:attr:`_LocalPool.DEPTH`), runs them in the order sent
     and answers them in that order, so a worker that dies (the OOM killer, a crash, a kill) is
@@ -421,7 +427,7 @@ def run_local(tasks: list[dict[str, Any]], jobs: int, on_done: Callback) -> None
     removes the temporary files of the runs they held, and re-raises."""
     plots = any(t.get("plot", True) for t in tasks)
     if jobs <= 1 or len(tasks) <= 1:
-        _init_worker(plots)
+        _init_worker(plots, keep_freed_memory=owns_process)
         for i, t in enumerate(tasks):
             on_done(i, execute_run(t))
         return
@@ -665,6 +671,7 @@ def run_suite(
     progress: bool = True,
     report: bool = True,
     command: str | None = None,
+    owns_process: bool = False,
 ) -> SuiteOutcome:
     """Runs the suite's missing runs, then writes results.csv, REPORT.md and index.html (REPORT.md
     as HTML with links to every run's files) into ``out_dir``. ``html``: every run also writes
@@ -674,7 +681,8 @@ def run_suite(
     Every cell is checked before any run starts. Run directories are absolute paths, so a
     worker in another directory (Dask) writes where the report reads; a run whose
     summary.json is then not found there counts as failed (Dask workers need a filesystem
-    shared with this process: docs/suites.md).
+    shared with this process: docs/suites.md). ``owns_process``: the caller is aqmlab's CLI
+    (:func:`run_local`); a library caller leaves it False.
     """
     from . import htmlreport
     from . import report as rep
@@ -768,7 +776,7 @@ def run_suite(
                 if executor == "dask" or dask_address:
                     run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
                 elif executor == "local":
-                    run_local(tasks, jobs, on_done)
+                    run_local(tasks, jobs, on_done, owns_process=owns_process)
                 else:
                     raise SuiteError(f"--executor {executor}: expected local or dask")
         failed.sort(key=lambda f: runs.index(f[0]))

@@ -634,3 +634,58 @@ def test_a_worker_keeps_its_freed_memory_between_runs():
     # while giving the heap back makes every run fault about 1,000 pages in.
     later = faults[4:]
     assert sum(later) / len(later) < 200, faults
+
+
+class _FakeLibc:
+    """ctypes.CDLL(None) with a recording mallopt (and no malloc_trim)."""
+
+    def __init__(self, calls: list) -> None:
+        self.mallopt = lambda option, value: calls.append((option, value))
+
+
+def _record_mallopt(monkeypatch) -> list:
+    import ctypes
+
+    from aqmlab import api
+
+    calls: list = []
+    monkeypatch.setattr(ctypes, "CDLL", lambda *a, **k: _FakeLibc(calls))
+    monkeypatch.setattr(api, "_TRIM", api._TRIM)  # api.keep_freed_memory() is undone after the test
+    return calls
+
+
+def test_malloc_is_tuned_only_in_processes_aqmlab_owns(tmp_path, monkeypatch):
+    """glibc's mmap and trim thresholds (runner._keep_freed_memory) outlive the call that sets
+    them, and the dynamic mmap threshold cannot be restored: run_suite with one job, which runs
+    the runs in the caller's process, leaves malloc alone for a library caller (a notebook) and
+    tunes it for the CLI (owns_process) and in pool workers (_init_worker)."""
+    from aqmlab import runner
+
+    calls = _record_mallopt(monkeypatch)
+    monkeypatch.setattr(runner, "execute_run", lambda t: {"ok": False, "run_dir": t["run_dir"], "error": "not run"})
+    s = S.load_suite("l4s-tests/s6")
+    kw = dict(filters={"classic": ["cubic"]}, jobs=1, plots=False, progress=False, report=False)
+    out = runner.run_suite(s, tmp_path / "lib", **kw)
+    assert len(out.failed) > 1 and calls == []
+    runner.run_suite(s, tmp_path / "cli", owns_process=True, **kw)
+    tuned = [(-3, runner.MALLOC_KEEP_BYTES), (-1, 2 * runner.MALLOC_KEEP_BYTES)]  # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD
+    assert calls == tuned
+    calls.clear()
+    runner._init_worker(False)  # what every pool worker runs first
+    assert calls == tuned
+
+
+def test_the_cli_runs_a_suite_as_the_owner_of_its_process(monkeypatch):
+    from types import SimpleNamespace
+
+    from aqmlab import cli, runner
+
+    seen: dict = {}
+
+    def fake_run_suite(suite, out_dir, **kw):
+        seen.update(kw)
+        return SimpleNamespace(failed=[])
+
+    monkeypatch.setattr(runner, "run_suite", fake_run_suite)
+    cli.app(["suite", "run", "l4s-tests/s6", "-j", "1", "-q"], prog_name="aqmlab", standalone_mode=False)
+    assert seen["owns_process"] is True and seen["jobs"] == 1
