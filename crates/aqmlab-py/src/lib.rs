@@ -143,6 +143,7 @@ fn run<'py>(
     chunk_values: usize,
 ) -> PyResult<(String, SeriesOut<'py>)> {
     let capture = pcap.map(|(cli, srv)| aqmlab_sim::capture::CaptureSpec { cli: cli.into(), srv: srv.into(), flows: pcap_flows, snaplen: pcap_snaplen });
+    let break_invariant = broken_invariant_for_tests()?;
     let (cancelled, done) = match &control {
         Some(c) => (c.get().cancelled.clone(), c.get().progress.clone()),
         None => Default::default(),
@@ -184,7 +185,7 @@ fn run<'py>(
                 }
             }
         };
-        aqmlab_sim::run_toml_streaming(&toml_text, seed, &overrides, capture.as_ref(), stream, tick)
+        aqmlab_sim::run_toml_streaming(&toml_text, seed, &overrides, capture.as_ref(), stream, break_invariant, tick)
     });
     if let Some(e) = py_err {
         return Err(e);
@@ -222,6 +223,24 @@ fn run<'py>(
     })?;
     let keys = series.columns.into_iter().map(|c| (c.entity, c.metric, c.unit)).collect();
     Ok((summary, (keys, time, values, series.first_tick, index)))
+}
+
+/// The environment variable that makes a run report an invariant as violated although it
+/// holds, for the tests of how a violation reaches the user (`tests/python/test_invariants_cli.py`:
+/// the CLI runs in a process of its own, so the test reaches it through its environment). Its
+/// value names the invariant (`flow conservation`: `aqmlab_sim::sim::BrokenInvariant`). Read
+/// here, once per `run` call, and handed to the engine as an explicit option; unset or empty
+/// in every normal run.
+const BREAK_INVARIANT_ENV: &str = "AQMLAB_TEST_BREAK_INVARIANT";
+
+/// [`BREAK_INVARIANT_ENV`]'s invariant; an unknown name is a `ValueError`.
+fn broken_invariant_for_tests() -> PyResult<Option<aqmlab_sim::sim::BrokenInvariant>> {
+    match std::env::var(BREAK_INVARIANT_ENV) {
+        Ok(name) if !name.is_empty() => aqmlab_sim::sim::BrokenInvariant::from_name(&name)
+            .map(Some)
+            .ok_or_else(|| PyValueError::new_err(format!("{BREAK_INVARIANT_ENV}={name:?}: expected \"flow conservation\""))),
+        _ => Ok(None),
+    }
 }
 
 /// scenario_schema() -> str

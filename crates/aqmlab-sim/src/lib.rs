@@ -54,21 +54,26 @@ pub fn run_toml_with(
     capture: Option<&capture::CaptureSpec>,
     tick: impl FnMut(f64) -> bool,
 ) -> Result<Option<RunOutput>, ScenarioError> {
-    run_toml_streaming(text, seed, overrides, capture, None, tick)
+    run_toml_streaming(text, seed, overrides, capture, None, None, tick)
 }
 
 /// [`run_toml_with`], handing the series to a sink in chunks of about `n` values while the
 /// run goes on when `stream` is `Some((sink, n))` ([`Simulation::stream_series`]): the
-/// output's `series` then holds only the ticks after the last chunk.
+/// output's `series` then holds only the ticks after the last chunk. `break_invariant`: the
+/// run reports that invariant as violated ([`Simulation::break_invariant`], tests only).
 pub fn run_toml_streaming(
     text: &str,
     seed: Option<u64>,
     overrides: &[String],
     capture: Option<&capture::CaptureSpec>,
     stream: Option<(metrics::ChunkSink, usize)>,
+    break_invariant: Option<sim::BrokenInvariant>,
     tick: impl FnMut(f64) -> bool,
 ) -> Result<Option<RunOutput>, ScenarioError> {
     let mut sim = prepare(text, seed, overrides, capture)?;
+    if let Some(b) = break_invariant {
+        sim.break_invariant(b);
+    }
     if let Some((sink, n)) = stream {
         sim.stream_series(sink, n);
     }
@@ -152,7 +157,7 @@ count = 2
         let chunks = Arc::new(Mutex::new(Vec::<metrics::SeriesChunk>::new()));
         let sink = chunks.clone();
         let stream: (metrics::ChunkSink, usize) = (Box::new(move |c| sink.lock().unwrap().push(c)), 2_000);
-        let out = run_toml_streaming(TWO_CUBIC, None, &["duration=20s".into()], None, Some(stream), |_| true).unwrap().unwrap();
+        let out = run_toml_streaming(TWO_CUBIC, None, &["duration=20s".into()], None, Some(stream), None, |_| true).unwrap().unwrap();
         let chunks = chunks.lock().unwrap();
         let cols = plain.series.columns.len();
         assert!(chunks.len() >= 2 && chunks.iter().all(|c| c.values.len() <= 2_000 && c.columns == cols));

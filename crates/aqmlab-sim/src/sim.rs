@@ -75,9 +75,8 @@ pub struct Simulation {
     recorder: SeriesRecorder,
     /// Reused buffer for the disciplines' xstats.
     xstats_buf: Vec<(&'static str, f64)>,
-    /// `AQMLAB_TEST_BREAK_INVARIANT` (read once, when the run is built): an invariant the
-    /// run must report as violated, for the tests of how a violation reaches the user.
-    break_invariant: Option<String>,
+    /// An invariant the run must report as violated ([`Simulation::break_invariant`]).
+    break_invariant: Option<BrokenInvariant>,
     /// The pcap taps at the hosts (`--pcap`); `None` costs one branch per packet hop end.
     capture: Option<Box<Capture>>,
     /// `[limits] max_events` and `max_memory`, enforced while the run goes on.
@@ -134,12 +133,25 @@ impl Conservation {
     }
 }
 
-/// The environment variable that makes a run report an invariant as violated although it
-/// holds (tests only: how a violation reaches the user, `tests/python/test_invariants_cli.py`).
-/// Its value names the invariant; only `flow conservation` is known (one packet of the first
-/// flow counted as sent twice, at the end of the run). Read once when the run is built, never
-/// on the packet path; unset or empty in every normal run.
-pub const BREAK_INVARIANT_ENV: &str = "AQMLAB_TEST_BREAK_INVARIANT";
+/// An invariant a run reports as violated although it holds, for the tests of how a
+/// violation reaches the user ([`Simulation::break_invariant`]; the Python extension sets it
+/// from its test-only environment variable, `tests/python/test_invariants_cli.py`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BrokenInvariant {
+    /// One packet of the first flow that sent any counted as sent twice, just before the
+    /// per-flow conservation check at the end of the run.
+    FlowConservation,
+}
+
+impl BrokenInvariant {
+    /// By the invariant's name in the violation message (`flow conservation`).
+    pub fn from_name(name: &str) -> Option<BrokenInvariant> {
+        match name {
+            "flow conservation" => Some(BrokenInvariant::FlowConservation),
+            _ => None,
+        }
+    }
+}
 
 /// The per-flow packet conservation invariant, checked at the end of every run: for every
 /// flow (endpoint id, workload transfers included, so every finite transfer is checked with
@@ -262,7 +274,7 @@ impl Simulation {
             changes,
             recorder,
             xstats_buf: Vec::new(),
-            break_invariant: std::env::var(BREAK_INVARIANT_ENV).ok().filter(|v| !v.is_empty()),
+            break_invariant: None,
             capture: None,
             max_events: sc.limits.max_events,
             max_memory: sc.limits.max_memory,
@@ -306,6 +318,13 @@ impl Simulation {
     /// Why the run stopped early, if it reached a `[limits]` ceiling.
     pub fn stopped(&self) -> Option<&LimitExceeded> {
         self.stopped.as_ref()
+    }
+
+    /// Makes the run report `invariant` as violated at its end although it holds (tests of
+    /// how a violation reaches the user only); an explicit option of the caller, never read
+    /// from the environment here.
+    pub fn break_invariant(&mut self, invariant: BrokenInvariant) {
+        self.break_invariant = Some(invariant);
     }
 
     /// Captures the run's packets at the hosts into two pcap files (`capture`); call
@@ -591,7 +610,7 @@ impl Simulation {
         // Invariant, checked in every run: every packet sent is delivered, dropped or still
         // held by an element. A panic reaches the user as one "internal error" line.
         assert!(packets.conserved(), "invariant violated: packet conservation: {packets:?}");
-        if self.break_invariant.as_deref() == Some("flow conservation") {
+        if self.break_invariant == Some(BrokenInvariant::FlowConservation) {
             // The test hook: one packet of the first flow that sent any counted twice.
             if let Some(f) = (0..flow_sent.flows() as u32).find(|&f| flow_sent.get(f) > 0) {
                 flow_sent.add(f);
@@ -806,6 +825,27 @@ rtt = "20ms"
         let other = Simulation::new(&sc).run();
         assert!(other.summary.bottleneck.packets > 0);
         assert_eq!(thread_store(), before);
+    }
+
+    /// The test hook of how a violation reaches the user is an explicit option of the caller
+    /// (the Python extension reads its environment variable): set, the run reports flow 0's
+    /// conservation as broken by exactly one packet; not set, the same run passes its checks.
+    #[test]
+    fn a_broken_invariant_is_asked_for_explicitly() {
+        let sc = Scenario::from_toml("duration = \"300ms\"\n[bottleneck]\nrate = \"10Mbit\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\n", &[]).unwrap();
+        let clean = Simulation::new(&sc).run();
+        let p = clean.summary.packets;
+        assert!(p.conserved() && p.sent > 100, "{p:?}");
+        let mut sim = Simulation::new(&sc);
+        sim.break_invariant(BrokenInvariant::FlowConservation);
+        let msg = panic_message(|| {
+            sim.run();
+        });
+        let counts = msg.strip_prefix("invariant violated: flow conservation: flow 0 (TCP) ").unwrap_or_else(|| panic!("{msg}"));
+        let n: Vec<u64> = counts.split(", ").map(|c| c.rsplit(' ').next().unwrap().parse().unwrap()).collect();
+        assert_eq!(n[0], n[1] + n[2] + n[3] + 1, "{msg}");
+        assert_eq!(BrokenInvariant::from_name("flow conservation"), Some(BrokenInvariant::FlowConservation));
+        assert_eq!(BrokenInvariant::from_name("packet conservation"), None);
     }
 
     /// Two simulations stepped in turn in one thread (each `run_until` swaps its own packet
