@@ -165,9 +165,9 @@ pub struct FlowRecord {
 pub struct Endpoints {
     list: Vec<Endpoint>,
     records: Vec<FlowRecord>,
-    /// The packet counts of the ids beyond `records` (the workloads' transfers).
-    others_sent: FlowCounts,
-    others_delivered: FlowCounts,
+    /// Drops of the entries before the workloads moved out of the elements
+    /// ([`Endpoints::count_dropped`]); the transfers' counts are the workloads'.
+    dropped: FlowCounts,
 }
 
 impl Endpoints {
@@ -177,7 +177,7 @@ impl Endpoints {
         assert!(matches!(list.last(), Some(Endpoint::Workloads(_))), "the endpoint table ends with the workloads");
         assert_eq!(routes.len() + 1, list.len(), "a route per endpoint before the workloads");
         let records = routes.into_iter().map(|route| FlowRecord { route, sent: 0, delivered: 0 }).collect();
-        Endpoints { list, records, others_sent: FlowCounts::default(), others_delivered: FlowCounts::default() }
+        Endpoints { list, records, dropped: FlowCounts::default() }
     }
     /// The route endpoint `id` travels on: a field of the table, or (ids of the workloads'
     /// arrival clocks and transfers) its workload's.
@@ -193,7 +193,7 @@ impl Endpoints {
     pub fn count_sent(&mut self, id: u32) {
         match self.records.get_mut(id as usize) {
             Some(r) => r.sent += 1,
-            None => self.others_sent.add(id),
+            None => self.workloads_mut().count_sent(id),
         }
     }
     /// Counts a packet delivered to endpoint `id`.
@@ -201,19 +201,45 @@ impl Endpoints {
     pub fn count_delivered(&mut self, id: u32) {
         match self.records.get_mut(id as usize) {
             Some(r) => r.delivered += 1,
-            None => self.others_delivered.add(id),
+            None => self.workloads_mut().count_delivered(id),
         }
     }
-    /// The packets sent and delivered, by endpoint id.
-    pub fn flow_counts(&self) -> (FlowCounts, FlowCounts) {
-        let (mut sent, mut delivered) = (FlowCounts::default(), FlowCounts::default());
+    /// Counts `n` packets of endpoint `id` dropped by an element, moved out of the elements'
+    /// counts (`Simulation::collect_flow_drops`).
+    pub fn count_dropped(&mut self, id: u32, n: u64) {
+        if (id as usize) < self.records.len() {
+            self.dropped.add_n(id, n);
+        } else {
+            self.workloads_mut().count_dropped(id, n);
+        }
+    }
+    /// The packets sent, delivered, and dropped as moved out of the elements, by endpoint id:
+    /// every entry before the workloads, and the transfers whose counts are held (open,
+    /// draining, or counted late: `Workloads::retire_ended`).
+    pub fn flow_counts(&self) -> (FlowCounts, FlowCounts, FlowCounts) {
+        let apart = FlowCounts::counting_apart_from(self.records.len() as u32);
+        let (mut sent, mut delivered, mut dropped) = (apart.clone(), apart.clone(), apart);
+        dropped.add_all(&self.dropped);
         for (i, r) in self.records.iter().enumerate() {
             sent.add_n(i as u32, r.sent);
             delivered.add_n(i as u32, r.delivered);
         }
-        sent.add_all(&self.others_sent);
-        delivered.add_all(&self.others_delivered);
-        (sent, delivered)
+        self.workloads().for_each_packet_counts(|id, p| {
+            sent.add_n(id, p.sent);
+            delivered.add_n(id, p.delivered);
+            dropped.add_n(id, p.dropped);
+        });
+        (sent, delivered, dropped)
+    }
+    /// The first id beyond the table's records: the workloads' arrival clocks, then their
+    /// transfers.
+    pub fn first_beyond_records(&self) -> u32 {
+        self.records.len() as u32
+    }
+    /// Packets sent and delivered over the run, every endpoint's.
+    pub fn packet_totals(&self) -> (u64, u64) {
+        let (sent, delivered) = self.workloads().packet_totals();
+        self.records.iter().fold((sent, delivered), |(s, d), r| (s + r.sent, d + r.delivered))
     }
     #[inline]
     fn index(&self, id: u32) -> usize {
@@ -284,6 +310,13 @@ impl Endpoints {
     /// The workloads' slot set.
     pub fn workloads(&self) -> &Workloads {
         match self.list.last() {
+            Some(Endpoint::Workloads(w)) => w,
+            _ => unreachable!("the endpoint table ends with the workloads"),
+        }
+    }
+    /// [`Endpoints::workloads`], mutable.
+    pub fn workloads_mut(&mut self) -> &mut Workloads {
+        match self.list.last_mut() {
             Some(Endpoint::Workloads(w)) => w,
             _ => unreachable!("the endpoint table ends with the workloads"),
         }

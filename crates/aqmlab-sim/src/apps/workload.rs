@@ -22,6 +22,7 @@
 //! straggler of a closed connection (a duplicate ACK, a timer) finds no slot and is dropped.
 
 use crate::cc::CcSpec;
+use std::collections::BTreeMap;
 use crate::event::{Event, EventQueue, FlowTimer};
 use crate::metrics::FctStats;
 use crate::packet::{Direction, Kind, Packet};
@@ -144,9 +145,27 @@ struct Transfer {
     client_syns: u32,
     sender: TcpSender,
     receiver: TcpReceiver,
+    packets: TransferPackets,
 }
 
 const CLOSED: u32 = u32::MAX;
+
+/// A transfer's packets for the per-flow conservation check (`sim::check_flow_conservation`):
+/// sent by its two ends, delivered to them, and dropped by an element (moved here from the
+/// elements' counts once per sampling step, `Simulation::collect_flow_drops`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TransferPackets {
+    pub sent: u64,
+    pub delivered: u64,
+    pub dropped: u64,
+}
+
+impl TransferPackets {
+    /// Every packet sent has been delivered or dropped.
+    fn ended(&self) -> bool {
+        self.sent == self.delivered + self.dropped
+    }
+}
 
 /// Every workload of a run, with the connection slab they share: the last entry of the
 /// engine's endpoint table, which owns every endpoint id from its own on.
@@ -165,6 +184,17 @@ pub struct Workloads {
     free: Vec<u32>,
     live: usize,
     peak_live: usize,
+    /// The packet counts of the transfers closed with packets still in the network, until
+    /// those have ended (then they are checked and forgotten: [`Workloads::retire_ended`]);
+    /// an open transfer's are in its slot. So the counts held grow with the transfers open
+    /// at once, not with the transfers a run makes.
+    draining: BTreeMap<u32, TransferPackets>,
+    /// Packets of a transfer counted after it was checked and forgotten: a conservation bug,
+    /// reported by the end-of-run check.
+    late: BTreeMap<u32, TransferPackets>,
+    /// Packets the transfers sent and were delivered, over the run.
+    sent_total: u64,
+    delivered_total: u64,
 }
 
 /// A workload in `summary.json` → `workloads[]`.
@@ -204,7 +234,21 @@ impl Workloads {
                 }
             })
             .collect();
-        Workloads { seed, stack, base, list, owner: Vec::new(), slots: Vec::new(), free: Vec::new(), live: 0, peak_live: 0 }
+        Workloads {
+            seed,
+            stack,
+            base,
+            list,
+            owner: Vec::new(),
+            slots: Vec::new(),
+            free: Vec::new(),
+            live: 0,
+            peak_live: 0,
+            draining: BTreeMap::new(),
+            late: BTreeMap::new(),
+            sent_total: 0,
+            delivered_total: 0,
+        }
     }
 
     /// Schedules each workload's first arrival.
@@ -313,6 +357,7 @@ impl Workloads {
             client_syns: 0,
             sender: TcpSender::new(id, cfg.clone(), cc),
             receiver: TcpReceiver::new(id, &cfg),
+            packets: TransferPackets::default(),
         };
         let mut ctx = EndpointCtx { flow: id, now: ctx.now, events: &mut *ctx.events, out: &mut *ctx.out };
         if wl.data_down {
@@ -368,9 +413,74 @@ impl Workloads {
     fn close(&mut self, id: u32) {
         let k = (id - self.first_transfer()) as usize;
         let slot = std::mem::replace(&mut self.owner[k].1, CLOSED);
-        self.slots[slot as usize] = None;
+        let tr = self.slots[slot as usize].take().expect("an open transfer's slot holds it");
+        // Kept until its packets in flight have ended (the ones this event sends included).
+        self.draining.insert(id, tr.packets);
         self.free.push(slot);
         self.live -= 1;
+    }
+
+    /// The packet counts of transfer `id`: in its slot while open, then while draining;
+    /// after that, counts that come late.
+    fn packets_mut(&mut self, id: u32) -> &mut TransferPackets {
+        let slot = id.checked_sub(self.first_transfer()).and_then(|k| self.owner.get(k as usize)).map_or(CLOSED, |o| o.1);
+        if slot != CLOSED {
+            if let Some(tr) = self.slots[slot as usize].as_mut() {
+                return &mut tr.packets;
+            }
+        }
+        match self.draining.get_mut(&id) {
+            Some(p) => p,
+            None => self.late.entry(id).or_default(),
+        }
+    }
+    /// Counts a packet transfer `id` sent.
+    #[inline]
+    pub fn count_sent(&mut self, id: u32) {
+        self.sent_total += 1;
+        self.packets_mut(id).sent += 1;
+    }
+    /// Counts a packet delivered to transfer `id`.
+    #[inline]
+    pub fn count_delivered(&mut self, id: u32) {
+        self.delivered_total += 1;
+        self.packets_mut(id).delivered += 1;
+    }
+    /// Counts `n` packets of transfer `id` dropped by an element.
+    pub fn count_dropped(&mut self, id: u32, n: u64) {
+        self.packets_mut(id).dropped += n;
+    }
+    /// Forgets the counts of the closed transfers whose every packet has ended (delivered,
+    /// or dropped with the drops moved here): they hold, and a packet of one counted after
+    /// this is a bug the end-of-run check reports (it lands in `late`). Call when the
+    /// elements' drops have just been moved here, between events.
+    pub fn retire_ended(&mut self) {
+        self.draining.retain(|_, p| !p.ended());
+    }
+    /// Packets every transfer sent and packets delivered to them, over the run.
+    pub fn packet_totals(&self) -> (u64, u64) {
+        (self.sent_total, self.delivered_total)
+    }
+    /// Calls `f(id, counts)` for every transfer whose counts are held: open, draining, late.
+    pub fn for_each_packet_counts(&self, mut f: impl FnMut(u32, &TransferPackets)) {
+        let first = self.first_transfer();
+        for (k, &(_, slot)) in self.owner.iter().enumerate() {
+            if let Some(Some(tr)) = (slot != CLOSED).then(|| self.slots[slot as usize].as_ref()) {
+                f(first + k as u32, &tr.packets);
+            }
+        }
+        for (&id, p) in self.draining.iter().chain(&self.late) {
+            f(id, p);
+        }
+    }
+    /// Transfers whose packet counts are held (open, draining, late): bounded by the
+    /// transfers open at once and the packets in flight, not by the run's transfers.
+    pub fn packet_counts_held(&self) -> usize {
+        self.live + self.draining.len() + self.late.len()
+    }
+    /// Whether the run has workloads (whose transfers' drops are moved out of the elements).
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
     }
 
     /// `summary.json` → `workloads[]`.

@@ -101,6 +101,22 @@ impl Element {
             Element::Netem(n) => into.add_all(&n.stats.flow_drops),
         }
     }
+    /// Hands [`Element::add_flow_drops`]'s counts to `f(flow, count)` and forgets them, so
+    /// that what the element holds by flow does not grow with the workloads' transfer ids;
+    /// the flows from `apart_from` on (the transfers) are then counted apart
+    /// (`FlowCounts::drain`, `Simulation::collect_flow_drops`).
+    pub fn drain_flow_drops(&mut self, apart_from: u32, f: &mut dyn FnMut(u32, u64)) {
+        match self {
+            Element::Delay(_) | Element::EcnRewrite(_) => {}
+            Element::Link(l) => l.drain_flow_drops(apart_from, f),
+            Element::Tunnel(t) => {
+                if let Some(d) = t.flow_drops_mut() {
+                    d.drain(apart_from, f);
+                }
+            }
+            Element::Netem(n) => n.stats.flow_drops.drain(apart_from, f),
+        }
+    }
     /// The link this element is; panics for another kind (shared links are links).
     pub fn as_link(&self) -> &Link {
         match self {
@@ -168,6 +184,9 @@ mod tests {
         fn stats(&self) -> &crate::qdisc::QdiscStats {
             self.0.stats()
         }
+        fn stats_mut(&mut self) -> &mut crate::qdisc::QdiscStats {
+            self.0.stats_mut()
+        }
         fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
             self.0.for_each_packet(f)
         }
@@ -224,6 +243,9 @@ mod tests {
         }
         fn stats(&self) -> &crate::qdisc::QdiscStats {
             self.inner.stats()
+        }
+        fn stats_mut(&mut self) -> &mut crate::qdisc::QdiscStats {
+            self.inner.stats_mut()
         }
         fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
             self.inner.for_each_packet(f)
@@ -291,6 +313,9 @@ mod tests {
         fn stats(&self) -> &crate::qdisc::QdiscStats {
             &self.stats
         }
+        fn stats_mut(&mut self) -> &mut crate::qdisc::QdiscStats {
+            &mut self.stats
+        }
         fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
             self.q.iter().for_each(f)
         }
@@ -317,7 +342,7 @@ mod tests {
             link.as_link().check_invariants();
             let elements = [link];
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                crate::sim::check_flow_conservation(&sent, &FlowCounts::default(), &elements, |_| "test")
+                crate::sim::check_flow_conservation(&sent, &FlowCounts::default(), FlowCounts::default(), &elements, |_| "test")
             }))
         };
         assert!(run(Box::new(Fifo::pfifo(1))).is_ok());

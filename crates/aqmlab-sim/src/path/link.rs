@@ -257,6 +257,12 @@ impl Link {
         into.add_all(&self.stats.retired_flow_drops);
         into.add_all(&self.qdisc.stats().flow_drops);
     }
+    /// [`Link::add_flow_drops`]'s counts handed to `f(flow, count)`, and forgotten
+    /// (`FlowCounts::drain`).
+    pub fn drain_flow_drops(&mut self, apart_from: u32, f: &mut dyn FnMut(u32, u64)) {
+        self.stats.retired_flow_drops.drain(apart_from, &mut *f);
+        self.qdisc.stats_mut().flow_drops.drain(apart_from, f);
+    }
     /// `tc qdisc replace` (Linux `tc_modify_qdisc`). A discipline of another kind is swapped
     /// in: the old one's queue is discarded (counted as its drops); the packet on the wire
     /// completes. One of the same kind is a `qdisc_change`: the installed discipline keeps

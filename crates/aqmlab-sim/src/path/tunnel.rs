@@ -372,6 +372,13 @@ impl TunnelElement {
             TunnelElement::Exit(x) => Some(&x.flow_drops),
         }
     }
+    /// [`TunnelElement::flow_drops`], to move them out.
+    pub fn flow_drops_mut(&mut self) -> Option<&mut crate::qdisc::FlowCounts> {
+        match self {
+            TunnelElement::Entry(_) => None,
+            TunnelElement::Exit(x) => Some(&mut x.flow_drops),
+        }
+    }
 }
 
 /// `summary.json` → `tunnels[]`, both directions together.

@@ -747,6 +747,9 @@ impl Qdisc for Cake {
     fn stats(&self) -> &QdiscStats {
         &self.stats
     }
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
     fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
         for flow in self.tins.iter().flat_map(|t| t.flows.iter()) {
             self.slab.for_each(&flow.q, |s| f(&s.pkt));

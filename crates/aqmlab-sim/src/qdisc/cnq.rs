@@ -331,6 +331,9 @@ impl Qdisc for Cnq {
     fn stats(&self) -> &QdiscStats {
         &self.stats
     }
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
     /// The real packets (a sparse packet's dummy in the bulk queue is not one).
     fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
         for c in &self.classes {

@@ -689,6 +689,9 @@ impl Qdisc for DualPi2 {
     fn stats(&self) -> &QdiscStats {
         &self.stats
     }
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
     fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
         self.c_queue.iter().for_each(&mut *f);
         self.l_queue.iter().for_each(|(p, _)| f(p));

@@ -64,6 +64,9 @@ macro_rules! codel_totals {
         fn stats(&self) -> &QdiscStats {
             &self.$($path).+.stats
         }
+        fn stats_mut(&mut self) -> &mut QdiscStats {
+            &mut self.$($path).+.stats
+        }
     };
 }
 pub(crate) use codel_totals;

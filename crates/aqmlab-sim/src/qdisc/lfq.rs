@@ -389,6 +389,9 @@ impl Qdisc for Lfq {
     fn stats(&self) -> &QdiscStats {
         &self.stats
     }
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
     fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
         for q in [&self.sparse, &self.bulk] {
             q.slab.for_each(&q.ends, |n| f(&n.pkt));

@@ -33,6 +33,7 @@ pub use queue::PacketQueue;
 pub use red::{RedStats, TcRed};
 pub use spec::{table_json, Args, Kind, Param, Params, QdiscConfig, QdiscKind, QdiscSpec, Type, Value};
 
+use std::collections::BTreeMap;
 use crate::packet::Packet;
 use crate::profile::Stack;
 use crate::rng::Stream;
@@ -113,14 +114,34 @@ pub(crate) fn backlog_underflow(what: &str) -> ! {
 /// has counted, from the lowest to the highest id (amortised: no allocation per packet once
 /// the flows have been seen), so an element that only one flow crosses (a flow's own netem)
 /// holds one count, not one per endpoint id below it; one indexed increment per packet.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// In a run with workloads, the flows from the first transfer id on (ids that only grow) are
+/// counted apart, in an ordered map, so that the range does not stretch from the run's
+/// long-lived flows to its latest transfer ([`FlowCounts::drain`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowCounts {
     /// The flow id of `counts[0]`.
     base: u32,
     counts: Vec<u64>,
+    /// The counts of the flows from `apart_from` on (none unless set).
+    apart: BTreeMap<u32, u64>,
+    apart_from: u32,
+}
+
+impl Default for FlowCounts {
+    fn default() -> FlowCounts {
+        FlowCounts::counting_apart_from(u32::MAX)
+    }
 }
 
 impl FlowCounts {
+    /// Counts that keep the flows from `first` on apart (a run's workload transfers).
+    pub fn counting_apart_from(first: u32) -> FlowCounts {
+        FlowCounts { base: 0, counts: Vec::new(), apart: BTreeMap::new(), apart_from: first }
+    }
+    /// The first flow counted apart ([`FlowCounts::counting_apart_from`]).
+    pub fn apart_from(&self) -> u32 {
+        self.apart_from
+    }
     /// Counts one packet of `flow`.
     #[inline]
     pub fn add(&mut self, flow: u32) {
@@ -129,10 +150,15 @@ impl FlowCounts {
             None => self.add_outside(flow, 1),
         }
     }
-    /// Widens the range to hold `flow`, then adds `n` to its count.
+    /// Widens the range to hold `flow` (or counts it apart: [`FlowCounts::counting_apart_from`]),
+    /// then adds `n` to its count.
     #[cold]
     #[inline(never)]
     fn add_outside(&mut self, flow: u32, n: u64) {
+        if flow >= self.apart_from {
+            *self.apart.entry(flow).or_insert(0) += n;
+            return;
+        }
         if self.counts.is_empty() {
             self.base = flow;
         } else if flow < self.base {
@@ -158,26 +184,44 @@ impl FlowCounts {
     }
     /// Adds every count of `other`.
     pub fn add_all(&mut self, other: &FlowCounts) {
-        for (i, &n) in other.counts.iter().enumerate() {
+        other.for_each(|flow, n| self.add_n(flow, n));
+    }
+    /// Calls `f(flow, count)` for every flow with a count, in the order of their ids within
+    /// the range, then for those counted apart.
+    pub fn for_each(&self, mut f: impl FnMut(u32, u64)) {
+        for (i, &n) in self.counts.iter().enumerate() {
             if n > 0 {
-                let flow = other.base + i as u32;
-                match flow.checked_sub(self.base).and_then(|i| self.counts.get_mut(i as usize)) {
-                    Some(c) => *c += n,
-                    None => self.add_outside(flow, n),
-                }
+                f(self.base + i as u32, n);
             }
         }
+        for (&flow, &n) in &self.apart {
+            f(flow, n);
+        }
+    }
+    /// [`FlowCounts::for_each`], then forgets every count (and frees their memory); from
+    /// then on the flows from `apart_from` on are counted apart.
+    pub fn drain(&mut self, apart_from: u32, f: impl FnMut(u32, u64)) {
+        self.for_each(f);
+        *self = FlowCounts::counting_apart_from(apart_from);
     }
     pub fn get(&self, flow: u32) -> u64 {
-        flow.checked_sub(self.base).and_then(|i| self.counts.get(i as usize)).copied().unwrap_or(0)
+        match flow.checked_sub(self.base).and_then(|i| self.counts.get(i as usize)) {
+            Some(&n) => n,
+            None => self.apart.get(&flow).copied().unwrap_or(0),
+        }
     }
     /// The sum over all flows.
     pub fn total(&self) -> u64 {
-        self.counts.iter().sum()
+        self.counts.iter().sum::<u64>() + self.apart.values().sum::<u64>()
     }
     /// One past the largest flow counted.
     pub fn flows(&self) -> usize {
-        self.base as usize + self.counts.len()
+        let range = if self.counts.is_empty() { 0 } else { self.base as usize + self.counts.len() };
+        range.max(self.apart.keys().next_back().map_or(0, |&f| f as usize + 1))
+    }
+    /// The counts held (the range's, zeros included, and those apart): its memory, in counts.
+    pub fn held(&self) -> usize {
+        self.counts.len() + self.apart.len()
     }
 }
 
@@ -238,6 +282,9 @@ macro_rules! packet_queue_accessors {
         fn stats(&self) -> &$crate::qdisc::QdiscStats {
             &self.$stats
         }
+        fn stats_mut(&mut self) -> &mut $crate::qdisc::QdiscStats {
+            &mut self.$stats
+        }
         fn for_each_packet(&self, f: &mut dyn FnMut(&$crate::packet::Packet)) {
             self.$queue.iter().for_each(f)
         }
@@ -270,6 +317,8 @@ pub trait Qdisc {
         self.len() == 0
     }
     fn stats(&self) -> &QdiscStats;
+    /// [`Qdisc::stats`], to move its per-flow drops out (`Element::drain_flow_drops`).
+    fn stats_mut(&mut self) -> &mut QdiscStats;
     /// Calls `f` for every packet queued (any order), for the per-flow conservation check
     /// at the end of a run and the packets a `tc qdisc replace` discards. Not on the packet
     /// path.
@@ -325,5 +374,32 @@ mod flow_counts_tests {
         sum.add_all(&a);
         assert_eq!((sum.get(5), sum.get(70_000), sum.get(70_002), sum.total(), sum.flows()), (1, 6, 2, 11, 70_003));
         assert_eq!(FlowCounts::default().flows(), 0);
+    }
+
+    /// The flows from the first one counted apart (a run's workload transfers, beside its
+    /// flow 3) do not widen the range over every id between; draining hands over every count
+    /// once, leaves nothing held and keeps counting apart from the id it is given.
+    #[test]
+    fn transfers_are_counted_apart_and_drained() {
+        let far = 90_000;
+        let mut a = FlowCounts::counting_apart_from(10);
+        a.add(3);
+        a.add(far);
+        a.add_n(far, 2);
+        a.add(5);
+        a.add(12);
+        assert_eq!((a.held(), a.get(3), a.get(5), a.get(far), a.total(), a.flows()), (5, 1, 1, 3, 6, far as usize + 1));
+        let mut seen = Vec::new();
+        a.drain(10, |f, n| seen.push((f, n)));
+        assert_eq!(seen, [(3, 1), (5, 1), (12, 1), (far, 3)]);
+        assert_eq!((a.held(), a.total(), a.flows(), a.apart_from()), (0, 0, 0, 10));
+        a.add(far + 1);
+        a.add(4);
+        assert_eq!((a.held(), a.get(far + 1), a.get(4)), (2, 1, 1));
+        // Unset (the default), every flow is in the range, as in a run without workloads.
+        let mut b = FlowCounts::default();
+        b.add(3);
+        b.add(far);
+        assert_eq!(b.held(), far as usize - 2);
     }
 }

@@ -425,6 +425,9 @@ impl<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> Qdisc for Rule<F> {
     fn stats(&self) -> &QdiscStats {
         &self.stats
     }
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        &mut self.stats
+    }
     fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
         self.inner.for_each_packet(f)
     }

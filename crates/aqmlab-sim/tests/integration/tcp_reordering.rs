@@ -99,6 +99,9 @@ impl Qdisc for HoldOne {
     fn stats(&self) -> &QdiscStats {
         self.inner.stats()
     }
+    fn stats_mut(&mut self) -> &mut QdiscStats {
+        self.inner.stats_mut()
+    }
     fn for_each_packet(&self, f: &mut dyn FnMut(&Packet)) {
         self.inner.for_each_packet(f);
         if let Some(p) = &self.held {
