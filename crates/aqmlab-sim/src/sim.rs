@@ -155,7 +155,8 @@ impl BrokenInvariant {
 
 /// The per-flow packet conservation invariant, checked at the end of every run: for every
 /// flow (endpoint id, workload transfers included, so every finite transfer is checked with
-/// its final counts), packets sent = delivered to an endpoint + dropped by an element (queue
+/// its final counts; a closed transfer whose packets had all ended was checked then and its
+/// counts forgotten, `Workloads::retire_ended`, so it must have none left), packets sent = delivered to an endpoint + dropped by an element (queue
 /// disciplines, the ones replaced by a `tc qdisc replace` with the packets they held, netem
 /// loss and limit, tunnel anti-replay and ECN drops) + still held by an element (queues, the
 /// packet on a link's wire, delay lines, netem). Drops are counted by flow where they happen
