@@ -261,9 +261,8 @@ impl EventQueue {
         if self.spent_root {
             self.remove_spent_root();
         }
-        let (rk, b, mi) = self.radix_min;
         if let Some(w) = self.wakes.first() {
-            if w.key() < rk {
+            if w.key() < self.radix_min.0 {
                 if w.at > limit {
                     return None;
                 }
@@ -272,6 +271,7 @@ impl EventQueue {
                 return Some((w.at, Event::Element(w.element)));
             }
         }
+        let (rk, b, mi) = self.radix_min;
         if rk == u128::MAX || self.buckets[b][mi].at > limit {
             return None;
         }
