@@ -1,5 +1,5 @@
-//! The event queue: a binary heap ordered by (time, insertion sequence), so events at the
-//! same instant run in the order they were scheduled and every run is deterministic.
+//! The event queue, ordered by (time, insertion sequence), so events at the same instant run
+//! in the order they were scheduled and every run is deterministic.
 
 use crate::time::Time;
 
@@ -54,26 +54,73 @@ impl Entry {
     }
 }
 
+/// One pending `Event::Element` wake-up, with the same `(at, seq)` key it would have had
+/// in the radix heap.
+#[derive(Clone, Copy, Debug)]
+struct Wake {
+    at: Time,
+    seq: u64,
+    element: u32,
+}
+
+impl Wake {
+    #[inline(always)]
+    fn key(&self) -> u128 {
+        ((self.at.0 as u128) << 64) | self.seq as u128
+    }
+}
+
 /// Deterministic future-event list, ordered by `(time, insertion sequence)`.
 ///
-/// A radix heap (Ahuja, Mehlhorn, Orlin, Tarjan 1990) on the 128-bit key `(at, seq)`: the
-/// engine never schedules into the past, and the sequence number grows with every
-/// schedule, so every key scheduled is larger than the last one popped, which is all a
-/// radix heap needs. Entry `e` sits in bucket `128 - lzcnt(key(e) ^ last)` (the highest bit
-/// in which it differs from the last key popped); a pop takes the lowest non-empty bucket's
-/// smallest entry and redistributes that bucket's others into lower buckets. Schedules are
-/// O(1) and an entry moves down a few buckets in its lifetime, where the binary heap it
-/// replaces paid O(log n) per operation (about 12 levels with 1000 flows' delay lines and
-/// timers pending). The order is the same total order as before, so runs are unchanged.
+/// Two structures share one sequence counter and so one total order:
+///
+/// - Path elements' wake-ups (`Event::Element`: a serialiser's end, a delay line's next
+///   exit, netem's watchdog; 2.5 of the 2.6 events per bottleneck packet of a dumbbell) sit
+///   in [`EventQueue::wakes`], a binary min-heap of their `(at, seq)` keys. It holds one
+///   entry per pending wake-up, so as many as there are elements with work due (a handful
+///   of links and delay lines, more with per-flow netem), plus the rare superseded wake-up
+///   still pending (an element that asked for an earlier one; it pops, counts in
+///   [`EventQueue::processed`] and is ignored by the element, as before): a schedule and a
+///   pop are O(log n) in that small n.
+/// - Every other event (flow timers, sampling, link changes, the end) sits in a radix heap
+///   (Ahuja, Mehlhorn, Orlin, Tarjan 1990) on the 128-bit key `(at, seq)`: the engine never
+///   schedules into the past, and the sequence number grows with every schedule, so every
+///   key scheduled is larger than the last one popped, which is all a radix heap needs.
+///   Entry `e` sits in bucket `128 - lzcnt(key(e) ^ last)` (the highest bit in which it
+///   differs from the last key the radix heap popped); a pop takes the lowest non-empty
+///   bucket's smallest entry and redistributes that bucket's others into lower buckets.
+///   Schedules are O(1) and an entry moves down a few buckets in its lifetime (1000 flows'
+///   timers pending would be about 12 levels of a binary heap).
+///
+/// A pop takes whichever of the two minima has the smaller key. Keys are unique (one
+/// counter), so the sequence of pops is the single-queue order exactly: every tie at an
+/// instant resolves by scheduling order as before, and runs are unchanged. The element
+/// wake-ups left the radix heap because the heap's pop of its lowest bucket (scan, then
+/// redistribution of the bucket's other entries) cost more than a sift through a heap of
+/// a few entries.
 #[derive(Debug)]
 pub struct EventQueue {
+    /// Pending element wake-ups, a binary min-heap on [`Wake::key`].
+    wakes: Vec<Wake>,
+    /// The root of `wakes` was popped (its event returned) but is still in place: the next
+    /// wake-up scheduled overwrites it and sifts down (a woken link or delay line usually
+    /// asks for its next wake-up in the event it was woken for, and that one replace costs
+    /// less than a removal's sift-down followed by an insertion's sift-up); otherwise the
+    /// next pop removes it first.
+    spent_root: bool,
     /// `buckets[i]` for i in 1..=128; `buckets[0]` stays empty (keys are unique, and the one
     /// equal to `last` has been popped).
     buckets: Vec<Vec<Entry>>,
     /// Bit `i - 1` set: `buckets[i]` is not empty.
     mask: u128,
-    /// Key of the entry popped last.
+    /// Key of the entry the radix heap popped last.
     last: u128,
+    /// The radix heap's smallest key (`u128::MAX` when it is empty) and its bucket and index:
+    /// kept up to date on every schedule and pop, so popping a wake-up (most pops) compares
+    /// with it without scanning the lowest bucket, which holds the flow timers that the
+    /// radix heap, popping rarely, no longer spreads into lower buckets.
+    radix_min: (u128, usize, usize),
+    /// Entries in the radix heap.
     len: usize,
     next_seq: u64,
     popped: u64,
@@ -91,86 +138,187 @@ impl EventQueue {
         // The far buckets take the initial events (flow starts, the end of the run).
         buckets[128].reserve(n);
         // Sequence numbers start at 1, so every key is above the initial `last` of 0.
-        EventQueue { buckets, mask: 0, last: 0, len: 0, next_seq: 1, popped: 0 }
+        EventQueue {
+            wakes: Vec::with_capacity(16),
+            spent_root: false,
+            buckets,
+            mask: 0,
+            last: 0,
+            radix_min: (u128::MAX, 0, 0),
+            len: 0,
+            next_seq: 1,
+            popped: 0,
+        }
     }
     #[inline(always)]
     fn bucket_of(&self, key: u128) -> usize {
         128 - (key ^ self.last).leading_zeros() as usize
     }
+    /// Puts `e` into its bucket; returns the bucket.
     #[inline]
-    fn insert(&mut self, e: Entry) {
+    fn insert(&mut self, e: Entry) -> usize {
         let b = self.bucket_of(e.key());
         debug_assert!(b > 0, "keys are unique and above the last popped");
         self.buckets[b].push(e);
         self.mask |= 1u128 << (b - 1);
+        b
     }
     #[inline]
     pub fn schedule(&mut self, at: Time, event: Event) {
+        if let Event::Element(id) = event {
+            return self.wake_element(at, id);
+        }
         let e = Entry { at, seq: self.next_seq, event };
         debug_assert!(e.key() > self.last, "an event scheduled in the past");
         self.next_seq += 1;
         self.len += 1;
-        self.insert(e);
+        let b = self.insert(e);
+        if e.key() < self.radix_min.0 {
+            self.radix_min = (e.key(), b, self.buckets[b].len() - 1);
+        }
     }
-    /// The lowest non-empty bucket and the index of its smallest entry.
+    /// Schedules `Event::Element(element)` at `at`: into the wake-up heap, sifted up from
+    /// the end (a hole moves up; the new entry is written once). Inlined into its few
+    /// callers (a link's next serialisation, a delay line's next exit): as a call, its
+    /// prologue and epilogue were a third of its cost.
+    #[inline(always)]
+    pub fn wake_element(&mut self, at: Time, element: u32) {
+        let w = Wake { at, seq: self.next_seq, element };
+        debug_assert!(w.key() > self.last, "an event scheduled in the past");
+        self.next_seq += 1;
+        if self.spent_root {
+            self.spent_root = false;
+            return self.sift_down_from_root(w);
+        }
+        let mut i = self.wakes.len();
+        self.wakes.push(w);
+        let k = w.key();
+        while i > 0 {
+            let parent = (i - 1) / 2;
+            if self.wakes[parent].key() <= k {
+                break;
+            }
+            self.wakes[i] = self.wakes[parent];
+            i = parent;
+        }
+        self.wakes[i] = w;
+    }
+    /// Removes the spent root of the wake-up heap: the last entry takes its place.
     #[inline]
-    fn min_slot(&self) -> Option<(usize, usize)> {
+    fn remove_spent_root(&mut self) {
+        self.spent_root = false;
+        let last = self.wakes.pop().expect("the spent root");
+        if !self.wakes.is_empty() {
+            self.sift_down_from_root(last);
+        }
+    }
+    /// Puts `w` in place of the wake-up heap's root and sifts it down (a hole moves down;
+    /// `w` is written once).
+    #[inline(always)]
+    fn sift_down_from_root(&mut self, w: Wake) {
+        let n = self.wakes.len();
+        let k = w.key();
+        let mut i = 0;
+        loop {
+            let mut c = 2 * i + 1;
+            if c >= n {
+                break;
+            }
+            if c + 1 < n && self.wakes[c + 1].key() < self.wakes[c].key() {
+                c += 1;
+            }
+            if k <= self.wakes[c].key() {
+                break;
+            }
+            self.wakes[i] = self.wakes[c];
+            i = c;
+        }
+        self.wakes[i] = w;
+    }
+    /// The radix heap's smallest key, its bucket (the lowest non-empty one) and its index
+    /// there; `u128::MAX` when the radix heap is empty.
+    #[inline]
+    fn find_radix_min(&self) -> (u128, usize, usize) {
         if self.mask == 0 {
-            return None;
+            return (u128::MAX, 0, 0);
         }
         let b = self.mask.trailing_zeros() as usize + 1;
         let v = &self.buckets[b];
         let mut mi = 0;
-        if v.len() > 1 {
-            let mut mk = v[0].key();
-            for (i, e) in v.iter().enumerate().skip(1) {
-                let k = e.key();
-                if k < mk {
-                    mk = k;
-                    mi = i;
-                }
+        let mut mk = v[0].key();
+        for (i, e) in v.iter().enumerate().skip(1) {
+            let k = e.key();
+            if k < mk {
+                mk = k;
+                mi = i;
             }
         }
-        Some((b, mi))
+        (mk, b, mi)
     }
     /// Removes and returns the earliest event if it is due at or before `limit`.
     #[inline]
     pub fn pop_due(&mut self, limit: Time) -> Option<(Time, Event)> {
-        let (b, mi) = self.min_slot()?;
-        if self.buckets[b][mi].at > limit {
+        if self.spent_root {
+            self.remove_spent_root();
+        }
+        if let Some(w) = self.wakes.first() {
+            if w.key() < self.radix_min.0 {
+                if w.at > limit {
+                    return None;
+                }
+                self.popped += 1;
+                self.spent_root = true;
+                return Some((w.at, Event::Element(w.element)));
+            }
+        }
+        let (rk, b, mi) = self.radix_min;
+        if rk == u128::MAX || self.buckets[b][mi].at > limit {
             return None;
         }
         self.len -= 1;
         self.popped += 1;
-        if self.buckets[b].len() == 1 {
+        let e = if self.buckets[b].len() == 1 {
             let e = self.buckets[b].pop().expect("non-empty");
             self.last = e.key();
             self.mask &= !(1u128 << (b - 1));
-            return Some((e.at, e.event));
-        }
-        let mut v = std::mem::take(&mut self.buckets[b]);
-        let e = v.swap_remove(mi);
-        self.last = e.key();
-        self.mask &= !(1u128 << (b - 1));
-        // Every other entry of the bucket goes to a lower bucket relative to the new `last`.
-        for &o in &v {
-            self.insert(o);
-        }
-        v.clear();
-        self.buckets[b] = v;
+            e
+        } else {
+            let mut v = std::mem::take(&mut self.buckets[b]);
+            let e = v.swap_remove(mi);
+            self.last = e.key();
+            self.mask &= !(1u128 << (b - 1));
+            // Every other entry of the bucket goes to a lower bucket relative to the new `last`.
+            for &o in &v {
+                self.insert(o);
+            }
+            v.clear();
+            self.buckets[b] = v;
+            e
+        };
+        self.radix_min = self.find_radix_min();
         Some((e.at, e.event))
     }
     pub fn pop(&mut self) -> Option<(Time, Event)> {
         self.pop_due(Time(u64::MAX))
     }
     pub fn peek_time(&self) -> Option<Time> {
-        self.min_slot().map(|(b, i)| self.buckets[b][i].at)
+        let radix = (self.len > 0).then(|| Time((self.radix_min.0 >> 64) as u64));
+        // Under a spent root, the smaller of its children is the earliest wake-up pending.
+        let wake = match self.spent_root {
+            false => self.wakes.first(),
+            true => self.wakes[1..].iter().take(2).min_by_key(|w| w.key()),
+        }
+        .map(|w| w.at);
+        match (radix, wake) {
+            (Some(r), Some(w)) => Some(r.min(w)),
+            (r, w) => r.or(w),
+        }
     }
     pub fn len(&self) -> usize {
-        self.len
+        self.len + self.wakes.len() - self.spent_root as usize
     }
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
     /// Events executed so far.
     pub fn processed(&self) -> u64 {
@@ -287,7 +435,8 @@ mod tests {
     }
 
     /// Interleaved schedules and pops come out in exactly (time, insertion) order, checked
-    /// against a sorted reference list (many equal times, so ties matter).
+    /// against a sorted reference list (many equal times, so ties matter). Link changes go
+    /// to the radix heap (element wake-ups have their own heap, tested below).
     #[test]
     fn pops_in_time_then_insertion_order_against_a_reference() {
         let mut q = EventQueue::default();
@@ -303,12 +452,12 @@ mod tests {
         for round in 0..20_000 {
             for _ in 0..(next() % 3) {
                 let at = now + next() % 40;
-                q.schedule(Time(at), Event::Element(seq as u32));
+                q.schedule(Time(at), Event::LinkChange(seq as u32));
                 reference.push((at, seq));
                 seq += 1;
             }
             if round % 2 == 0 {
-                if let Some((t, Event::Element(s))) = q.pop() {
+                if let Some((t, Event::LinkChange(s))) = q.pop() {
                     let min = *reference.iter().min().unwrap();
                     assert_eq!((t.0, s as u64), min);
                     reference.retain(|&e| e != min);
@@ -316,7 +465,7 @@ mod tests {
                 }
             }
         }
-        while let Some((t, Event::Element(s))) = q.pop() {
+        while let Some((t, Event::LinkChange(s))) = q.pop() {
             let min = *reference.iter().min().unwrap();
             assert_eq!((t.0, s as u64), min);
             reference.retain(|&e| e != min);
@@ -343,7 +492,7 @@ mod tests {
             for _ in 0..(next() % 3) {
                 let r = next();
                 let at = now + (r >> 8) % (1u64 << (r % 31));
-                q.schedule(Time(at), Event::Element(seq as u32));
+                q.schedule(Time(at), Event::LinkChange(seq as u32));
                 reference.insert((at, seq));
                 seq += 1;
             }
@@ -352,7 +501,7 @@ mod tests {
             if next() % 2 == 0 {
                 let limit = now + next() % 1000;
                 match q.pop_due(Time(limit)) {
-                    Some((t, Event::Element(s))) => {
+                    Some((t, Event::LinkChange(s))) => {
                         assert_eq!((t.0, s as u64), reference.pop_first().unwrap());
                         now = t.0;
                         popped += 1;
@@ -362,11 +511,101 @@ mod tests {
                 }
             }
         }
-        while let Some((t, Event::Element(s))) = q.pop() {
+        while let Some((t, Event::LinkChange(s))) = q.pop() {
             assert_eq!((t.0, s as u64), reference.pop_first().unwrap());
             popped += 1;
         }
         assert!(reference.is_empty() && popped > 10_000, "{popped}");
+    }
+
+    /// Element wake-ups (their own heap) and every other event (the radix heap) scheduled
+    /// at random, with delays of every magnitude and many at the same instant (zero and
+    /// tiny delays), popped with random limits: the pops come out in exactly the
+    /// `(time, scheduling order)` of one list, the order one queue gave, and `len`,
+    /// `peek_time` and `processed` agree with that list throughout. Elements get several
+    /// wake-ups pending at once (superseded ones pop and count, as before). Run with few
+    /// elements (the dumbbells' handful) and with many (a deep heap).
+    fn check_one_order(elements: u64, seed: u64) {
+        let mut rng = crate::rng::Stream::new(seed, "event-queue-order");
+        let mut q = EventQueue::default();
+        let mut reference: std::collections::BTreeMap<(u64, u64), Event> = Default::default();
+        let (mut now, mut seq, mut popped) = (0u64, 0u64, 0u64);
+        // Pops at an instant where both heaps hold an event, and elements seen with more
+        // than one wake-up pending: the test must exercise both.
+        let (mut mixed_ties, mut several_pending) = (0, 0);
+        let mut pending = vec![0u32; elements as usize];
+        for _ in 0..30_000 {
+            for _ in 0..rng.next_u64() % 3 {
+                let r = rng.next_u64();
+                let delay = match r % 4 {
+                    0 => 0,
+                    1 => (r >> 8) % 8,
+                    _ => (r >> 8) % (1u64 << ((r >> 40) % 31)),
+                };
+                let at = now + delay;
+                let ev = match (r >> 48) % 4 {
+                    0 => Event::Flow((r >> 50) as u32 % 5, FlowTimer::Retransmit),
+                    1 => Event::Sample,
+                    _ => Event::Element(((r >> 16) % elements) as u32),
+                };
+                if let Event::Element(id) = ev {
+                    if pending[id as usize] > 0 {
+                        several_pending += 1;
+                    }
+                    pending[id as usize] += 1;
+                    // Both entry points: the engine's elements call `wake_element`, netem's
+                    // watchdog `schedule`.
+                    if r % 2 == 0 {
+                        q.wake_element(Time(at), id);
+                    } else {
+                        q.schedule(Time(at), ev);
+                    }
+                } else {
+                    q.schedule(Time(at), ev);
+                }
+                seq += 1;
+                reference.insert((at, seq), ev);
+            }
+            assert_eq!(q.len(), reference.len());
+            assert_eq!(q.peek_time(), reference.keys().next().map(|k| Time(k.0)));
+            if rng.next_u64() % 2 == 0 {
+                let limit = now + rng.next_u64() % 64;
+                match q.pop_due(Time(limit)) {
+                    Some((t, ev)) => {
+                        let ((at, _), expected) = reference.pop_first().unwrap();
+                        assert_eq!((t.0, ev), (at, expected));
+                        if let Event::Element(id) = ev {
+                            pending[id as usize] -= 1;
+                        }
+                        let same_instant = reference.range((at, 0)..(at + 1, 0)).map(|(_, e)| *e);
+                        let other_heap = same_instant.filter(|e| matches!(e, Event::Element(_)) != matches!(ev, Event::Element(_)));
+                        mixed_ties += other_heap.count().min(1);
+                        now = at;
+                        popped += 1;
+                    }
+                    None => assert!(reference.keys().next().map_or(true, |k| k.0 > limit)),
+                }
+            }
+            assert_eq!(q.processed(), popped);
+        }
+        while let Some((t, ev)) = q.pop() {
+            let ((at, _), expected) = reference.pop_first().unwrap();
+            assert_eq!((t.0, ev), (at, expected));
+            popped += 1;
+        }
+        assert!(reference.is_empty() && q.is_empty());
+        assert_eq!(q.processed(), popped);
+        assert!(mixed_ties > 500 && several_pending > 500, "{mixed_ties} {several_pending}");
+    }
+
+    #[test]
+    fn wake_ups_and_other_events_pop_in_one_order_few_elements() {
+        check_one_order(6, 1);
+    }
+
+    #[test]
+    fn wake_ups_and_other_events_pop_in_one_order_many_elements() {
+        check_one_order(2_000, 2);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 use super::netem::Netem;
 use super::tunnel::TunnelElement;
 use super::{DelayLine, Link};
-use crate::event::{Event, EventQueue};
+use crate::event::EventQueue;
 use crate::packet::{Ecn, Packet};
 use crate::time::Time;
 
@@ -22,7 +22,7 @@ pub struct ElementCtx<'a> {
 
 impl ElementCtx<'_> {
     pub(crate) fn wake_at(&mut self, t: Time) {
-        self.events.schedule(t, Event::Element(self.id));
+        self.events.wake_element(t, self.id);
     }
 }
 
@@ -144,6 +144,7 @@ impl Element {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::event::Event;
     use crate::metrics::SpikeTracker;
     use crate::time::Rate;
     use crate::packet::{Direction, Kind};
