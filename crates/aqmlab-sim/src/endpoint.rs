@@ -188,13 +188,16 @@ impl Endpoints {
             None => self.workloads().route(id),
         }
     }
-    /// Counts a packet endpoint `id` sent (the per-flow conservation check).
+    /// Counts a packet endpoint `id` sent (the per-flow conservation check) and returns its
+    /// route: one look-up for both, at a packet's first hop.
     #[inline]
-    pub fn count_sent(&mut self, id: u32) {
-        match self.records.get_mut(id as usize) {
-            Some(r) => r.sent += 1,
-            None => self.others_sent.add(id),
+    pub fn count_sent(&mut self, id: u32) -> &Route {
+        if let Some(r) = self.records.get_mut(id as usize) {
+            r.sent += 1;
+        } else {
+            self.others_sent.add(id);
         }
+        self.route(id)
     }
     /// Counts a packet delivered to endpoint `id`.
     #[inline]
