@@ -188,13 +188,15 @@ impl Endpoints {
             None => self.workloads().route(id),
         }
     }
-    /// Counts a packet endpoint `id` sent (the per-flow conservation check).
+    /// Counts a packet endpoint `id` sent (the per-flow conservation check) and returns its
+    /// route: one look-up for both, at a packet's first hop.
     #[inline]
-    pub fn count_sent(&mut self, id: u32) {
+    pub fn count_sent(&mut self, id: u32) -> &Route {
         match self.records.get_mut(id as usize) {
             Some(r) => r.sent += 1,
             None => self.workloads_mut().count_sent(id),
         }
+        self.route(id)
     }
     /// Counts a packet delivered to endpoint `id`.
     #[inline]

@@ -525,17 +525,21 @@ impl Simulation {
         while !self.out.is_empty() {
             std::mem::swap(&mut self.out, &mut self.round);
             for pkt in self.round.iter_mut() {
-                if pkt.hop == 0 {
-                    // The packet counts share the route's cache line (`endpoint::FlowRecord`).
-                    self.endpoints.count_sent(pkt.flow);
-                }
-                let route = self.endpoints.route(pkt.flow);
-                if pkt.hop == 0 {
+                let route = if pkt.hop == 0 {
+                    // The packet counts share the route's cache line (`endpoint::FlowRecord`):
+                    // one look-up counts the packet and finds its route.
+                    let route = self.endpoints.count_sent(pkt.flow);
                     route.address(pkt);
-                    if let Some(c) = &mut self.capture {
-                        c.tap(pkt, self.now, &self.endpoints, true);
+                    match &mut self.capture {
+                        None => route,
+                        Some(c) => {
+                            c.tap(pkt, self.now, &self.endpoints, true);
+                            self.endpoints.route(pkt.flow)
+                        }
                     }
-                }
+                } else {
+                    self.endpoints.route(pkt.flow)
+                };
                 if let Some(el) = route.hop(pkt.dir, pkt.hop) {
                     pkt.hop += 1;
                     let mut ctx = ElementCtx { id: el, now: self.now, events: &mut self.events, out: &mut self.out };

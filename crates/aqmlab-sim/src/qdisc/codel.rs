@@ -178,6 +178,7 @@ impl CodelVars {
     }
 
     /// `codel_should_drop`: has the head packet's sojourn been above target for an interval?
+    #[inline]
     fn should_drop(&mut self, pkt: Option<&Packet>, p: &CodelParams, backlog: u64, now: Time) -> bool {
         let Some(pkt) = pkt else {
             self.first_above_time = None;
@@ -270,6 +271,7 @@ impl CodelFlow {
     /// ([`CodelFlow::drop_head`], or the final pop of [`CodelFlow::dequeue`]), so a packet
     /// that is sent is moved once, straight into the return value, instead of through the
     /// intermediate `Option`s and tuples of a pop-then-decide (a 112-byte copy each).
+    #[inline]
     fn head_checked(&mut self, p: &CodelParams, totals: &Totals, guard: MtuGuard, now: Time) -> Option<bool> {
         let Some(head) = self.queue.front() else {
             self.vars.should_drop(None, p, 0, now);
@@ -325,7 +327,8 @@ impl CodelFlow {
     }
 
     /// ns-2 `CoDelQueue::deque` (and the per-bin part of `sfqCoDelQueue::deque`): head drops
-    /// only, the laws of [`Law`].
+    /// only, the laws of [`Law`]. A call: it stays out of the inlined Linux dequeue.
+    #[inline(never)]
     fn ns2_dequeue(&mut self, p: &CodelParams, totals: &mut Totals, guard: MtuGuard, now: Time, stats: &mut QdiscStats) -> Option<Packet> {
         let (mut pkt, ok) = self.ns2_pop_checked(p, totals, guard, now);
         if pkt.is_none() {
@@ -380,6 +383,14 @@ impl CodelFlow {
     /// `codel_dequeue`: the next packet to send, after head-dropping (or CE-marking) as the
     /// control law says. Drops are counted in `stats.drops`, CE marks that changed a packet in
     /// `stats.ce_marks` (once per packet) and the Linux counters in `ctr`.
+    ///
+    /// Inlined, with the usual case decided here: outside the dropping state, with a head
+    /// that is not to be dropped and no `ce_threshold`, Linux goes straight to `end:` and
+    /// sends the head (`include/net/codel_impl.h` `codel_dequeue`, stored id 8068181644),
+    /// and so does this, without a call. The rest (entering, staying in or leaving the
+    /// dropping state, `ce_threshold`) is [`CodelFlow::dequeue_signalled`], a call.
+    /// (`inline(always)`: with `inline` alone the compiler kept it a call.)
+    #[inline(always)]
     pub fn dequeue(
         &mut self,
         p: &CodelParams,
@@ -396,6 +407,26 @@ impl CodelFlow {
             self.vars.dropping = false;
             return None;
         };
+        if !drop && !self.vars.dropping && p.ce_threshold.is_none() {
+            return self.pop(totals);
+        }
+        self.dequeue_signalled(drop, p, totals, guard, now, stats, ctr)
+    }
+
+    /// [`CodelFlow::dequeue`] past the head's check (`drop`: its verdict), when CoDel may
+    /// drop or mark: Linux's dropping-state branches and the `ce_threshold` step.
+    #[inline(never)]
+    #[allow(clippy::too_many_arguments)]
+    fn dequeue_signalled(
+        &mut self,
+        drop: bool,
+        p: &CodelParams,
+        totals: &mut Totals,
+        guard: MtuGuard,
+        now: Time,
+        stats: &mut QdiscStats,
+        ctr: &mut CodelCounters,
+    ) -> Option<Packet> {
         // Whether a packet is left to send (the head examined last).
         let mut have = true;
         let mut marked = false;
@@ -511,6 +542,7 @@ impl CodelShared {
 
     /// CoDel dequeue of `flow` ([`CodelFlow::dequeue`]); a packet returned is counted as sent.
     /// `None` when CoDel's drops (or an empty queue) left nothing to send.
+    #[inline]
     pub fn dequeue(&mut self, flow: &mut CodelFlow, guard: MtuGuard, now: Time) -> Option<Packet> {
         let pkt = flow.dequeue(&self.params, &mut self.totals, guard, now, &mut self.stats, &mut self.ctr);
         if let Some(p) = &pkt {

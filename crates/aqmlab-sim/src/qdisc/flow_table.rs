@@ -42,6 +42,7 @@ impl<F: FlowEntry> FlowTable<F> {
 
     /// CoDel's dequeue on flow `idx`: the next packet it lets through, or `None` when the
     /// flow is (or its drops left it) empty.
+    #[inline]
     pub fn dequeue(&mut self, idx: u32, guard: MtuGuard, now: Time) -> Option<Packet> {
         self.cd.dequeue(self.flows[idx as usize].queue(), guard, now)
     }

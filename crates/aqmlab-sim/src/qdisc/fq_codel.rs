@@ -10,7 +10,6 @@ use super::{codel, Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKin
 use crate::profile::Stack;
 use crate::packet::Packet;
 use crate::time::Time;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// `FQ_CODEL_QUANTUM_MAX`.
@@ -36,6 +35,63 @@ impl FlowEntry for Flow {
     }
 }
 
+/// `new_flows` or `old_flows` (Linux: a `list_head` chained through the flows'
+/// `flowchain`): flow indices in a ring whose size is a power of two, at least the number of
+/// flows. A flow is on one list at most, so a list never fills; pushing and popping are a
+/// masked index, without `VecDeque`'s wrap-around test and growth check (the DRR moves a
+/// flow from the head to the tail of a list about once per packet).
+#[derive(Debug)]
+struct FlowList {
+    slots: Box<[u32]>,
+    /// Positions of the head and one past the tail, counted without wrapping at the size
+    /// (`u32` wrapping arithmetic; the slot is the position modulo the size).
+    head: u32,
+    tail: u32,
+}
+
+impl FlowList {
+    fn new(flows: u32) -> Self {
+        FlowList { slots: vec![0; flows.next_power_of_two() as usize].into_boxed_slice(), head: 0, tail: 0 }
+    }
+    #[inline]
+    fn slot(&self, pos: u32) -> &u32 {
+        &self.slots[pos as usize & (self.slots.len() - 1)]
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        self.tail.wrapping_sub(self.head) as usize
+    }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.head == self.tail
+    }
+    /// The `i`-th flow from the head.
+    #[inline]
+    fn get(&self, i: usize) -> Option<&u32> {
+        (i < self.len()).then(|| self.slot(self.head.wrapping_add(i as u32)))
+    }
+    #[inline]
+    fn front(&self) -> Option<&u32> {
+        self.get(0)
+    }
+    #[inline]
+    fn pop_front(&mut self) -> Option<u32> {
+        let i = *self.front()?;
+        self.head = self.head.wrapping_add(1);
+        Some(i)
+    }
+    #[inline]
+    fn push_back(&mut self, idx: u32) {
+        debug_assert!(self.len() < self.slots.len(), "a flow is on one list at most");
+        let mask = self.slots.len() - 1;
+        self.slots[self.tail as usize & mask] = idx;
+        self.tail = self.tail.wrapping_add(1);
+    }
+    fn iter(&self) -> impl Iterator<Item = &u32> {
+        (0..self.len()).map(|i| self.slot(self.head.wrapping_add(i as u32)))
+    }
+}
+
 /// Which list a flow was taken from.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum List {
@@ -51,8 +107,8 @@ pub struct FqCodel {
     memory_limit: u64,
     drop_batch: u32,
     t: FlowTable<Flow>,
-    new_flows: VecDeque<u32>,
-    old_flows: VecDeque<u32>,
+    new_flows: FlowList,
+    old_flows: FlowList,
     new_flow_count: u64,
     drop_overlimit: u64,
     drop_overmemory: u64,
@@ -117,8 +173,8 @@ impl FqCodel {
             memory_limit: c.memory_limit,
             drop_batch: c.drop_batch,
             t: FlowTable::new(c.flows, c.codel.with_mtu(mtu), perturbation),
-            new_flows: VecDeque::with_capacity(c.flows as usize),
-            old_flows: VecDeque::with_capacity(c.flows as usize),
+            new_flows: FlowList::new(c.flows),
+            old_flows: FlowList::new(c.flows),
             new_flow_count: 0,
             drop_overlimit: 0,
             drop_overmemory: 0,
