@@ -217,8 +217,8 @@ impl CcConfig for CubicParams {
     fn name(&self) -> &'static str {
         CUBIC.name
     }
-    fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> Box<dyn CongestionControl> {
-        Box::new(Cubic::new(self.resolved(stack)))
+    fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> super::Cc {
+        super::Cc::Cubic(Cubic::new(self.resolved(stack)))
     }
 }
 
