@@ -513,7 +513,9 @@ fn an_acks_sender_fields_lie_in_twelve_cache_lines() {
     ));
     spans.extend(stats_fields!(data_packets_sent, data_skbs_sent, ce_echoed));
     let lines: BTreeSet<usize> = spans.iter().flat_map(|&(at, n)| at / 64..=(at + n - 1) / 64).collect();
-    assert_eq!(lines.len(), 12, "lines {lines:?}");
+    // At most: taking fields out of the group (the timers, to a per-flow table) may only
+    // lower the count (to 10 without the three timers).
+    assert!(lines.len() <= 12, "lines {lines:?}");
 }
 
 /// The send-ordered list as RACK walks it.
