@@ -143,8 +143,8 @@ impl CcConfig for BbrConfig {
     fn name(&self) -> &'static str {
         BBR.name
     }
-    fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
-        Box::new(Bbr::new(self.params, rng))
+    fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> super::Cc {
+        super::Cc::Bbr(Box::new(Bbr::new(self.params, rng)))
     }
 }
 

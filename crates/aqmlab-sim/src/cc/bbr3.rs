@@ -143,8 +143,8 @@ impl CcConfig for Bbr3Config {
     fn name(&self) -> &'static str {
         BBR3.name
     }
-    fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
-        Box::new(Bbr3::new(self.params, rng))
+    fn build(&self, rng: Stream, _stack: crate::profile::Stack) -> super::Cc {
+        super::Cc::Bbr3(Box::new(Bbr3::new(self.params, rng)))
     }
 }
 

@@ -51,8 +51,8 @@ impl CcConfig for DctcpParams {
     fn name(&self) -> &'static str {
         DCTCP.name
     }
-    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
-        Box::new(Dctcp::new(*self))
+    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> super::Cc {
+        super::Cc::Dctcp(Dctcp::new(*self))
     }
 }
 

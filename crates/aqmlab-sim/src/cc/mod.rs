@@ -362,7 +362,141 @@ pub trait CcConfig: std::fmt::Debug + Send + Sync + ConfigEq {
     /// A new instance for one connection, with its own seeded random stream (labelled
     /// `cc/<flow index>`; algorithms that draw no random numbers ignore it) and the run's era
     /// profile (algorithms whose code differed in that kernel take its defaults).
-    fn build(&self, rng: Stream, stack: crate::profile::Stack) -> Box<dyn CongestionControl>;
+    fn build(&self, rng: Stream, stack: crate::profile::Stack) -> Cc;
+}
+
+/// One connection's congestion control: the built-in algorithms, one variant each, held
+/// inline by the sender and dispatched with a `match`. Each algorithm implements
+/// [`CongestionControl`] (the one interface, as Linux's `tcp_congestion_ops`); this enum
+/// implements it too, by forwarding. Against a `Box<dyn CongestionControl>` a hook costs a
+/// compare on the variant instead of the box's and the vtable's loads and an indirect call,
+/// and CUBIC's and Reno's per-ACK hooks (`pkts_acked`, `cong_avoid`) inline into the
+/// sender's ACK path. The algorithms whose state is larger than CUBIC's (the BBRs, CUBIC-SCE) stay
+/// boxed inside their variant so that the enum, and every sender, stays the size of the
+/// largest small one.
+pub enum Cc {
+    Reno(Reno),
+    Cubic(Cubic),
+    Dctcp(Dctcp),
+    Prague(Prague),
+    Bbr(Box<Bbr>),
+    Bbr3(Box<Bbr3>),
+    RenoSce(sce::RenoSce),
+    CubicSce(Box<sce::CubicSce>),
+    /// A controller written for a test (the sender's tests drive it with fixed rates).
+    #[cfg(test)]
+    Test(Box<dyn CongestionControl>),
+}
+
+/// `$body` with `$c` bound to the variant's algorithm, for every variant of [`Cc`]. CUBIC,
+/// the default and every benchmark's algorithm, is tested first, with the other variants'
+/// branch marked cold: without that hint the compiler decodes the variant and jumps through
+/// a table on every hook (about 8 instructions, more than the virtual call it replaces); with
+/// it CUBIC's hooks cost one compare and inline, and the others take the table.
+macro_rules! each_cc {
+    ($cc:expr, $c:ident => $body:expr) => {
+        match $cc {
+            Cc::Cubic($c) => $body,
+            other => {
+                not_cubic();
+                match other {
+                    Cc::Cubic(_) => unreachable!("CUBIC is dispatched first"),
+                    Cc::Reno($c) => $body,
+                    Cc::Dctcp($c) => $body,
+                    Cc::Prague($c) => $body,
+                    Cc::Bbr($c) => $body,
+                    Cc::Bbr3($c) => $body,
+                    Cc::RenoSce($c) => $body,
+                    Cc::CubicSce($c) => $body,
+                    #[cfg(test)]
+                    Cc::Test($c) => $body,
+                }
+            }
+        }
+    };
+}
+
+/// Marks the branch of [`each_cc!`] that dispatches the algorithms other than CUBIC as the
+/// unlikely one (a call to a cold function is the stable branch-weight hint).
+#[cold]
+#[inline(never)]
+fn not_cubic() {}
+
+impl CongestionControl for Cc {
+    fn name(&self) -> &'static str {
+        match self {
+            // `Reno` is also its own `CcConfig`, which has a `name` too.
+            Cc::Reno(c) => CongestionControl::name(c),
+            Cc::Cubic(c) => c.name(),
+            Cc::Dctcp(c) => c.name(),
+            Cc::Prague(c) => c.name(),
+            Cc::Bbr(c) => c.name(),
+            Cc::Bbr3(c) => c.name(),
+            Cc::RenoSce(c) => c.name(),
+            Cc::CubicSce(c) => c.name(),
+            #[cfg(test)]
+            Cc::Test(c) => c.name(),
+        }
+    }
+    #[inline]
+    fn init(&mut self, tp: &mut TcpCcState) {
+        each_cc!(self, c => c.init(tp))
+    }
+    #[inline]
+    fn ssthresh(&mut self, tp: &TcpCcState) -> u32 {
+        each_cc!(self, c => c.ssthresh(tp))
+    }
+    #[inline]
+    fn cong_avoid(&mut self, tp: &mut TcpCcState, acked: u32) {
+        each_cc!(self, c => c.cong_avoid(tp, acked))
+    }
+    #[inline]
+    fn pkts_acked(&mut self, tp: &mut TcpCcState, sample: &AckSample) {
+        each_cc!(self, c => c.pkts_acked(tp, sample))
+    }
+    #[inline]
+    fn set_state(&mut self, tp: &mut TcpCcState, new: CaState) {
+        each_cc!(self, c => c.set_state(tp, new))
+    }
+    #[inline]
+    fn cwnd_event(&mut self, tp: &mut TcpCcState, ev: CaEvent) {
+        each_cc!(self, c => c.cwnd_event(tp, ev))
+    }
+    #[inline]
+    fn cong_control(&mut self, tp: &mut TcpCcState, rs: &RateSample) -> bool {
+        each_cc!(self, c => c.cong_control(tp, rs))
+    }
+    #[inline]
+    fn has_cong_control(&self) -> bool {
+        each_cc!(self, c => c.has_cong_control())
+    }
+    #[inline]
+    fn skb_marked_lost(&mut self, tp: &TcpCcState, skb: &LostSkb) {
+        each_cc!(self, c => c.skb_marked_lost(tp, skb))
+    }
+    #[inline]
+    fn undo_cwnd(&mut self, tp: &TcpCcState) -> u32 {
+        each_cc!(self, c => c.undo_cwnd(tp))
+    }
+    #[inline]
+    fn pacing_rate(&self, tp: &TcpCcState) -> Option<f64> {
+        each_cc!(self, c => c.pacing_rate(tp))
+    }
+    #[inline]
+    fn needs_pacing(&self) -> bool {
+        each_cc!(self, c => c.needs_pacing())
+    }
+    #[inline]
+    fn min_tso_segs(&self, tp: &TcpCcState) -> Option<u32> {
+        each_cc!(self, c => c.min_tso_segs(tp))
+    }
+    #[inline]
+    fn tso_segs(&self, tp: &TcpCcState) -> Option<TsoSegs> {
+        each_cc!(self, c => c.tso_segs(tp))
+    }
+    fn trace_vars(&self, out: &mut Vec<(&'static str, f64)>) {
+        each_cc!(self, c => c.trace_vars(out))
+    }
 }
 
 /// A congestion control's declaration: Linux name, module parameters and builder.

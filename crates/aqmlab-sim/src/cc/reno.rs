@@ -33,8 +33,8 @@ impl CcConfig for Reno {
     fn name(&self) -> &'static str {
         RENO.name
     }
-    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
-        Box::new(Reno)
+    fn build(&self, _rng: crate::rng::Stream, _stack: crate::profile::Stack) -> super::Cc {
+        super::Cc::Reno(Reno)
     }
 }
 

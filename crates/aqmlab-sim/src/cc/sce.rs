@@ -94,8 +94,8 @@ impl CcConfig for RenoSceParams {
     fn name(&self) -> &'static str {
         RENO_SCE.name
     }
-    fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
-        Box::new(RenoSce::new(*self))
+    fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> super::Cc {
+        super::Cc::RenoSce(RenoSce::new(*self))
     }
 }
 
@@ -258,8 +258,8 @@ impl CcConfig for CubicSceParams {
     fn name(&self) -> &'static str {
         CUBIC_SCE.name
     }
-    fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> Box<dyn CongestionControl> {
-        Box::new(CubicSce::new(*self))
+    fn build(&self, _rng: Stream, _stack: crate::profile::Stack) -> super::Cc {
+        super::Cc::CubicSce(Box::new(CubicSce::new(*self)))
     }
 }
 

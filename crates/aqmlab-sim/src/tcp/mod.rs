@@ -24,47 +24,53 @@ use crate::packet::{EcnMode, ETHERNET_HEADER_BYTES, TCP_IP_HEADER_BYTES};
 use crate::time::Time;
 
 /// Per-connection settings, with Linux defaults.
+///
+/// `repr(C)`, the fields the sender reads on every ACK last (from `rto_min` on): the sender
+/// ([`TcpSender`]) places its copy just before its own per-ACK fields, so that these share
+/// their cache lines and the rest (read at set-up, by the receiver, or on rare paths) stays
+/// apart.
 #[derive(Clone, Debug)]
+#[repr(C)]
 pub struct TcpConfig {
+    /// Bytes to transfer; `None` is an unlimited bulk transfer.
+    pub size: Option<u64>,
+    /// RTO before the first RTT sample (`TCP_TIMEOUT_INIT`, 1 s, RFC 6298 §2.1).
+    pub rto_initial: Time,
+    /// Receiver's delayed-ACK timeout (`TCP_DELACK_MIN`/`TCP_ATO_MIN`, 40 ms).
+    pub delayed_ack: Time,
+    /// Initial window in packets (RFC 6928, Linux `TCP_INIT_CWND`).
+    pub initial_cwnd: u32,
+    /// Quick ACKs at connection start (`TCP_MAX_QUICKACKS`, 16).
+    pub quickacks: u32,
+    /// The `ns2-2013` profile: ns-2.35's `Agent/TCP/Sack1` and `Agent/TCPSink/Sack1/DelAck`
+    /// ([`ns2`]) replace the Linux sender and receiver; `None` everywhere else.
+    pub ns2: Option<ns2::Ns2Config>,
+    /// `tcp_tso_autosize`'s min-RTT allowance (`gso_max_size >> (min_rtt_us >> 9)` bytes,
+    /// Linux 5.18+, "tcp: adjust TSO packet sizes based on min_rtt"); off in the 2020-era
+    /// (5.x) kernels of the era profiles.
+    pub tso_rtt_allowance: bool,
+    /// Which Linux `tcp_cwnd_reduction` (PRR) the kernel runs ([`PrrVersion`]).
+    pub prr: PrrVersion,
+    /// Linux internal pacing (`tcp_update_pacing_rate`, EDT departure times).
+    pub pacing: bool,
+    /// Lower bound of the RTO variance term (`tcp_rto_min`, 200 ms).
+    pub rto_min: Time,
+    /// Upper bound of the RTO (`TCP_RTO_MAX`, 120 s).
+    pub rto_max: Time,
     /// Payload bytes per full segment (`mss_cache`).
     pub mss: u32,
     /// Header bytes per packet on the wire: Ethernet, IPv4 and TCP with timestamps.
     pub header_bytes: u32,
-    /// Initial window in packets (RFC 6928, Linux `TCP_INIT_CWND`).
-    pub initial_cwnd: u32,
-    pub ecn: EcnMode,
-    /// Linux internal pacing (`tcp_update_pacing_rate`, EDT departure times).
-    pub pacing: bool,
     /// Pacing rate factor in slow start, percent (`tcp_pacing_ss_ratio`).
     pub pacing_ss_ratio: u32,
     /// Pacing rate factor otherwise, percent (`tcp_pacing_ca_ratio`).
     pub pacing_ca_ratio: u32,
     /// Receive window in packets; `None` never limits.
     pub rwnd_packets: Option<u32>,
-    /// Bytes to transfer; `None` is an unlimited bulk transfer.
-    pub size: Option<u64>,
-    /// Lower bound of the RTO variance term (`tcp_rto_min`, 200 ms).
-    pub rto_min: Time,
-    /// RTO before the first RTT sample (`TCP_TIMEOUT_INIT`, 1 s, RFC 6298 §2.1).
-    pub rto_initial: Time,
-    /// Upper bound of the RTO (`TCP_RTO_MAX`, 120 s).
-    pub rto_max: Time,
-    /// Receiver's delayed-ACK timeout (`TCP_DELACK_MIN`/`TCP_ATO_MIN`, 40 ms).
-    pub delayed_ack: Time,
-    /// Quick ACKs at connection start (`TCP_MAX_QUICKACKS`, 16).
-    pub quickacks: u32,
+    pub ecn: EcnMode,
     /// Multi-segment (GSO) sends: each `tcp_write_xmit` step sends an skb of up to
     /// `tcp_tso_segs` segments, which leave the host together. Off: one segment per send.
     pub gso: bool,
-    /// `tcp_tso_autosize`'s min-RTT allowance (`gso_max_size >> (min_rtt_us >> 9)` bytes,
-    /// Linux 5.18+, "tcp: adjust TSO packet sizes based on min_rtt"); off in the 2020-era
-    /// (5.x) kernels of the era profiles.
-    pub tso_rtt_allowance: bool,
-    /// The `ns2-2013` profile: ns-2.35's `Agent/TCP/Sack1` and `Agent/TCPSink/Sack1/DelAck`
-    /// ([`ns2`]) replace the Linux sender and receiver; `None` everywhere else.
-    pub ns2: Option<ns2::Ns2Config>,
-    /// Which Linux `tcp_cwnd_reduction` (PRR) the kernel runs ([`PrrVersion`]).
-    pub prr: PrrVersion,
     /// Which Linux `tcp_cwnd_validate` bookkeeping the kernel runs ([`CwndValidate`]).
     pub cwnd_validate: CwndValidate,
 }

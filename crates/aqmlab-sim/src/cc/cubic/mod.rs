@@ -217,8 +217,8 @@ impl CcConfig for CubicParams {
     fn name(&self) -> &'static str {
         CUBIC.name
     }
-    fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> Box<dyn CongestionControl> {
-        Box::new(Cubic::new(self.resolved(stack)))
+    fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> super::Cc {
+        super::Cc::Cubic(Cubic::new(self.resolved(stack)))
     }
 }
 
@@ -609,6 +609,7 @@ impl CongestionControl for Cubic {
     /// Linux `cubictcp_cong_avoid`: slow start, then +1 packet per `cnt` ACKed packets. Before
     /// 5.16 HyStart's round also restarts here, when cwnd-limited in slow start and the ACK
     /// passed the round's end (`bictcp_cong_avoid`: `if (hystart && after(ack, ca->end_seq))`).
+    #[inline]
     fn cong_avoid(&mut self, tp: &mut TcpCcState, acked: u32) {
         if !self.version.reset_in_update()
             && self.params.hystart
@@ -624,6 +625,7 @@ impl CongestionControl for Cubic {
     }
 
     /// Linux `cubictcp_acked`: track `delay_min` and run HyStart.
+    #[inline]
     fn pkts_acked(&mut self, tp: &mut TcpCcState, sample: &AckSample) {
         let Some(rtt) = sample.rtt else { return };
         // Discard delay samples right after a reduction: the first second of an epoch.

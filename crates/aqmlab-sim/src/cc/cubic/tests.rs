@@ -1,7 +1,7 @@
 //! Unit tests of [`super`] (kept apart so that the model reads on its own).
 
 use super::*;
-use crate::cc::test_state;
+use crate::cc::{test_state, Cc};
 
 const BETA: f64 = 717.0 / 1024.0;
 const C: f64 = 0.4;
@@ -593,7 +593,7 @@ fn version_from_profile_and_explicit_override() {
     // Drive the built instance: paced, ACKs 1 ms apart at 40 ms RTT; the train exits at a
     // round age of 21 ms under 5.4 and 42 ms today (test above), so the time since the
     // start at which slow start ends tells the generations apart.
-    let exit_age = |mut cc: Box<dyn CongestionControl>| {
+    let exit_age = |mut cc: Cc| {
         let mut tp = test_state(10, u32::MAX);
         tp.paced = true;
         tp.pacing_rate = 10e6;
@@ -612,7 +612,7 @@ fn version_from_profile_and_explicit_override() {
         }
         None
     };
-    let of = |v: CubicVersion| exit_age(Box::new(Cubic::new(CubicParams { version: Some(v), ..CubicParams::default() })));
+    let of = |v: CubicVersion| exit_age(Cc::Cubic(Cubic::new(CubicParams { version: Some(v), ..CubicParams::default() })));
     let (old, now) = (of(CubicVersion::V5_4), of(CubicVersion::Current));
     assert!(old.is_some() && now.is_some() && old < now, "5.4 {old:?} vs today {now:?}");
     assert_eq!(exit_age(build("", Stack::Linux)), now);

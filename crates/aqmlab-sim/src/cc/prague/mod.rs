@@ -210,8 +210,8 @@ impl CcConfig for PragueConfig {
     fn name(&self) -> &'static str {
         PRAGUE.name
     }
-    fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> Box<dyn CongestionControl> {
-        Box::new(Prague::new(self.resolve(stack)))
+    fn build(&self, _rng: crate::rng::Stream, stack: Stack) -> super::Cc {
+        super::Cc::Prague(Prague::new(self.resolve(stack)))
     }
 }
 

@@ -8,7 +8,7 @@
 
 use super::queue::*;
 use super::{EndpointCtx, TcpSender, TCP_REORDERING};
-use crate::cc::{AckSample, CaState, RateSample};
+use crate::cc::{AckSample, CaState, CongestionControl, RateSample};
 use crate::packet::Packet;
 use crate::packet::EcnMode;
 use crate::time::Time;
@@ -142,7 +142,7 @@ impl TcpSender {
         let now = self.tp.now;
         let mut reord = self.tp.snd_nxt;
         while self.tp.snd_una < ack {
-            self.ts_unlink(self.tp.snd_una);
+            self.ts_unlink_acked(self.tp.snd_una);
             let seg = *self.seg(self.tp.snd_una);
             self.sb.pop_front();
             if seg.flags & (EVER_RETRANS | RETRANS) != 0 {

@@ -55,7 +55,7 @@ mod tests;
 pub use self::output::tso_autosize;
 use self::queue::{Scoreboard, NIL};
 use super::{EndpointCtx, TcpConfig};
-use crate::cc::{CaState, CongestionControl, TcpCcState};
+use crate::cc::{CaState, Cc, CongestionControl, TcpCcState};
 use crate::event::{FlowTimer, Timer};
 use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::Time;
@@ -83,12 +83,18 @@ enum Phase {
 }
 
 /// Counters reported per flow.
+///
+/// `repr(C)`, the three counters an ACK and its sends update first: the sender places the
+/// counters at the end of its per-ACK fields, so that these three share their last line.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(C)]
 pub struct SenderStats {
     pub data_packets_sent: u64,
     /// Sends of data (skbs handed to the device): `data_packets_sent / data_skbs_sent` is the
     /// mean GSO burst.
     pub data_skbs_sent: u64,
+    /// Data packets that reached the receiver CE-marked, as fed back.
+    pub ce_echoed: u64,
     pub retransmits: u64,
     pub rto_events: u64,
     pub fast_recoveries: u64,
@@ -99,89 +105,78 @@ pub struct SenderStats {
     pub undos: u64,
     /// Tail loss probes sent.
     pub loss_probes: u64,
-    /// Data packets that reached the receiver CE-marked, as fed back.
-    pub ce_echoed: u64,
     /// Time the transfer's last byte was acknowledged (finite transfers).
     pub completed_at: Option<Time>,
 }
 
+/// One connection's Linux sender.
+///
+/// Layout (`repr(C)`, aligned to a cache line): what an ACK of a flow in Open and the sends it
+/// releases read comes first, so that it touches few lines of the sender when thousands of
+/// flows' senders take turns in the cache: the congestion control (CUBIC's per-ACK state in
+/// its first two lines), the per-ACK tail of the configuration, the socket, then the
+/// sender's own per-ACK state in the order of `tcp_ack`'s stages, its timers and the
+/// counters; what only the rare paths (SACK, recovery and undo, ECN CWR, the handshake)
+/// read comes last. Test `an_acks_sender_fields_lie_in_twelve_cache_lines`.
+#[repr(C, align(64))]
 pub struct TcpSender {
-    flow: u32,
+    cc: Cc,
     cfg: TcpConfig,
-    cc: Box<dyn CongestionControl>,
     /// The socket: sequence numbers, scoreboard counts, cwnd, srtt, delivery counters and
     /// pacing state, kept here once and read in place by the congestion control.
     pub tp: TcpCcState,
+    sb: Scoreboard,
+    /// Lowest segment that may be lost and not yet retransmitted.
+    retransmit_hint: u32,
+    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`), linked through
+    /// the entries only while it is not the sequence order ([`TcpSender::ts_in_sequence`]).
+    ts_head: u32,
+    ts_tail: u32,
+    /// `snd_nxt` at the last operation that took a segment out of the sequence order: once
+    /// `snd_una` reaches it, the list is `snd_una .. snd_nxt` again.
+    ts_in_order_from: u32,
+    /// End of the highest SACKed segment (Linux `tcp_highest_sack_seq`).
+    highest_sack: u32,
+    flow: u32,
     phase: Phase,
     /// Whether the application still offers new data (false after `stop`).
     app_open: bool,
     /// Segments the transfer has in total (`None`: unlimited).
     total_segs: Option<u32>,
     last_seg_payload: u32,
-    sb: Scoreboard,
-    /// Lowest segment that may be lost and not yet retransmitted.
-    retransmit_hint: u32,
-    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`).
-    ts_head: u32,
-    ts_tail: u32,
-    /// End of the highest SACKed segment (Linux `tcp_highest_sack_seq`).
-    highest_sack: u32,
     // RACK (`tp->rack`): send time and number of the most recently sent delivered segment,
     // RTT of the latest delivery, and the reordering-window state.
     rack_mstamp: Time,
-    rack_end_seq: u32,
     rack_rtt: Time,
-    rack_advanced: bool,
+    rack_last_delivered: u64,
+    rack_end_seq: u32,
     reo_wnd_steps: u32,
     reo_wnd_persist: u32,
+    rack_advanced: bool,
     rack_dsack_seen: bool,
-    rack_last_delivered: u64,
     /// Reordering degree in segments (`tp->reordering`) and times reordering was seen
     /// (`tp->reord_seen`).
     reordering: u32,
     reord_seen: u32,
-    // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
-    undo_marker: Option<u32>,
-    undo_retrans: i32,
-    prior_ssthresh: u32,
-    retrans_stamp: Option<u32>,
-    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
-    dsack_dups: u64,
     /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
     rcv_tsecr: u32,
     // Tail loss probe: the RTO timer currently runs as the probe timer
     // (`ICSK_TIME_LOSS_PROBE`), `tlp_high_seq`, `tlp_retrans`.
     tlp_pending: bool,
-    tlp_high_seq: Option<u32>,
     tlp_retrans: bool,
-    sack_cache: [SackBlock; MAX_SACK_BLOCKS],
-    /// Recovery point (`high_seq`): snd_nxt when a reduction or loss episode began.
-    high_seq: u32,
-    prior_cwnd: u32,
-    prr_delivered: u32,
-    prr_out: u32,
-    /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
-    queue_cwr: bool,
+    tlp_high_seq: Option<u32>,
     ce_count_seen: u32,
     sce_count_seen: u32,
     // RTT estimation (`tcp_rtt_estimator`, srtt in `tp`), in ns.
     mdev: Time,
     mdev_max: Time,
     rttvar: Time,
-    rtt_seq: u32,
     rto: Time,
+    rtt_seq: u32,
     backoff: u32,
-    rto_timer: Timer,
-    syn_sent_at: Time,
     /// The receiver's latest TSval (Linux `rx_opt.ts_recent`, stored from every in-sequence
     /// ACK by `tcp_store_ts_recent`), echoed as TSecr on data. Only captures read it.
     peer_ts: u32,
-    syn_retransmitted: bool,
-    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
-    no_sample_rto: Time,
-    // Pacing (the earliest departure time is `tp.edt`).
-    pacing_timer: Timer,
-    reorder_timer: Timer,
     // cwnd validation (`tcp_cwnd_validate`): `max_packets_out` (the flag is in `tp`).
     max_packets_out: u32,
     cwnd_usage_seq: u32,
@@ -193,12 +188,36 @@ pub struct TcpSender {
     first_tx_time: Time,
     rate_delivered: u64,
     rate_interval: Time,
-    pub stats: SenderStats,
     /// The `ns2-2013` profile's ns-2 agent, which then handles every event (`tp` and
     /// `stats` mirror its state for the metrics).
     ns2: Option<Box<super::ns2::Sack1Agent>>,
     /// The per-ACK trace, when switched on ([`TcpSender::trace_acks`]); `None` in a run.
     trace: Option<Vec<AckTrace>>,
+    rto_timer: Timer,
+    // Pacing (the earliest departure time is `tp.edt`).
+    pacing_timer: Timer,
+    reorder_timer: Timer,
+    pub stats: SenderStats,
+    // Read on rare paths only (SACK, recovery and undo, ECN CWR, the handshake).
+    sack_cache: [SackBlock; MAX_SACK_BLOCKS],
+    // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
+    undo_marker: Option<u32>,
+    undo_retrans: i32,
+    prior_ssthresh: u32,
+    retrans_stamp: Option<u32>,
+    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
+    dsack_dups: u64,
+    /// Recovery point (`high_seq`): snd_nxt when a reduction or loss episode began.
+    high_seq: u32,
+    prior_cwnd: u32,
+    prr_delivered: u32,
+    prr_out: u32,
+    /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
+    queue_cwr: bool,
+    syn_sent_at: Time,
+    syn_retransmitted: bool,
+    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
+    no_sample_rto: Time,
 }
 
 /// One ACK as the sender processed it (a debugging and test trace, what `ss -ti` would show
@@ -237,7 +256,7 @@ impl AckTrace {
 }
 
 impl TcpSender {
-    pub fn new(flow: u32, cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
+    pub fn new(flow: u32, cfg: TcpConfig, cc: Cc) -> Self {
         let (total_segs, last_seg_payload) = match cfg.size {
             Some(b) => {
                 let n = b.div_ceil(cfg.mss as u64) as u32;
@@ -266,6 +285,7 @@ impl TcpSender {
             retransmit_hint: 0,
             ts_head: NIL,
             ts_tail: NIL,
+            ts_in_order_from: 0,
             highest_sack: 0,
             rack_mstamp: Time::ZERO,
             rack_end_seq: 0,

@@ -41,7 +41,7 @@
 
 use super::queue::*;
 use super::{EndpointCtx, Phase, TcpSender};
-use crate::cc::{CaEvent, CaState, TsoSegs};
+use crate::cc::{CaEvent, CaState, CongestionControl, TsoSegs};
 use crate::event::FlowTimer;
 use crate::packet::{Direction, Ecn, Kind, Packet};
 use crate::packet::EcnMode;

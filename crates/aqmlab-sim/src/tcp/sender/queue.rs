@@ -168,11 +168,83 @@ impl TcpSender {
         self.sb.get_mut(seq)
     }
 
-    /// Removes a segment from the send-ordered list (Linux `list_del_init` of
-    /// `tcp_tsorted_anchor`), if it is on it. Runs for every segment ACKed: inlined, and
-    /// reading only the entry's links (not a copy of the whole 72-byte entry).
+    /// Whether the send-ordered list is the sequence order `snd_una .. snd_nxt`: every
+    /// segment sent since the last retransmission, SACK or RACK unlink was sent once, in
+    /// order, and the cumulative ACK has passed all that was sent before (`ts_in_order_from`).
+    /// While it is, the list is not linked: a cumulative ACK and a new segment cost a compare
+    /// instead of an unlink and an append (the common case: no loss, no SACK). The first
+    /// operation that breaks the order links it ([`TcpSender::ts_link_sequence`]).
     #[inline]
+    pub(super) fn ts_in_sequence(&self) -> bool {
+        self.tp.snd_una >= self.ts_in_order_from
+    }
+
+    /// Links the implicit list `snd_una .. snd_nxt` (every outstanding segment, in order), as
+    /// the explicit list would hold it, before an operation that breaks the order.
+    fn ts_link_sequence(&mut self) {
+        let (una, nxt) = (self.tp.snd_una, self.tp.snd_nxt);
+        for seq in una..nxt {
+            let s = self.seg_mut(seq);
+            s.ts_prev = if seq == una { NIL } else { seq - 1 };
+            s.ts_next = if seq + 1 == nxt { NIL } else { seq + 1 };
+            s.flags |= TSORTED;
+        }
+        (self.ts_head, self.ts_tail) = if una < nxt { (una, nxt - 1) } else { (NIL, NIL) };
+    }
+
+    /// Before an operation that takes a segment out of the sequence order (a SACK or RACK
+    /// unlink, a retransmission's move to the tail): the list linked, and in sequence again
+    /// only once the cumulative ACK passes every segment sent so far.
+    fn ts_leave_sequence(&mut self) {
+        if self.ts_in_sequence() {
+            self.ts_link_sequence();
+        }
+        self.ts_in_order_from = self.tp.snd_nxt;
+    }
+
+    /// The first segment of the send-ordered list, `NIL` if it is empty.
+    pub(super) fn ts_first(&self) -> u32 {
+        if !self.ts_in_sequence() {
+            self.ts_head
+        } else if self.tp.snd_una < self.tp.snd_nxt {
+            self.tp.snd_una
+        } else {
+            NIL
+        }
+    }
+
+    /// The segment after `seq` (whose entry is `seg`) on the send-ordered list, `NIL` at its end.
+    pub(super) fn ts_after(&self, seq: u32, seg: &Seg) -> u32 {
+        if !self.ts_in_sequence() {
+            seg.ts_next
+        } else if seq + 1 < self.tp.snd_nxt {
+            seq + 1
+        } else {
+            NIL
+        }
+    }
+
+    /// Removes the cumulatively ACKed segment `seq` (`snd_una`, the list's head when the list
+    /// is in sequence) from the send-ordered list.
+    #[inline]
+    pub(super) fn ts_unlink_acked(&mut self, seq: u32) {
+        if !self.ts_in_sequence() {
+            self.ts_unlink_linked(seq);
+        }
+    }
+
+    /// Removes a segment from the send-ordered list out of order (a SACK, RACK marking it
+    /// lost), if it is on it.
     pub(super) fn ts_unlink(&mut self, seq: u32) {
+        self.ts_leave_sequence();
+        self.ts_unlink_linked(seq);
+    }
+
+    /// Removes a segment from the linked send-ordered list (Linux `list_del_init` of
+    /// `tcp_tsorted_anchor`), if it is on it. Reads only the entry's links (not a copy of the
+    /// whole entry).
+    #[inline]
+    fn ts_unlink_linked(&mut self, seq: u32) {
         let s = self.seg_mut(seq);
         if s.flags & TSORTED == 0 {
             return;
@@ -196,14 +268,23 @@ impl TcpSender {
     /// Moves a segment just (re)transmitted to the tail of the send-ordered list (Linux
     /// `tcp_update_skb_after_send`: `list_move_tail`).
     pub(super) fn ts_push_back(&mut self, seq: u32) {
-        self.ts_unlink(seq);
-        self.ts_append(seq);
+        self.ts_leave_sequence();
+        self.ts_unlink_linked(seq);
+        self.ts_append_linked(seq);
     }
 
-    /// [`TcpSender::ts_push_back`] of a segment not on the list (a new segment's entry,
-    /// just pushed), without the unlink's look-up.
+    /// Appends a new segment (its entry just pushed, `snd_nxt − 1`) to the send-ordered list:
+    /// nothing to do while the list is in sequence.
     #[inline]
     pub(super) fn ts_append(&mut self, seq: u32) {
+        if !self.ts_in_sequence() {
+            self.ts_append_linked(seq);
+        }
+    }
+
+    /// Appends a segment not on the linked list to its tail.
+    #[inline]
+    fn ts_append_linked(&mut self, seq: u32) {
         debug_assert!(self.seg(seq).flags & TSORTED == 0);
         let tail = self.ts_tail;
         if tail != NIL {

@@ -5,7 +5,7 @@
 use super::ack::AckFlags;
 use super::queue::*;
 use super::{jiffies_up, EndpointCtx, TcpSender, TCP_RACK_RECOVERY_THRESH, TCP_TIMEOUT_MIN};
-use crate::cc::CaState;
+use crate::cc::{CaState, CongestionControl};
 use crate::event::FlowTimer;
 use crate::time::Time;
 
@@ -56,10 +56,10 @@ impl TcpSender {
     pub(super) fn rack_detect_loss(&mut self, now: Time) -> Time {
         let reo_wnd = self.rack_reo_wnd();
         let mut timeout = Time::ZERO;
-        let mut seq = self.ts_head;
+        let mut seq = self.ts_first();
         while seq != NIL {
             let seg = *self.seg(seq);
-            let next = seg.ts_next;
+            let next = self.ts_after(seq, &seg);
             // Skip ones marked lost but not yet retransmitted.
             if seg.flags & (LOST | RETRANS) == LOST {
                 seq = next;

@@ -5,7 +5,7 @@
 use super::ack::AckFlags;
 use super::queue::*;
 use super::{EndpointCtx, TcpSender};
-use crate::cc::{CaEvent, CaState};
+use crate::cc::{CaEvent, CaState, CongestionControl};
 use crate::packet::EcnMode;
 use crate::tcp::PrrVersion;
 

@@ -5,7 +5,7 @@
 use super::ack::AckState;
 use super::queue::*;
 use super::{EndpointCtx, Phase, TcpSender, TCP_REORDERING};
-use crate::cc::{CaEvent, CaState};
+use crate::cc::{CaEvent, CaState, CongestionControl};
 use crate::event::FlowTimer;
 use crate::packet::EcnMode;
 use crate::time::Time;

@@ -5,7 +5,7 @@
 use super::ack::{widen, AckFlags, AckState};
 use super::queue::*;
 use super::{TcpSender, TCP_MAX_REORDERING};
-use crate::cc::{CaState, LostSkb};
+use crate::cc::{CaState, CongestionControl, LostSkb};
 use crate::packet::{Packet, SackBlock, MAX_SACK_BLOCKS};
 use std::ops::Range;
 

@@ -19,9 +19,9 @@ impl Harness {
         Self::with(TcpConfig { ecn, ..TcpConfig::default() })
     }
     fn with(cfg: TcpConfig) -> Self {
-        Self::with_cc(cfg, Box::new(Reno))
+        Self::with_cc(cfg, Cc::Reno(Reno))
     }
-    fn with_cc(cfg: TcpConfig, cc: Box<dyn CongestionControl>) -> Self {
+    fn with_cc(cfg: TcpConfig, cc: Cc) -> Self {
         let mut h = Harness { tx: TcpSender::new(0, cfg, cc), q: EventQueue::default(), sent: vec![], sent_at: vec![] };
         h.with_ctx(0, |tx, ctx| tx.start(ctx));
         let synack = Packet::new(0, Direction::Reverse, Kind::SynAck, 52);
@@ -304,7 +304,7 @@ fn a_paced_sender_sends_skbs_of_tso_segs_spaced_by_the_whole_skb() {
         (true, Some(TsoSegs::Exactly(1)), 10, 1),
     ] {
         let cfg = TcpConfig { initial_cwnd: 100, gso, ..TcpConfig::default() };
-        let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate, cap, paced: true }));
+        let mut h = Harness::with_cc(cfg, Cc::Test(Box::new(FixedRate { rate, cap, paced: true })));
         assert_eq!(h.tx.tso_segs() as usize, per_send);
         h.run_timers(Time::from_millis(30));
         let b = bursts(&h);
@@ -331,7 +331,7 @@ fn a_paced_sender_sends_skbs_of_tso_segs_spaced_by_the_whole_skb() {
 fn tso_defer_holds_small_sends_until_a_full_skb_fits() {
     let rate = 50e6 / 8.0;
     let cfg = TcpConfig { initial_cwnd: 40, ..TcpConfig::default() };
-    let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate, cap: None, paced: false }));
+    let mut h = Harness::with_cc(cfg, Cc::Test(Box::new(FixedRate { rate, cap: None, paced: false })));
     // The initial window leaves at 10 ms in 10 skbs of 4 (quota min(40, 20), tso_segs 4).
     assert_eq!(h.tx.tp.snd_nxt, 40);
     assert_eq!((h.tx.stats.data_skbs_sent, bursts(&h)), (10, vec![(Time::from_millis(10), 40)]));
@@ -359,7 +359,7 @@ fn tso_defer_holds_small_sends_until_a_full_skb_fits() {
 #[test]
 fn without_gso_every_freed_segment_leaves_at_once() {
     let cfg = TcpConfig { initial_cwnd: 40, gso: false, ..TcpConfig::default() };
-    let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate: 50e6 / 8.0, cap: None, paced: false }));
+    let mut h = Harness::with_cc(cfg, Cc::Test(Box::new(FixedRate { rate: 50e6 / 8.0, cap: None, paced: false })));
     assert_eq!(h.tx.stats.data_skbs_sent, 40);
     for (t, ack) in [(30, 2), (30, 4), (30, 6)] {
         h.ack(t, ack, &[], false);
@@ -379,7 +379,7 @@ fn a_deferral_that_sends_nothing_marks_cwnd_limited_only_after_the_dec_2020_fix(
     use crate::tcp::CwndValidate;
     for (v, expect) in [(CwndValidate::Sticky, true), (CwndValidate::SentOnly2015, false)] {
         let cfg = TcpConfig { initial_cwnd: 40, cwnd_validate: v, ..TcpConfig::default() };
-        let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate: 50e6 / 8.0, cap: None, paced: false }));
+        let mut h = Harness::with_cc(cfg, Cc::Test(Box::new(FixedRate { rate: 50e6 / 8.0, cap: None, paced: false })));
         h.ack(30, 2, &[], false);
         assert_eq!(h.tx.tp.snd_nxt, 42);
         assert!(h.tx.tp.cwnd_limited_flag, "{v:?}: a send that fills cwnd is cwnd-limited");
@@ -400,7 +400,7 @@ fn a_new_packets_out_maximum_clears_cwnd_limited_only_in_the_2015_code() {
     use crate::tcp::CwndValidate;
     for (v, expect) in [(CwndValidate::Sticky, true), (CwndValidate::SentOnly2015, false)] {
         let cfg = TcpConfig { initial_cwnd: 40, cwnd_validate: v, size: Some(46 * 1448), gso: false, ..TcpConfig::default() };
-        let mut h = Harness::with_cc(cfg, Box::new(FixedRate { rate: 50e6 / 8.0, cap: None, paced: false }));
+        let mut h = Harness::with_cc(cfg, Cc::Test(Box::new(FixedRate { rate: 50e6 / 8.0, cap: None, paced: false })));
         assert_eq!(h.tx.tp.snd_nxt, 40);
         assert!(h.tx.tp.cwnd_limited_flag, "{v:?}");
         h.tx.tp.cwnd = 50;
@@ -472,4 +472,111 @@ fn tcp_window_invariant_catches_a_zero_cwnd() {
     h.tx.tp.cwnd = 0;
     let msg = panic_message(|| h.tx.check_cwnd());
     assert!(msg.starts_with("invariant violated: TCP window: flow 0: cwnd fell to 0"), "{msg}");
+}
+
+/// The fields an ACK of a flow in Open reads or writes (with the sends it releases, CUBIC,
+/// no SACK, no trace on) lie in twelve cache lines of the sender: two of CUBIC's, ten of the
+/// configuration's tail, the socket, the sender's own per-ACK state, its timers and the
+/// first counters (`repr(C)` order; before, they were spread over thirteen lines of the
+/// sender, plus CUBIC's two behind a box). A field added to the per-ACK group, or a cold one
+/// placed among them, fails it.
+#[test]
+fn an_acks_sender_fields_lie_in_twelve_cache_lines() {
+    use std::collections::BTreeSet;
+    use std::mem::{align_of, offset_of, size_of};
+    fn size<F>(_: fn(&TcpSender) -> &F) -> usize {
+        size_of::<F>()
+    }
+    fn cfg_size<F>(_: fn(&TcpConfig) -> &F) -> usize {
+        size_of::<F>()
+    }
+    fn st_size<F>(_: fn(&SenderStats) -> &F) -> usize {
+        size_of::<F>()
+    }
+    macro_rules! fields {
+        ($($f:ident),*) => { [$((offset_of!(TcpSender, $f), size(|s| &s.$f))),*] };
+    }
+    macro_rules! cfg_fields {
+        ($($f:ident),*) => { [$((offset_of!(TcpSender, cfg) + offset_of!(TcpConfig, $f), cfg_size(|c| &c.$f))),*] };
+    }
+    macro_rules! stats_fields {
+        ($($f:ident),*) => { [$((offset_of!(TcpSender, stats) + offset_of!(SenderStats, $f), st_size(|c| &c.$f))),*] };
+    }
+    assert_eq!(align_of::<TcpSender>(), 64);
+    let mut spans = vec![(offset_of!(TcpSender, cc), 128)];
+    spans.extend(cfg_fields!(rto_min, rto_max, mss, header_bytes, pacing_ss_ratio, pacing_ca_ratio, rwnd_packets, ecn, gso, cwnd_validate));
+    spans.extend(fields!(
+        tp, sb, retransmit_hint, ts_in_order_from, highest_sack, flow, phase, app_open, total_segs, last_seg_payload, rack_mstamp, rack_rtt,
+        rack_last_delivered, rack_end_seq, reo_wnd_steps, reo_wnd_persist, rack_advanced, rack_dsack_seen, reordering, rcv_tsecr, tlp_pending,
+        tlp_high_seq, ce_count_seen, sce_count_seen, mdev, mdev_max, rttvar, rto, rtt_seq, backoff, peer_ts, max_packets_out, cwnd_usage_seq,
+        wq_left, tso_step, first_tx_time, rate_delivered, rate_interval, ns2, trace, rto_timer, pacing_timer
+    ));
+    spans.extend(stats_fields!(data_packets_sent, data_skbs_sent, ce_echoed));
+    let lines: BTreeSet<usize> = spans.iter().flat_map(|&(at, n)| at / 64..=(at + n - 1) / 64).collect();
+    // At most: taking fields out of the group (the timers, to a per-flow table) may only
+    // lower the count (to 10 without the three timers).
+    assert!(lines.len() <= 12, "lines {lines:?}");
+}
+
+/// The send-ordered list as RACK walks it.
+fn ts_order(tx: &TcpSender) -> Vec<u32> {
+    let mut order = vec![];
+    let mut seq = tx.ts_first();
+    while seq != NIL {
+        order.push(seq);
+        seq = tx.ts_after(seq, tx.seg(seq));
+    }
+    order
+}
+
+/// What Linux's `tsorted_sent_queue` holds when no RTO has run: the outstanding segments not
+/// SACKed and not marked lost by RACK (lost and not retransmitted since), by last send time,
+/// then number.
+fn ts_expected(tx: &TcpSender) -> Vec<u32> {
+    let mut on: Vec<u32> = (tx.tp.snd_una..tx.tp.snd_nxt).filter(|&s| tx.seg(s).flags & SACKED == 0 && tx.seg(s).flags & (LOST | RETRANS) != LOST).collect();
+    on.sort_by_key(|&s| (tx.seg(s).tx_time, s));
+    on
+}
+
+/// The send-ordered list kept implicit while it is the sequence order: it is, and walks as,
+/// `snd_una .. snd_nxt` until a SACK; linked through a loss episode (SACKed segments out,
+/// retransmissions at the tail, as Linux's list); implicit again once the cumulative ACK has
+/// passed every segment sent before the last out-of-order change, and linked afresh at the
+/// next one.
+#[test]
+fn the_send_ordered_list_is_implicit_only_while_it_is_the_sequence_order() {
+    let mut h = Harness::new(EcnMode::Off);
+    assert!(h.tx.ts_in_sequence());
+    assert_eq!(ts_order(&h.tx), (0..10).collect::<Vec<_>>());
+    h.ack(20, 4, &[], false);
+    assert!(h.tx.ts_in_sequence());
+    assert_eq!(ts_order(&h.tx), (4..h.tx.tp.snd_nxt).collect::<Vec<_>>());
+    // Segments 4 and 5 lost, the rest SACKed one by one: RACK marks the holes lost and
+    // Recovery retransmits them.
+    // (One ACK per millisecond: the expected order breaks send-time ties by number, which
+    // holds within one ACK's sends, not across ACKs of the same instant.)
+    let top = h.tx.tp.snd_nxt;
+    for k in 7..=top {
+        h.ack(14 + k as u64, 4, &[(6, k)], false);
+        assert!(!h.tx.ts_in_sequence());
+        assert_eq!(ts_order(&h.tx), ts_expected(&h.tx), "SACK up to {k}");
+    }
+    assert_eq!(h.tx.tp.ca_state, CaState::Recovery);
+    assert!(h.tx.stats.retransmits >= 1);
+    // The holes repaired: the cumulative ACK passes everything sent before the last change.
+    let mut now = 15 + top as u64;
+    while !h.tx.ts_in_sequence() {
+        let nxt = h.tx.tp.snd_nxt;
+        h.ack(now, nxt, &[], false);
+        assert_eq!(ts_order(&h.tx), ts_expected(&h.tx), "cumulative ACK of {nxt}");
+        now += 1;
+    }
+    let (una, nxt) = (h.tx.tp.snd_una, h.tx.tp.snd_nxt);
+    assert!(nxt > una, "new data in flight");
+    assert_eq!(ts_order(&h.tx), (una..nxt).collect::<Vec<_>>());
+    // The next SACK links the list again, as it stands.
+    h.ack(now, una, &[(una + 1, una + 2)], false);
+    assert!(!h.tx.ts_in_sequence());
+    assert_eq!(ts_order(&h.tx), ts_expected(&h.tx));
+    assert!(!ts_order(&h.tx).contains(&(una + 1)));
 }

@@ -5,7 +5,7 @@
 use super::ack::AckFlags;
 use super::queue::*;
 use super::{TcpSender, TCP_RACK_RECOVERY_THRESH};
-use crate::cc::CaState;
+use crate::cc::{CaState, CongestionControl};
 
 impl TcpSender {
     /// Linux `tcp_init_undo`: retransmissions still in flight, a TLP retransmission among
