@@ -302,7 +302,7 @@ impl EventQueue {
         self.pop_due(Time(u64::MAX))
     }
     pub fn peek_time(&self) -> Option<Time> {
-        let radix = (self.len > 0).then(|| Time((self.radix_min.0 >> 64) as u64));
+        let radix = (self.len > 0).then_some(Time((self.radix_min.0 >> 64) as u64));
         // Under a spent root, the smaller of its children is the earliest wake-up pending.
         let wake = match self.spent_root {
             false => self.wakes.first(),
