@@ -56,6 +56,24 @@ impl LogHistogram {
         self.min = self.min.min(v);
         self.max = self.max.max(v);
     }
+    /// Records `v` in its bucket and the minimum only: its count, sum and maximum are added
+    /// later, with those of the other samples so recorded, by [`LogHistogram::add_totals`]
+    /// (for a caller that keeps them per interval anyway: the link's sojourns, once per
+    /// packet, issue 15).
+    #[inline]
+    pub fn record_bucket(&mut self, v: u64) {
+        self.counts[index(v)] += 1;
+        self.min = self.min.min(v);
+    }
+    /// Adds the count `n`, the `sum` and the maximum `max` of `n` samples recorded with
+    /// [`LogHistogram::record_bucket`].
+    pub fn add_totals(&mut self, n: u64, sum: u128, max: u64) {
+        if n > 0 {
+            self.total += n;
+            self.sum += sum;
+            self.max = self.max.max(max);
+        }
+    }
     /// Adds another histogram's samples to this one.
     pub fn merge(&mut self, other: &LogHistogram) {
         for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {

@@ -384,7 +384,7 @@ mod tests {
         if let Element::Link(l) = &link {
             assert_eq!(l.stats.busy, ms(3));
             // Sojourns 0, 1 ms, 2 ms.
-            assert_eq!(l.stats.queues[0].sojourn.max(), Some(ms(2).as_nanos()));
+            assert_eq!(l.stats.queues[0].sojourn().max(), Some(ms(2).as_nanos()));
         }
     }
 
@@ -417,7 +417,7 @@ mod tests {
         send(&mut link, &mut q, 3, Time::from_millis(1), &mut got);
         assert_eq!(got[3], (Time::from_millis(1), 3));
         let Element::Link(l) = &link else { unreachable!() };
-        assert_eq!(l.stats.queues[0].sojourn.max(), Some(98_240));
+        assert_eq!(l.stats.queues[0].sojourn().max(), Some(98_240));
         // Without the burst the same link serialises.
         let mut s = Element::Link(Box::new(Link::new(Rate(100_000_000), Box::new(Fifo::pfifo(10)))));
         let mut out = vec![];

@@ -12,17 +12,22 @@ use crate::time::{Rate, Time};
 #[derive(Debug, Default)]
 pub struct QueueStats {
     pub name: &'static str,
-    /// Sojourn time of every dequeued packet, in ns.
-    pub sojourn: LogHistogram,
+    /// Sojourn times of the dequeued packets, in ns: each packet's bucket and the minimum;
+    /// the count, sum and maximum are the ticks' (below), added at each tick instead of per
+    /// packet ([`QueueStats::sojourn`] adds those of the tick under way).
+    hist: LogHistogram,
     /// Sojourn sum, count and max since the last sampling tick.
-    pub tick_sum: Time,
-    pub tick_n: u64,
-    pub tick_max: Time,
+    tick_sum: Time,
+    tick_n: u64,
+    tick_max: Time,
 }
 
 impl QueueStats {
+    /// Once per packet sent: the histogram's count, sum and maximum are the tick's, so they
+    /// are not kept twice.
+    #[inline]
     fn record(&mut self, sojourn: Time) {
-        self.sojourn.record(sojourn.as_nanos());
+        self.hist.record_bucket(sojourn.as_nanos());
         self.tick_sum += sojourn;
         self.tick_n += 1;
         self.tick_max = self.tick_max.max(sojourn);
@@ -30,10 +35,17 @@ impl QueueStats {
     /// Sum, count and maximum of the sojourns since the last call.
     pub fn take_tick(&mut self) -> (Time, u64, Time) {
         let r = (self.tick_sum, self.tick_n, self.tick_max);
+        self.hist.add_totals(self.tick_n, self.tick_sum.as_nanos() as u128, self.tick_max.as_nanos());
         self.tick_sum = Time::ZERO;
         self.tick_n = 0;
         self.tick_max = Time::ZERO;
         r
+    }
+    /// The sojourn time of every dequeued packet, in ns (a copy, with the tick under way).
+    pub fn sojourn(&self) -> LogHistogram {
+        let mut h = self.hist.clone();
+        h.add_totals(self.tick_n, self.tick_sum.as_nanos() as u128, self.tick_max.as_nanos());
+        h
     }
 }
 
@@ -421,6 +433,26 @@ impl Link {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sojourn histogram whose count, sum and maximum are added at ticks reads the same
+    /// as one recording all of each packet, between ticks, right after one and with no tick
+    /// at all (links without series never tick).
+    #[test]
+    fn sojourn_totals_added_at_ticks_read_as_recorded_per_packet() {
+        let mut q = QueueStats::default();
+        let mut full = LogHistogram::default();
+        let read = |h: &LogHistogram| (h.count(), h.min(), h.max(), h.mean(), h.quantile(0.5), h.cdf());
+        for (i, ns) in [5u64, 900, 70_000, 3, 1_000_000, 42, 7, 70_001].into_iter().enumerate() {
+            q.record(Time(ns));
+            full.record(ns);
+            if i == 2 || i == 3 || i == 6 {
+                q.take_tick();
+            }
+            assert_eq!(read(&q.sojourn()), read(&full), "after sample {i}");
+        }
+        assert_eq!(q.take_tick(), (Time(70_001), 1, Time(70_001)));
+        assert_eq!(read(&q.sojourn()), read(&full));
+    }
 
     /// tc's bucket depth and the kernel's packet cost, by hand. At 3 Mbit/s (375000 B/s) the
     /// 1600-byte burst is 4266.67 µs: tc truncates to 4266 µs, then to 66656 ticks (× 15.625),

@@ -194,11 +194,14 @@ impl BottleneckSummary {
         let span = end - first_start;
         let mut all = LogHistogram::default();
         for q in &link.stats.queues {
-            all.merge(&q.sojourn);
+            all.merge(&q.sojourn());
         }
         let queues = if link.stats.queues.len() > 1 {
             (link.stats.queues.iter())
-                .map(|q| QueueSummary { name: q.name.to_string(), packets: q.sojourn.count(), sojourn_ms: SojournSummary::with_cdf(&q.sojourn) })
+                .map(|q| {
+                    let sojourn = q.sojourn();
+                    QueueSummary { name: q.name.to_string(), packets: sojourn.count(), sojourn_ms: SojournSummary::with_cdf(&sojourn) }
+                })
                 .collect()
         } else {
             Vec::new()
