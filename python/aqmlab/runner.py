@@ -485,9 +485,11 @@ class _LocalPool:
                             if not self._send(w, queue):
                                 break
                 busy = [w for w in self.workers if w[2]]
+                if queue and len(busy) < len(self.workers):
+                    # A worker started in place of one a send found dead (after this round
+                    # had passed it) takes the runs queued before anything is waited for.
+                    continue
                 if not busy:
-                    if queue:
-                        continue  # the runs a dead worker could not take: to its replacement
                     return
                 ready = set(wait([w[1] for w in busy] + [w[0].sentinel for w in busy]))
                 for w in busy:

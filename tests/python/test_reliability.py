@@ -226,3 +226,42 @@ def test_a_run_sent_to_a_worker_that_died_idle_is_not_charged(tmp_path, monkeypa
     assert all(res["error"].startswith("ScenarioError") for _, res in done), done  # not a death
     assert pool.attempts == [0, 0, 0]
     assert pool.workers == []
+
+
+def test_the_worker_replacing_one_that_died_idle_takes_a_queued_run_at_once(tmp_path, monkeypatch):
+    """The worker started when a send finds a worker dead (idle, between runs) is given the
+    queued run before the pool waits for the other workers' results, not only after one of
+    them answers (it sat idle for the length of a run). Three runs on two workers: run 1 is a
+    real run, the others fail at once; the worker that answered run 0 is killed while the
+    other still runs run 1. Whenever the pool waits, no worker is idle while a run is queued."""
+    import multiprocessing.connection as mpc
+
+    from aqmlab import runner
+
+    bad = "not a scenario ["
+    real = 'duration = "20s"\n[bottleneck]\nrate = "100Mbit"\n[[flows]]\ncc = "cubic"\nrtt = "20ms"\n'
+    tasks = [{"text": t, "run_dir": str(tmp_path / f"r{i}"), "plot": False} for i, t in enumerate([bad, real, bad])]
+    done: list[int] = []
+    pool = runner._LocalPool(tasks, 2, False, lambda i, res: done.append(i))
+    real_collect, real_wait, killed, idle_while_queued = pool._collect, mpc.wait, [], []
+
+    def collect(w, ready, queue):
+        real_collect(w, ready, queue)
+        others_busy = any(x[2] for x in pool.workers if x is not w)
+        if not killed and w in pool.workers and not w[2] and queue and others_busy:
+            os.kill(w[0].pid, signal.SIGKILL)
+            w[0].join()
+            killed.append(w[0].pid)
+
+    def wait(objects, timeout=None):
+        held = sum(len(w[2]) for w in pool.workers)
+        if held + len(done) < len(tasks) and any(not w[2] for w in pool.workers):
+            idle_while_queued.append((held, len(done)))
+        return real_wait(objects, timeout)
+
+    monkeypatch.setattr(pool, "_collect", collect)
+    monkeypatch.setattr(mpc, "wait", wait)
+    pool.run()
+    assert killed, "run 1 ended before run 0: nothing tested"
+    assert sorted(done) == [0, 1, 2] and pool.attempts == [0, 0, 0]
+    assert idle_while_queued == [], idle_while_queued

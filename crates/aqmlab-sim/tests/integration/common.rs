@@ -357,8 +357,6 @@ pub struct Rule<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> {
     /// Not the inner kind: `Link::replace_qdisc` would then `change` the existing one.
     kind: &'static str,
     rule_drops: u64,
-    /// `rule_drops` by flow.
-    rule_flow_drops: aqmlab_sim::qdisc::FlowCounts,
     rule_marks: u64,
     stats: QdiscStats,
 }
@@ -370,16 +368,18 @@ impl<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> Rule<F> {
     }
     /// The rule in front of `inner`, reported as `kind`.
     pub fn wrap(inner: Box<dyn Qdisc>, kind: &'static str, rule: F) -> Box<Self> {
-        Box::new(Rule { inner, rule, kind, rule_drops: 0, rule_flow_drops: Default::default(), rule_marks: 0, stats: QdiscStats::default() })
+        Box::new(Rule { inner, rule, kind, rule_drops: 0, rule_marks: 0, stats: QdiscStats::default() })
     }
     fn sync(&mut self) {
+        // The wrapped discipline's drops by flow are moved into the wrapper's (which the
+        // engine drains in a run with workloads, `Qdisc::stats_mut`), only when it dropped.
+        let inner = self.inner.stats_mut();
+        if inner.drops + self.rule_drops != self.stats.drops {
+            let own = &mut self.stats.flow_drops;
+            inner.flow_drops.drain(own.apart_from(), |f, n| own.add_n(f, n));
+        }
         let s = self.inner.stats();
         let drops = s.drops + self.rule_drops;
-        if drops != self.stats.drops {
-            // The drops by flow, rebuilt only when a drop happened.
-            self.stats.flow_drops = s.flow_drops.clone();
-            self.stats.flow_drops.add_all(&self.rule_flow_drops);
-        }
         self.stats.enqueued = s.enqueued;
         self.stats.dequeued = s.dequeued;
         self.stats.dequeued_bytes = s.dequeued_bytes;
@@ -404,7 +404,7 @@ impl<F: FnMut(&mut Packet, Time, &dyn Qdisc) -> bool> Qdisc for Rule<F> {
                 self.inner.enqueue(pkt, now)
             } else {
                 self.rule_drops += 1;
-                self.rule_flow_drops.add(pkt.flow);
+                self.stats.flow_drops.add(pkt.flow);
                 Enqueued::Dropped
             }
         };
