@@ -451,7 +451,8 @@ class _LocalPool:
 
         self.ctx = mp.get_context("spawn")
         self.tasks, self.jobs, self.plots, self.on_done = tasks, jobs, plots, on_done
-        self.workers: list[list[Any]] = []  # [process, conn, deque of the task indices it holds]
+        # [process, conn, deque of the task indices it holds, whether it has answered a run]
+        self.workers: list[list[Any]] = []
         self.attempts = [0] * len(tasks)
 
     def _spawn(self) -> list[Any]:
@@ -461,7 +462,7 @@ class _LocalPool:
         p = self.ctx.Process(target=_worker_main, args=(child_end, self.plots), name="aqmlab-worker", daemon=True)
         p.start()
         child_end.close()
-        return [p, parent_end, deque()]
+        return [p, parent_end, deque(), False]
 
     def run(self) -> None:
         from collections import deque
@@ -499,10 +500,11 @@ class _LocalPool:
             self._stop()
 
     def _collect(self, w: list[Any], ready: set[Any], queue: Any) -> None:
-        proc, conn, held = w
+        proc, conn, held, _ = w
         try:
             if conn.poll():
                 j, res = conn.recv()
+                w[3] = True
                 if held and held[0] == j:
                     held.popleft()
                 elif j in held:
@@ -519,15 +521,19 @@ class _LocalPool:
         """Sends worker ``w`` the run at the queue's front. False when the send finds the worker
         dead (its pipe broken: it died idle, or while running the run it holds): the run never
         reached it, so it goes back to the queue's front uncharged, and the worker is buried
-        at once (a worker that holds no run is not waited on, so nothing else would find it)."""
+        at once (a worker that holds no run is not waited on, so nothing else would find it).
+        Unless the worker never answered a run and holds none: then it died starting, and the
+        run is charged as if it had killed it, so that workers that cannot start end in failed
+        runs rather than in workers started again forever."""
         i = queue.popleft()
         w[2].append(i)
         try:
             w[1].send((i, self.tasks[i]))
             return True
         except OSError:
-            w[2].pop()
-            queue.appendleft(i)
+            if w[3] or len(w[2]) > 1:
+                w[2].pop()
+                queue.appendleft(i)
             self._bury(w, queue)
             return False
 
@@ -535,7 +541,7 @@ class _LocalPool:
         """Removes dead worker ``w`` and starts another while runs are queued. It died holding
         the runs in its deque, running the first of them: that run alone is charged the death
         (the others were never started and go back to the queue's front, in order)."""
-        proc, conn, held = w
+        proc, conn, held, _ = w
         proc.join(1.0)
         if proc.is_alive():  # a broken pipe to a live worker: of no use any more
             proc.kill()
@@ -557,7 +563,7 @@ class _LocalPool:
 
     def _stop(self) -> None:
         held = [i for w in self.workers for i in w[2]]
-        for p, conn, h in self.workers:
+        for p, conn, h, _ in self.workers:
             try:
                 if not h and p.is_alive():
                     conn.send(None)
@@ -566,7 +572,7 @@ class _LocalPool:
             except (OSError, ValueError):
                 pass
         deadline = time.monotonic() + 1.5
-        for p, conn, _ in self.workers:
+        for p, conn, _, _ in self.workers:
             p.join(max(0.0, deadline - time.monotonic()))
             if p.is_alive():
                 p.kill()

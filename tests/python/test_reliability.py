@@ -5,6 +5,7 @@ panic is one line; temporaries of a killed write are removed."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import os
 import signal
@@ -80,7 +81,8 @@ def test_workers_die_with_a_killed_suite(tmp_path):
 
 def test_a_killed_worker_fails_no_other_run(tmp_path):
     out = tmp_path / "s"
-    args = ["l4s-tests/s6", "--filter", "classic=cubic", "--set", "duration=20s", "--no-plots", "-j", "2", "--out", str(out)]
+    # Runs long enough (about half a second each) that a worker is still busy when killed.
+    args = ["l4s-tests/s6", "--filter", "classic=cubic", "--set", "duration=120s", "--no-plots", "-j", "2", "--out", str(out)]
     proc = subprocess.Popen([sys.executable, "-m", "aqmlab", "suite", "run", *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
     killed = False
@@ -90,8 +92,9 @@ def test_a_killed_worker_fails_no_other_run(tmp_path):
             if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text(errors="replace") and _alive(c):
                 # Wait until the worker is busy with a run, then kill it.
                 time.sleep(0.5)
-                os.kill(c, signal.SIGKILL)
-                killed = True
+                with contextlib.suppress(ProcessLookupError):  # it left meanwhile: try another
+                    os.kill(c, signal.SIGKILL)
+                    killed = True
                 break
     stdout, stderr = proc.communicate(timeout=300)
     assert killed
@@ -226,6 +229,54 @@ def test_a_run_sent_to_a_worker_that_died_idle_is_not_charged(tmp_path, monkeypa
     assert all(res["error"].startswith("ScenarioError") for _, res in done), done  # not a death
     assert pool.attempts == [0, 0, 0]
     assert pool.workers == []
+
+
+def test_workers_that_die_starting_fail_their_runs_instead_of_being_started_forever(tmp_path):
+    """A worker that dies before its first run reaches it (it cannot start) is charged that run,
+    unlike one that died idle after answering runs: otherwise every send found a dead worker,
+    put the run back uncharged and started another, forever. Every worker here exits at once
+    and is reaped before the pool sends to it; both runs fail after their attempts."""
+    import multiprocessing as mp
+
+    from aqmlab import runner
+
+    tasks = [{"text": "not a scenario [", "run_dir": str(tmp_path / f"r{i}"), "plot": False} for i in range(2)]
+    done: list[tuple[int, dict]] = []
+    pool = runner._LocalPool(tasks, 2, False, lambda i, res: done.append((i, res)))
+    real, spawned = mp.get_context("spawn"), []
+
+    class Reaped:
+        """A worker process that has already exited (start() has nothing left to do)."""
+
+        def __init__(self, p):
+            self.p = p
+
+        def start(self):
+            pass
+
+        def __getattr__(self, name):
+            return getattr(self.p, name)
+
+    class DyingWorkers:
+        """The pool's spawn context, but its processes exit at once and are reaped before the
+        pool sees them, so the pool's first send to each finds the pipe broken."""
+
+        Pipe = staticmethod(real.Pipe)
+
+        def Process(self, **_):
+            assert len(spawned) < 20, "workers started again and again"
+            p = real.Process(target=os._exit, args=(3,), daemon=True)
+            p.start()
+            p.join()
+            spawned.append(p.pid)
+            return Reaped(p)
+
+    pool.ctx = DyingWorkers()
+    pool.run()
+    assert sorted(i for i, _ in done) == [0, 1]
+    assert all("its worker died 2 times" in res["error"] for _, res in done), done
+    assert pool.attempts == [2, 2]
+    assert len(spawned) <= 2 + 2 * runner._LocalPool.ATTEMPTS
 
 
 def test_the_worker_replacing_one_that_died_idle_takes_a_queued_run_at_once(tmp_path, monkeypatch):
