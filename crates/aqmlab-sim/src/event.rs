@@ -47,10 +47,16 @@ struct Entry {
     event: Event,
 }
 
+/// The queue's total order as one 128-bit key: time first, then scheduling sequence.
+#[inline(always)]
+fn order_key(at: Time, seq: u64) -> u128 {
+    ((at.0 as u128) << 64) | seq as u128
+}
+
 impl Entry {
     #[inline(always)]
     fn key(&self) -> u128 {
-        ((self.at.0 as u128) << 64) | self.seq as u128
+        order_key(self.at, self.seq)
     }
 }
 
@@ -66,7 +72,7 @@ struct Wake {
 impl Wake {
     #[inline(always)]
     fn key(&self) -> u128 {
-        ((self.at.0 as u128) << 64) | self.seq as u128
+        order_key(self.at, self.seq)
     }
 }
 
