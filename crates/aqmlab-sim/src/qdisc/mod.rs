@@ -145,10 +145,7 @@ impl FlowCounts {
     /// Counts one packet of `flow`.
     #[inline]
     pub fn add(&mut self, flow: u32) {
-        match flow.checked_sub(self.base).and_then(|i| self.counts.get_mut(i as usize)) {
-            Some(c) => *c += 1,
-            None => self.add_outside(flow, 1),
-        }
+        self.add_n(flow, 1)
     }
     /// Widens the range to hold `flow` (or counts it apart: [`FlowCounts::counting_apart_from`]),
     /// then adds `n` to its count.
@@ -173,6 +170,7 @@ impl FlowCounts {
         self.counts[i] += n;
     }
     /// Adds `n` packets of `flow` (nothing when `n` is 0).
+    #[inline]
     pub fn add_n(&mut self, flow: u32, n: u64) {
         if n == 0 {
             return;
