@@ -262,7 +262,11 @@ impl TcpReceiver {
         ack.tcp.ce_count = self.ce_received;
         ack.tcp.sce_count = self.sce_received;
         ack.tcp.esce = self.last_mark_state.1;
-        ack.set_sacks(&blocks[..n]);
+        // A new packet has no SACK blocks (`sack_len` 0, no out-of-line slot): most ACKs
+        // carry none and skip the call.
+        if n > 0 {
+            ack.set_sacks(&blocks[..n]);
+        }
         ack.tcp.ts_ecr = self.ts_recent;
         // Linux ACKs carry the receiver's own TSval (tcp_established_options); the sender
         // never reads it (its RTT comes from TSecr), captures show it.

@@ -580,3 +580,37 @@ fn the_send_ordered_list_is_implicit_only_while_it_is_the_sequence_order() {
     assert_eq!(ts_order(&h.tx), ts_expected(&h.tx));
     assert!(!ts_order(&h.tx).contains(&(una + 1)));
 }
+
+#[test]
+fn the_loss_probe_timeout_skips_the_rto_rounding_only_where_it_cannot_win() {
+    // tcp_schedule_loss_probe written out: min(PTO, jiffies_up(rto_delta)) when the delta is
+    // positive, with both roundings always computed.
+    let direct = |srtt: Time, extra: Time, init: Time, delta: Time| {
+        let pto = if srtt > Time::ZERO { jiffies_up(Time(2 * srtt.0)) + extra } else { init };
+        if delta > Time::ZERO {
+            pto.min(jiffies_up(delta))
+        } else {
+            pto
+        }
+    };
+    let init = Time::from_secs(1);
+    let mut rounded_delta_won = 0;
+    for srtt_us in [0u64, 1, 999, 1_000, 1_001, 10_500, 20_000, 99_999, 150_000, 600_000] {
+        let srtt = Time(srtt_us * 1_000 + srtt_us % 7);
+        for extra in [TCP_TIMEOUT_MIN, Time::from_millis(200), Time(200_000_123)] {
+            // Deltas around the PTO (both sides of each jiffy boundary) and far from it.
+            let pto = direct(srtt, extra, init, Time::ZERO);
+            let mut deltas = vec![Time::ZERO, Time(1), Time(999_999), Time(1_000_000), Time::from_secs(120)];
+            for d in [-2_000_001i64, -1_000_000, -999_999, -1, 0, 1, 999_999, 1_000_001] {
+                deltas.push(Time((pto.0 as i64 + d).max(0) as u64));
+            }
+            for delta in deltas {
+                let want = direct(srtt, extra, init, delta);
+                assert_eq!(tlp::loss_probe_timeout(srtt, extra, init, delta), want, "srtt {srtt:?} extra {extra:?} delta {delta:?}");
+                rounded_delta_won += (want < pto) as u32;
+            }
+        }
+    }
+    // The grid reaches the case where the RTO's rounding is the answer.
+    assert!(rounded_delta_won > 0);
+}

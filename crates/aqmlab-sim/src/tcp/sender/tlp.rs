@@ -8,6 +8,21 @@ use crate::cc::CaState;
 use crate::event::FlowTimer;
 use crate::time::Time;
 
+/// The probe timeout of `tcp_schedule_loss_probe`: 2·srtt rounded up to jiffies plus `extra`
+/// (`rto_initial` before the first RTT sample), but no later than `rto_delta` (the time left
+/// to the RTO) rounded up to jiffies, when that is positive.
+pub(super) fn loss_probe_timeout(srtt: Time, extra: Time, rto_initial: Time, rto_delta: Time) -> Time {
+    let timeout = if srtt > Time::ZERO { jiffies_up(Time(2 * srtt.0)) + extra } else { rto_initial };
+    // min(timeout, jiffies_up(rto_delta)), whose rounding never goes down: an RTO delta at or
+    // past the timeout leaves it, without the rounding's division (the usual case: the RTO
+    // is srtt plus 200 ms or more).
+    if rto_delta > Time::ZERO && rto_delta < timeout {
+        timeout.min(jiffies_up(rto_delta))
+    } else {
+        timeout
+    }
+}
+
 impl TcpSender {
     /// Linux `tcp_set_xmit_timer`: a loss probe if one may be scheduled, else the RTO.
     pub(super) fn set_xmit_timer(&mut self, ctx: &mut EndpointCtx) {
@@ -23,21 +38,14 @@ impl TcpSender {
         if self.packets_out() == 0 || !matches!(self.tp.ca_state, CaState::Open | CaState::Cwr) {
             return false;
         }
-        let mut timeout = if self.tp.srtt > Time::ZERO {
-            let extra = if self.packets_out() == 1 { self.cfg.rto_min } else { TCP_TIMEOUT_MIN };
-            jiffies_up(Time(2 * self.tp.srtt.0)) + extra
-        } else {
-            self.cfg.rto_initial
-        };
+        let extra = if self.packets_out() == 1 { self.cfg.rto_min } else { TCP_TIMEOUT_MIN };
         let rto_delta = if advancing_rto {
             self.rto
         } else {
             let head = self.sb.front().map_or(ctx.now, |h| h.tx_time);
             (head + self.rto).saturating_sub(ctx.now)
         };
-        if rto_delta > Time::ZERO {
-            timeout = timeout.min(jiffies_up(rto_delta));
-        }
+        let timeout = loss_probe_timeout(self.tp.srtt, extra, self.cfg.rto_initial, rto_delta);
         self.tlp_pending = true;
         self.rto_timer.arm(ctx.now + timeout, ctx.event(FlowTimer::Retransmit), ctx.events);
         true
