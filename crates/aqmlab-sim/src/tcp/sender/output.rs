@@ -420,11 +420,21 @@ impl TcpSender {
             ts_prev: NIL,
             ts_next: NIL,
         };
+        // What every segment of the skb carries alike: the timestamp, and the ECN codepoint
+        // (RFC 3168 §6.1.2: ECT only on new data, never on retransmissions, Linux
+        // tcp_ecn_send; L4S: ECT(1) on every data packet, retransmissions included, AccECN,
+        // RFC 9768 §3.1.5).
+        let ts_val = Self::ts_of(now);
+        let ecn = match (self.cfg.ecn, kind) {
+            (EcnMode::L4s, _) => Ecn::Ect1,
+            (EcnMode::Rfc3168 | EcnMode::Sce, TxKind::New) => Ecn::Ect0,
+            _ => Ecn::NotEct,
+        };
         let mut bytes = 0u64;
         for seq in seq..seq + segs {
             let payload = self.payload_of(seq);
             bytes += payload as u64;
-            self.transmit_one(seq, payload, kind, &snap, ctx);
+            self.transmit_one(seq, payload, kind, &snap, ts_val, ecn, ctx);
         }
         if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
             self.prr_out += segs;
@@ -448,13 +458,15 @@ impl TcpSender {
     }
 
     /// One segment of an skb on the wire, with its scoreboard entry.
-    fn transmit_one(&mut self, seq: u32, payload: u32, kind: TxKind, snap: &Seg, ctx: &mut EndpointCtx) {
+    #[allow(clippy::too_many_arguments)]
+    fn transmit_one(&mut self, seq: u32, payload: u32, kind: TxKind, snap: &Seg, ts_val: u32, ecn: Ecn, ctx: &mut EndpointCtx) {
         let now = ctx.now;
         let mut pkt = Packet::new(self.flow, Direction::Forward, Kind::Data, payload + self.cfg.header_bytes);
         pkt.tcp.seq = seq;
         pkt.tcp.payload = payload;
-        pkt.tcp.ts_val = Self::ts_of(now);
+        pkt.tcp.ts_val = ts_val;
         pkt.tcp.ts_ecr = self.peer_ts;
+        pkt.ecn = ecn;
         if kind != TxKind::New {
             let seg = self.seg_mut(seq);
             seg.flags = if kind == TxKind::Retrans {
@@ -490,20 +502,12 @@ impl TcpSender {
             self.tp.snd_nxt += 1;
             self.tp.packets_out += 1;
             self.ts_append(seq);
-            // RFC 3168 §6.1.2: ECT only on new data, never on retransmissions (Linux
-            // tcp_ecn_send). CWR goes on the first segment of the skb only (software GSO,
-            // tcp_gso_segment, clears it on the others).
-            if matches!(self.cfg.ecn, EcnMode::Rfc3168 | EcnMode::Sce) {
-                pkt.ecn = Ecn::Ect0;
-                if self.queue_cwr {
-                    pkt.tcp.cwr = true;
-                    self.queue_cwr = false;
-                }
+            // CWR with RFC 3168 ECN (the new data that is ECT(0)), on the first segment of the
+            // skb only (software GSO, tcp_gso_segment, clears it on the others).
+            if ecn == Ecn::Ect0 && self.queue_cwr {
+                pkt.tcp.cwr = true;
+                self.queue_cwr = false;
             }
-        }
-        // L4S: ECT(1) on every data packet, retransmissions included (AccECN, RFC 9768 §3.1.5).
-        if self.cfg.ecn == EcnMode::L4s {
-            pkt.ecn = Ecn::Ect1;
         }
         ctx.out.push(pkt);
     }

@@ -34,6 +34,7 @@ impl TcpSender {
     /// Linux `tcp_schedule_loss_probe` (RFC 8985 §7.2, `tcp_early_retrans` = 3): in Open or
     /// CWR with data outstanding, PTO = 2·srtt plus `TCP_RTO_MIN` when one segment is out
     /// (delayed-ACK allowance) or `TCP_TIMEOUT_MIN` otherwise, but no later than the RTO.
+    #[inline]
     pub(super) fn schedule_loss_probe(&mut self, advancing_rto: bool, ctx: &mut EndpointCtx) -> bool {
         if self.packets_out() == 0 || !matches!(self.tp.ca_state, CaState::Open | CaState::Cwr) {
             return false;
