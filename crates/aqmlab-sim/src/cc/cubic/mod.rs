@@ -451,6 +451,7 @@ impl Cubic {
     }
 
     /// Linux `bictcp_update`: recompute `cnt`, the ACKs needed per +1 packet of cwnd.
+    #[inline]
     fn update(&mut self, now_j: u64, cwnd: u32, acked: u32) {
         let ca = &mut self.ca;
         ca.ack_cnt += acked as i64;

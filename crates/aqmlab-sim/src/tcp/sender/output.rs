@@ -193,6 +193,7 @@ impl TcpSender {
     }
 
     /// Linux `tcp_tso_segs`: the segments one skb may carry (1 with GSO off).
+    #[inline]
     pub fn tso_segs(&self) -> u32 {
         if !self.cfg.gso {
             return 1;

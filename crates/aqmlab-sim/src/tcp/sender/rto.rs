@@ -43,6 +43,7 @@ impl TcpSender {
     /// (1/32 for decreases below srtt), `rttvar` the largest deviation of the last window but
     /// never below `rto_min`, and RTO = srtt + rttvar (3 x RTT after the first sample).
     /// A valid sample also resets the backoff (RFC 6298 §5.7).
+    #[inline]
     pub(super) fn rtt_sample(&mut self, sample: Time) {
         let m = sample.0.max(1) as i64;
         let rto_min = self.cfg.rto_min.0 as i64;
