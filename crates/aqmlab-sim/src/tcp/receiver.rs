@@ -240,7 +240,7 @@ impl TcpReceiver {
         self.ooo.insert(0, blk);
     }
 
-    #[inline]
+    #[inline(always)]
     fn send_ack(&mut self, ctx: &mut EndpointCtx) {
         // tcp_build_sack / tcp_established_options: the D-SACK block first, then the
         // out-of-order blocks, at most MAX_SACK_BLOCKS in all.
