@@ -19,8 +19,8 @@
 runnable processes than cores most of a sub-second wall time is waiting, and CPU time is the
 figure that still compares. bench/compare_ns3.py and bench/scaling.py run this in a process of
 its own next to the timed ``aqmlab run`` command, so that the command's own figures are
-unchanged. The run is the process's first, as ``aqmlab run``'s is: caches, branch predictors
-and the heap are cold, as ns-3's are when ``Simulator::Run()`` starts.
+unchanged. The run is the process's first, as ``aqmlab run``'s is (no warm-up run; on (d) a
+second run in the same process measured no faster).
 """
 
 from __future__ import annotations
