@@ -13,11 +13,17 @@ Per tool and scenario it prints the minimum over the repeats of
   start-up, scenario check, engine, summary and series written; the ns-3 binary: loading its
   shared libraries, building the topology, simulating, printing) and its CPU time (user + sys,
   from ``wait4``), the steadier figure on a shared machine;
-- the simulation only: aqmlab's ``summary.json`` ``wall_seconds`` (the engine's event loop),
-  ns-3's ``Simulator::Run()`` timed inside the binary; and the CPU time of the same (ns-3:
-  ``CLOCK_PROCESS_CPUTIME_ID`` around ``Run()``; aqmlab, whose summary has wall time only:
-  ``bench/engine_cpu.py``, ``time.process_time()`` around the engine call of ``aqmlab.run()``
-  in a second process, so that the process figures above are those of the plain command);
+- the simulation only: aqmlab's ``summary.json`` ``wall_seconds`` (the engine's event loop,
+  its summary included), ns-3's ``Simulator::Run()`` timed inside the binary; and the CPU time
+  of the same (ns-3: ``CLOCK_PROCESS_CPUTIME_ID`` around ``Run()``; aqmlab, whose summary has
+  wall time only: ``bench/engine_cpu.py``, ``time.process_time()`` around the engine call of
+  ``aqmlab.run()`` in a second process, so that the process figures above are those of the
+  plain command). That engine call also parses the scenario, builds the network, writes the
+  summary and hands the series back, which ns-3's ``Run()`` leaves out; the **event loop CPU**
+  column is the like-for-like quantity: aqmlab's CPU from the engine's first progress tick
+  (network built, no event run) to its last (every event run, no summary yet), in a third
+  process (``bench/engine_cpu.py --loop``; it still includes aqmlab's series sampling, which
+  ns-3's dumbbell does not do); for ns-3 it is ``Run()``'s CPU again;
 - the bottleneck's packets (aqmlab ``bottleneck.packets``, ns-3 the forward queue disc's
   ``nTotalSentPackets``) per simulation wall-second, and events per bottleneck packet;
 - goodput (bytes delivered x 8 over the time from the flow's start to the end; aqmlab's
@@ -173,12 +179,15 @@ def run_aqmlab(s: Scenario, work: Path) -> dict:
     wall, cpu, _ = timed([*aqmlab_cmd(), "run", str(scen), "--out", str(out), "--no-plot", "--no-html", "--no-flent", "-q"])
     summary = json.loads((out / "summary.json").read_text())
     shutil.rmtree(out, ignore_errors=True)
-    _, _, engine = timed([sys.executable, str(ROOT / "bench" / "engine_cpu.py"), str(scen)])
+    engine_cpu = [sys.executable, str(ROOT / "bench" / "engine_cpu.py")]
+    _, _, engine = timed([*engine_cpu, str(scen)])
+    _, _, loop = timed([*engine_cpu, "--loop", str(scen)])
     return {
         "wall_s": wall,
         "cpu_s": cpu,
         "sim_wall_s": summary["wall_seconds"],
         "sim_cpu_s": float(engine.split()[0]),
+        "loop_cpu_s": float(loop.split()[0]),
         "events": summary["events"],
         "bottleneck_packets": summary["bottleneck"]["packets"],
         "goodput_mbps": [f["goodput_mbps"] for f in summary["flows"]],
@@ -197,6 +206,7 @@ def run_ns3(s: Scenario, exe: Path, timeout: float | None) -> dict:
         "cpu_s": cpu,
         "sim_wall_s": r["sim_wall_s"],
         "sim_cpu_s": r["sim_cpu_s"],
+        "loop_cpu_s": r["sim_cpu_s"],  # Simulator::Run() is the event loop
         "events": r["events"],
         "bottleneck_packets": r["bottleneck_packets"],
         "goodput_mbps": r["goodput_mbps"],
@@ -212,7 +222,7 @@ def best(runs: list[dict]) -> dict:
     """Minimum of each time over the repeats; counts and goodputs of the first run (both tools
     are deterministic for a seed, so every repeat does the same work)."""
     b = dict(runs[0])
-    for k in ("wall_s", "cpu_s", "sim_wall_s", "sim_cpu_s"):
+    for k in ("wall_s", "cpu_s", "sim_wall_s", "sim_cpu_s", "loop_cpu_s"):
         values = [r[k] for r in runs if k in r]
         if values:
             b[k] = min(values)
@@ -227,30 +237,38 @@ def table(s: Scenario, res: dict[str, dict]) -> str:
     lines = [
         f"### {s.describe()}",
         "",
-        "| tool | process wall s | process CPU s | simulation wall s | simulation CPU s | bottleneck pkts | pkts per sim wall-s | pkts per sim CPU-s | events/pkt | goodput Mbit/s (sum) | per flow min..max | Jain |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        "| tool | process wall s | process CPU s | simulation wall s | simulation CPU s | event loop CPU s | bottleneck pkts | pkts per sim wall-s | pkts per sim CPU-s | pkts per loop CPU-s | events/pkt | goodput Mbit/s (sum) | per flow min..max | Jain |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for tool in ("aqmlab", "ns-3"):
         r = res.get(tool)
         if r is None:
-            lines.append(f"| {tool} | - | - | - | - | - | - | - | - | - | - | - |")
+            lines.append(f"| {tool} |" + " - |" * 13)
             continue
         if "error" in r:
-            lines.append(f"| {tool} | {r['error']} |  |  |  |  |  |  |  |  |  |  |")
+            lines.append(f"| {tool} | {r['error']} |" + "  |" * 12)
             continue
         g = r["goodput_mbps"]
         pkts = r["bottleneck_packets"]
-        has_cpu = "sim_cpu_s" in r  # old --json files lack it
-        sim_cpu = f"{r['sim_cpu_s']:.3f}" if has_cpu else "-"
-        cpu_rate = rate(pkts / r["sim_cpu_s"]) if has_cpu and r["sim_cpu_s"] > 0 else "-"
+
+        def cpu(key: str) -> tuple[str, str]:  # (seconds, packets per second); old --json files lack some
+            x = r.get(key)
+            return ("-", "-") if x is None else (f"{x:.3f}", rate(pkts / x) if x > 0 else "-")
+
+        sim_cpu, sim_rate = cpu("sim_cpu_s")
+        loop_cpu, loop_rate = cpu("loop_cpu_s")
         lines.append(
-            f"| {tool} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {r['sim_wall_s']:.3f} | {sim_cpu} | {pkts:,} | "
-            f"{rate(pkts / r['sim_wall_s'])} | {cpu_rate} | {r['events'] / max(pkts, 1):.1f} | {sum(g):.2f} | "
+            f"| {tool} | {r['wall_s']:.2f} | {r['cpu_s']:.2f} | {r['sim_wall_s']:.3f} | {sim_cpu} | {loop_cpu} | {pkts:,} | "
+            f"{rate(pkts / r['sim_wall_s'])} | {sim_rate} | {loop_rate} | {r['events'] / max(pkts, 1):.1f} | {sum(g):.2f} | "
             f"{min(g):.2f}..{max(g):.2f} | {jain(g):.4f} |"
         )
     a, n = res.get("aqmlab"), res.get("ns-3")
     if a and n and "error" not in a and "error" not in n:
-        cpu = f"simulation CPU {n['sim_cpu_s'] / a['sim_cpu_s']:.0f}x, " if "sim_cpu_s" in a and "sim_cpu_s" in n else ""
+        cpu = "".join(
+            f"{what} {n[k] / a[k]:.0f}x, "
+            for k, what in (("sim_cpu_s", "simulation CPU"), ("loop_cpu_s", "event loop CPU"))
+            if a.get(k) and n.get(k)
+        )
         lines += [
             "",
             f"ns-3 / aqmlab: simulation wall {n['sim_wall_s'] / a['sim_wall_s']:.0f}x, {cpu}"
@@ -269,6 +287,8 @@ def print_saved(files: list[Path]) -> int:
             return 2
         for k, entry in saved.items():
             for tool, runs in entry.get("runs", {}).items():
+                if tool == "ns-3":  # files from before the event loop column: Run() is the loop
+                    runs = [{"loop_cpu_s": r["sim_cpu_s"], **r} if "sim_cpu_s" in r else r for r in runs]
                 pooled.setdefault(k, {}).setdefault(tool, []).extend(runs)
     for k in SCENARIOS:
         if k in pooled:

@@ -5,6 +5,7 @@ ns-3 side builds, bad arguments exit 2, and Jain's index is Jain's index."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import re
 import sys
 import tomllib
@@ -119,3 +120,33 @@ def test_pgo_training_runs_are_accepted_and_hold_the_golden_cells_out():
     ccs = {cc for cc, _ in train.CCS}
     assert {"cubic", "reno", "dctcp", "prague", "bbr", "bbr3"} <= ccs
     assert len(train.training_set(quick=True)) < len(runs)
+    # the ns-3 comparison's dumbbells are trained (session 9), each as compare_ns3.py runs it
+    for key in "bcde":
+        assert (f"compare_ns3 {key}", cmp.SCENARIOS[key].toml()) in runs
+
+
+def test_event_loop_measure_brackets_the_events_between_the_first_and_last_tick():
+    # bench/engine_cpu.py --loop reads the clock at the engine's progress calls of 0.0 and 1.0
+    # only, taking them for "network built, no event run" and "every event run": the first
+    # call must come before any simulated time passes and the last after all of it
+    engine_cpu = _load("engine_cpu")
+    text = 'duration = "1s"\n[bottleneck]\nrate = "10Mbit"\nqdisc = "codel"\n[[flows]]\ncc = "cubic"\nrtt = "80ms"\n'
+    calls: list[float] = []
+    api.run(text, progress=calls.append)
+    assert calls[0] == 0.0 and calls[-1] == 1.0
+    assert 0.0 not in calls[1:] and 1.0 not in calls[:-1]
+    assert len(calls) == 1 / 0.05 + 1  # one per 50 ms sampling step, then the end
+    assert engine_cpu.event_loop_cpu_seconds(text) >= 0.0
+
+
+def test_saved_ns3_runs_without_the_loop_column_count_run_as_the_loop(tmp_path, capsys):
+    # --json files from before the event loop column: ns-3's Run() CPU is its event loop
+    aq = {"wall_s": 1.0, "cpu_s": 1.0, "sim_wall_s": 0.02, "sim_cpu_s": 0.02, "loop_cpu_s": 0.01, "events": 9,
+          "bottleneck_packets": 3, "goodput_mbps": [1.0, 1.0]}  # fmt: skip
+    ns = {"wall_s": 4.0, "cpu_s": 4.0, "sim_wall_s": 3.0, "sim_cpu_s": 3.0, "events": 50, "bottleneck_packets": 3,
+          "goodput_mbps": [1.0, 1.0]}  # fmt: skip
+    f = tmp_path / "old.json"
+    f.write_text(json.dumps({"d": {"runs": {"aqmlab": [aq], "ns-3": [ns]}}}))
+    assert cmp.main(["--from-json", str(f)]) == 0
+    out = capsys.readouterr().out
+    assert "simulation CPU 150x, event loop CPU 300x" in out

@@ -1,7 +1,9 @@
 //! `make bench`: engine throughput and its scaling with the number of flows (issues #2, #15).
 //!
-//! Cases: (a) 50 Mbit/s, 20 ms, 2 CUBIC, fq_codel, 60 s (the studies' dumbbell); and
-//! 1 Gbit/s, 20 ms, CUBIC, fq_codel, 10 s at 1, 10, 100, 1000 and 10,000 flows.
+//! Cases: (a) 50 Mbit/s, 20 ms, 2 CUBIC, fq_codel, 60 s (the studies' dumbbell);
+//! 1 Gbit/s, 20 ms, CUBIC, fq_codel, 10 s at 1, 10, 100, 1000 and 10,000 flows; and r1000,
+//! 1000 flows in the 10 flows' regime (each flow's rate and window as in f10: 100 Gbit/s,
+//! fq_codel's limits x100, 0.5 s).
 //!
 //! Every run of every case is a fresh child process (this binary re-executed with
 //! `--child <case>`), so each case's peak RSS (`getrusage(RUSAGE_SELF).ru_maxrss`) is its own.
@@ -12,10 +14,11 @@
 //! (`Simulation::run`, scenario parsing and building excluded; `build s` is `Simulation::new`),
 //! the CPU seconds (user + system) of the run (less disturbed by other processes than wall),
 //! bottleneck packets per wall-second, ns per bottleneck packet, events per packet, peak RSS.
-//! Last line: the cost per packet at 1000 flows over that at 10 flows (issue #15: <= 1.3).
+//! Last lines: the cost per packet at 1000 flows over that at 10 flows (issue #15: <= 1.3),
+//! at 1 Gbit/s (f1000, another regime too) and in f10's regime (r1000).
 //!
 //! `aqmlab-bench [--repeat N] [FILTER...]` runs the cases whose key contains a filter
-//! (keys: a, f1, f10, f100, f1000, f10000).
+//! (keys: a, f1, f10, f100, f1000, f10000, r1000).
 //!
 //! Where the time goes (callgrind instructions, perf cycles; Nov 2026, after the radix event
 //! queue and the per-flow memory work): scenario (a) runs ~3150 instructions per bottleneck
@@ -67,22 +70,42 @@ struct Case {
     duration: &'static str,
     rate: &'static str,
     flows: u32,
+    qdisc: &'static str,
 }
 
-const CASES: [Case; 6] = [
-    Case { key: "a", label: "a: 50Mbit 20ms 2xCUBIC fq_codel 60s", duration: "60s", rate: "50Mbit", flows: 2 },
-    Case { key: "f1", label: "1Gbit 20ms 1xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 1 },
-    Case { key: "f10", label: "1Gbit 20ms 10xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 10 },
-    Case { key: "f100", label: "1Gbit 20ms 100xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 100 },
-    Case { key: "f1000", label: "1Gbit 20ms 1000xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 1000 },
-    Case { key: "f10000", label: "1Gbit 20ms 10000xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 10_000 },
+/// fq_codel as every case but `r1000` runs it (Linux's defaults: limit 10240, 1024 buckets,
+/// 32 MB memory limit).
+const FQ_CODEL: &str = "fq_codel";
+
+/// `r1000`'s fq_codel: the limits of [`FQ_CODEL`] scaled with the link rate (x100, the
+/// memory limit to its maximum, 2^31 bytes), and 65536 buckets so that 1000 flows share few
+/// buckets (about 8 pairs, as 10 flows in 1024 buckets share almost none). Without this the
+/// standing queue of 1000 flows at 100 Gbit/s (5 ms target, about 41,000 packets) would hit
+/// the 10240-packet limit, a regime f10 never sees.
+const FQ_CODEL_X100: &str = "fq_codel limit 1024000 flows 65536 memory_limit 2147483648";
+
+const CASES: [Case; 7] = [
+    Case { key: "a", label: "a: 50Mbit 20ms 2xCUBIC fq_codel 60s", duration: "60s", rate: "50Mbit", flows: 2, qdisc: FQ_CODEL },
+    Case { key: "f1", label: "1Gbit 20ms 1xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 1, qdisc: FQ_CODEL },
+    Case { key: "f10", label: "1Gbit 20ms 10xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 10, qdisc: FQ_CODEL },
+    Case { key: "f100", label: "1Gbit 20ms 100xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 100, qdisc: FQ_CODEL },
+    Case { key: "f1000", label: "1Gbit 20ms 1000xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 1000, qdisc: FQ_CODEL },
+    Case { key: "f10000", label: "1Gbit 20ms 10000xCUBIC fq_codel 10s", duration: "10s", rate: "1Gbit", flows: 10_000, qdisc: FQ_CODEL },
+    // 1000 flows in f10's regime: each flow's share (100 Mbit/s), window and BDP (about 165
+    // packets at 20 ms) as in f10, where f1000 (1 Mbit/s, 1.7 packets of window per flow) is
+    // another regime as well: losses on 8 % of its packets against 0.006 % in f10, more
+    // recovery per packet. 100 times f10's packets in flight, so the packet count per second
+    // is 100 times f10's too: 0.5 s (25 RTTs, about 3.4 M bottleneck packets, the first few
+    // RTTs in slow start) rather than the 0.1 s that would give f10's count but be slow start
+    // throughout (docs/performance.md, "Session 9: ns-3 ratios, PGO and the flow-count regime").
+    Case { key: "r1000", label: "100Gbit 20ms 1000xCUBIC fq_codel*100 0.5s", duration: "500ms", rate: "100Gbit", flows: 1000, qdisc: FQ_CODEL_X100 },
 ];
 
 impl Case {
     fn scenario(&self) -> String {
         format!(
-            "duration = \"{}\"\n[bottleneck]\nrate = \"{}\"\nqdisc = \"fq_codel\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = {}\n",
-            self.duration, self.rate, self.flows
+            "duration = \"{}\"\n[bottleneck]\nrate = \"{}\"\nqdisc = \"{}\"\n[[flows]]\ncc = \"cubic\"\nrtt = \"20ms\"\ncount = {}\n",
+            self.duration, self.rate, self.qdisc, self.flows
         )
     }
 }
@@ -178,7 +201,7 @@ fn main() {
     }
     println!("each case: {repeat} runs in fresh processes; minimum wall and CPU time, maximum peak RSS (shared machine)");
     println!(
-        "{:<38} {:>10} {:>8} {:>8} {:>8} {:>12} {:>8} {:>8} {:>9}",
+        "{:<42} {:>10} {:>8} {:>8} {:>8} {:>12} {:>8} {:>8} {:>9}",
         "case", "bneck pkts", "build s", "wall s", "cpu s", "pkt/wall-s", "ns/pkt", "ev/pkt", "RSS MiB"
     );
     let mut ns_per_pkt = std::collections::HashMap::new();
@@ -187,7 +210,7 @@ fn main() {
         let ns = r.wall * 1e9 / r.pkts as f64;
         ns_per_pkt.insert(case.key, (ns, r.cpu * 1e9 / r.pkts as f64));
         println!(
-            "{:<38} {:>10} {:>8.3} {:>8.3} {:>8.3} {:>12.0} {:>8.1} {:>8.2} {:>9.1}",
+            "{:<42} {:>10} {:>8.3} {:>8.3} {:>8.3} {:>12.0} {:>8.1} {:>8.2} {:>9.1}",
             case.label,
             r.pkts,
             r.build,
@@ -201,5 +224,8 @@ fn main() {
     }
     if let (Some(a), Some(b)) = (ns_per_pkt.get("f1000"), ns_per_pkt.get("f10")) {
         println!("cost per packet, 1000 flows / 10 flows: wall {:.2}, CPU {:.2} (target <= 1.3; CPU is steadier on a shared machine)", a.0 / b.0, a.1 / b.1);
+    }
+    if let (Some(a), Some(b)) = (ns_per_pkt.get("r1000"), ns_per_pkt.get("f10")) {
+        println!("cost per packet, 1000 flows in 10 flows' regime (r1000) / 10 flows: wall {:.2}, CPU {:.2}", a.0 / b.0, a.1 / b.1);
     }
 }
