@@ -261,21 +261,32 @@ impl EventQueue {
         }
         (mk, b, mi)
     }
-    /// Removes and returns the earliest event if it is due at or before `limit`.
-    #[inline]
-    pub fn pop_due(&mut self, limit: Time) -> Option<(Time, Event)> {
+    /// [`EventQueue::pop_due`] for an element's wake-up only: removes and returns the
+    /// earliest event, as `(time, element)`, if it is a wake-up due at or before `limit`;
+    /// otherwise `None` and nothing popped (another event comes first, or nothing is due).
+    /// The engine's loop asks this first: its most common event (2.5 of 2.6 per bottleneck
+    /// packet) then goes to its element without an `Event` built and matched on the way.
+    #[inline(always)]
+    pub fn pop_wake_due(&mut self, limit: Time) -> Option<(Time, u32)> {
         if self.spent_root {
             self.remove_spent_root();
         }
-        if let Some(w) = self.wakes.first() {
-            if w.key() < self.radix_min.0 {
-                if w.at > limit {
-                    return None;
-                }
-                self.popped += 1;
-                self.spent_root = true;
-                return Some((w.at, Event::Element(w.element)));
-            }
+        let w = self.wakes.first()?;
+        if w.key() < self.radix_min.0 && w.at <= limit {
+            self.popped += 1;
+            self.spent_root = true;
+            return Some((w.at, w.element));
+        }
+        None
+    }
+    /// Removes and returns the earliest event if it is due at or before `limit`.
+    #[inline]
+    pub fn pop_due(&mut self, limit: Time) -> Option<(Time, Event)> {
+        if let Some((at, element)) = self.pop_wake_due(limit) {
+            return Some((at, Event::Element(element)));
+        }
+        if self.wakes.first().is_some_and(|w| w.key() < self.radix_min.0) {
+            return None; // The earliest event is a wake-up after `limit`.
         }
         let (rk, b, mi) = self.radix_min;
         if rk == u128::MAX || self.buckets[b][mi].at > limit {
