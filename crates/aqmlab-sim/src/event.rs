@@ -76,18 +76,27 @@ impl Wake {
     }
 }
 
+/// The most element wake-ups [`EventQueue`] keeps as a sorted list (a schedule moves up to
+/// this many entries); beyond, a heap.
+const SORTED_WAKES: usize = 8;
+
 /// Deterministic future-event list, ordered by `(time, insertion sequence)`.
 ///
 /// Two structures share one sequence counter and so one total order:
 ///
 /// - Path elements' wake-ups (`Event::Element`: a serialiser's end, a delay line's next
 ///   exit, netem's watchdog; 2.5 of the 2.6 events per bottleneck packet of a dumbbell) sit
-///   in [`EventQueue::wakes`], a binary min-heap of their `(at, seq)` keys. It holds one
-///   entry per pending wake-up, so as many as there are elements with work due (a handful
-///   of links and delay lines, more with per-flow netem), plus the rare superseded wake-up
-///   still pending (an element that asked for an earlier one; it pops, counts in
-///   [`EventQueue::processed`] and is ignored by the element, as before): a schedule and a
-///   pop are O(log n) in that small n.
+///   in [`EventQueue::wakes`], ordered by their `(at, seq)` keys. It holds one entry per
+///   pending wake-up, so as many as there are elements with work due (a handful of links
+///   and delay lines, more with per-flow netem), plus the rare superseded wake-up still
+///   pending (an element that asked for an earlier one; it pops, counts in
+///   [`EventQueue::processed`] and is ignored by the element, as before). While at most
+///   [`SORTED_WAKES`] are pending (a dumbbell has two to four) they are a list sorted
+///   latest first: a pop takes the last entry, a schedule moves the entries due before it
+///   up by one (a link's next serialisation end is usually the earliest: no move; a delay
+///   line's next exit usually the latest: all of them). The first time more are pending
+///   the list becomes a binary min-heap for good (reversed, a sorted list is one), where a
+///   schedule and a pop are O(log n).
 /// - Every other event (flow timers, sampling, link changes, the end) sits in a radix heap
 ///   (Ahuja, Mehlhorn, Orlin, Tarjan 1990) on the 128-bit key `(at, seq)`: the engine never
 ///   schedules into the past, and the sequence number grows with every schedule, so every
@@ -106,10 +115,18 @@ impl Wake {
 /// a few entries.
 #[derive(Debug)]
 pub struct EventQueue {
-    /// Pending element wake-ups, a binary min-heap on [`Wake::key`].
+    /// Pending element wake-ups while they are few: `sorted[..sorted_len]`, sorted by
+    /// [`Wake::key`], latest first. A fixed array, so that a schedule's moves and a pop need
+    /// no bounds checks and no growth test.
+    sorted: [Wake; SORTED_WAKES],
+    sorted_len: usize,
+    /// Pending element wake-ups once more than [`SORTED_WAKES`] were pending (`wakes_heap`):
+    /// a binary min-heap on [`Wake::key`].
     wakes: Vec<Wake>,
-    /// The root of `wakes` was popped (its event returned) but is still in place: the next
-    /// wake-up scheduled overwrites it and sifts down (a woken link or delay line usually
+    /// The wake-ups are in `wakes`, for good; before, in `sorted`.
+    wakes_heap: bool,
+    /// Heap only: the root of `wakes` was popped (its event returned) but is still in
+    /// place: the next wake-up scheduled overwrites it and sifts down (a woken link or delay line usually
     /// asks for its next wake-up in the event it was woken for, and that one replace costs
     /// less than a removal's sift-down followed by an insertion's sift-up); otherwise the
     /// next pop removes it first.
@@ -145,7 +162,10 @@ impl EventQueue {
         buckets[128].reserve(n);
         // Sequence numbers start at 1, so every key is above the initial `last` of 0.
         EventQueue {
-            wakes: Vec::with_capacity(16),
+            sorted: [Wake { at: Time::ZERO, seq: 0, element: 0 }; SORTED_WAKES],
+            sorted_len: 0,
+            wakes: Vec::new(),
+            wakes_heap: false,
             spent_root: false,
             buckets,
             mask: 0,
@@ -183,15 +203,22 @@ impl EventQueue {
             self.radix_min = (e.key(), b, self.buckets[b].len() - 1);
         }
     }
-    /// Schedules `Event::Element(element)` at `at`: into the wake-up heap, sifted up from
-    /// the end (a hole moves up; the new entry is written once). Inlined into its few
-    /// callers (a link's next serialisation, a delay line's next exit): as a call, its
-    /// prologue and epilogue were a third of its cost.
+    /// Schedules `Event::Element(element)` at `at`: into the sorted list of wake-ups after
+    /// every later one, or into the heap, sifted up from the end (there a hole moves up; the
+    /// new entry is written once). Inlined into its few callers (a link's next
+    /// serialisation, a delay line's next exit): as a call, its prologue and epilogue were a
+    /// third of its cost.
     #[inline(always)]
     pub fn wake_element(&mut self, at: Time, element: u32) {
         let w = Wake { at, seq: self.next_seq, element };
         debug_assert!(w.key() > self.last, "an event scheduled in the past");
         self.next_seq += 1;
+        if !self.wakes_heap {
+            if self.sorted_len < SORTED_WAKES {
+                return self.insert_sorted(w);
+            }
+            self.make_wakes_a_heap();
+        }
         if self.spent_root {
             self.spent_root = false;
             return self.sift_down_from_root(w);
@@ -208,6 +235,30 @@ impl EventQueue {
             i = parent;
         }
         self.wakes[i] = w;
+    }
+    /// Puts `w` into the sorted list of wake-ups (not full), after every entry due later
+    /// (keys are unique): the entries due before it move up by one, the new one is written
+    /// once.
+    #[inline(always)]
+    fn insert_sorted(&mut self, w: Wake) {
+        let k = w.key();
+        let n = self.sorted_len.min(SORTED_WAKES - 1);
+        let mut i = n;
+        while i > 0 && self.sorted[i - 1].key() < k {
+            self.sorted[i] = self.sorted[i - 1];
+            i -= 1;
+        }
+        self.sorted[i] = w;
+        self.sorted_len = n + 1;
+    }
+    /// Moves the wake-ups from the sorted list into the heap, for good: reversed, the list
+    /// is sorted earliest first, which is a binary min-heap.
+    #[cold]
+    #[inline(never)]
+    fn make_wakes_a_heap(&mut self) {
+        self.wakes.extend(self.sorted[..self.sorted_len].iter().rev());
+        self.sorted_len = 0;
+        self.wakes_heap = true;
     }
     /// Removes the spent root of the wake-up heap: the last entry takes its place.
     #[inline]
@@ -261,21 +312,51 @@ impl EventQueue {
         }
         (mk, b, mi)
     }
-    /// Removes and returns the earliest event if it is due at or before `limit`.
-    #[inline]
-    pub fn pop_due(&mut self, limit: Time) -> Option<(Time, Event)> {
+    /// [`EventQueue::pop_due`] for an element's wake-up only: removes and returns the
+    /// earliest event, as `(time, element)`, if it is a wake-up due at or before `limit`;
+    /// otherwise `None` and nothing popped (another event comes first, or nothing is due).
+    /// The engine's loop asks this first: its most common event (2.5 of 2.6 per bottleneck
+    /// packet) then goes to its element without an `Event` built and matched on the way.
+    #[inline(always)]
+    pub fn pop_wake_due(&mut self, limit: Time) -> Option<(Time, u32)> {
+        if !self.wakes_heap {
+            let last = self.sorted_len.checked_sub(1)?;
+            let w = self.sorted[last.min(SORTED_WAKES - 1)];
+            if w.key() < self.radix_min.0 && w.at <= limit {
+                self.sorted_len = last;
+                self.popped += 1;
+                return Some((w.at, w.element));
+            }
+            return None;
+        }
         if self.spent_root {
             self.remove_spent_root();
         }
-        if let Some(w) = self.wakes.first() {
-            if w.key() < self.radix_min.0 {
-                if w.at > limit {
-                    return None;
-                }
-                self.popped += 1;
-                self.spent_root = true;
-                return Some((w.at, Event::Element(w.element)));
-            }
+        let w = self.wakes.first()?;
+        if w.key() < self.radix_min.0 && w.at <= limit {
+            self.popped += 1;
+            self.spent_root = true;
+            return Some((w.at, w.element));
+        }
+        None
+    }
+    /// The earliest pending wake-up (after a pop that returned none, so no spent root).
+    #[inline(always)]
+    fn earliest_wake(&self) -> Option<&Wake> {
+        if self.wakes_heap {
+            self.wakes.first()
+        } else {
+            self.sorted[..self.sorted_len].last()
+        }
+    }
+    /// Removes and returns the earliest event if it is due at or before `limit`.
+    #[inline]
+    pub fn pop_due(&mut self, limit: Time) -> Option<(Time, Event)> {
+        if let Some((at, element)) = self.pop_wake_due(limit) {
+            return Some((at, Event::Element(element)));
+        }
+        if self.earliest_wake().is_some_and(|w| w.key() < self.radix_min.0) {
+            return None; // The earliest event is a wake-up after `limit`.
         }
         let (rk, b, mi) = self.radix_min;
         if rk == u128::MAX || self.buckets[b][mi].at > limit {
@@ -311,7 +392,7 @@ impl EventQueue {
         let radix = (self.len > 0).then_some(Time((self.radix_min.0 >> 64) as u64));
         // Under a spent root, the smaller of its children is the earliest wake-up pending.
         let wake = match self.spent_root {
-            false => self.wakes.first(),
+            false => self.earliest_wake(),
             true => self.wakes[1..].iter().take(2).min_by_key(|w| w.key()),
         }
         .map(|w| w.at);
@@ -321,7 +402,7 @@ impl EventQueue {
         }
     }
     pub fn len(&self) -> usize {
-        self.len + self.wakes.len() - self.spent_root as usize
+        self.len + self.sorted_len + self.wakes.len() - self.spent_root as usize
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -530,8 +611,11 @@ mod tests {
     /// `(time, scheduling order)` of one list, the order one queue gave, and `len`,
     /// `peek_time` and `processed` agree with that list throughout. Elements get several
     /// wake-ups pending at once (superseded ones pop and count, as before). Run with few
-    /// elements (the dumbbells' handful) and with many (a deep heap).
-    fn check_one_order(elements: u64, seed: u64) {
+    /// elements (the dumbbells' handful) and with many (a deep heap). With `wake_cap`, no
+    /// wake-up is scheduled while that many are pending (the sorted list's range), delays
+    /// are below 256 ns and a pop is tried every round, so that the pending ones keep
+    /// popping.
+    fn check_one_order(elements: u64, seed: u64, wake_cap: Option<u32>) -> EventQueue {
         let mut rng = crate::rng::Stream::new(seed, "event-queue-order");
         let mut q = EventQueue::default();
         let mut reference: std::collections::BTreeMap<(u64, u64), Event> = Default::default();
@@ -546,7 +630,7 @@ mod tests {
                 let delay = match r % 4 {
                     0 => 0,
                     1 => (r >> 8) % 8,
-                    _ => (r >> 8) % (1u64 << ((r >> 40) % 31)),
+                    _ => (r >> 8) % (1u64 << ((r >> 40) % if wake_cap.is_some() { 9 } else { 31 })),
                 };
                 let at = now + delay;
                 let ev = match (r >> 48) % 4 {
@@ -554,6 +638,9 @@ mod tests {
                     1 => Event::Sample,
                     _ => Event::Element(((r >> 16) % elements) as u32),
                 };
+                if matches!(ev, Event::Element(_)) && wake_cap.is_some_and(|c| pending.iter().sum::<u32>() >= c) {
+                    continue;
+                }
                 if let Event::Element(id) = ev {
                     if pending[id as usize] > 0 {
                         several_pending += 1;
@@ -574,7 +661,8 @@ mod tests {
             }
             assert_eq!(q.len(), reference.len());
             assert_eq!(q.peek_time(), reference.keys().next().map(|k| Time(k.0)));
-            if rng.next_u64() % 2 == 0 {
+            // Capped: a pop every round, so that the few pending wake-ups keep turning over.
+            if rng.next_u64() % 2 == 0 || wake_cap.is_some() {
                 let limit = now + rng.next_u64() % 64;
                 match q.pop_due(Time(limit)) {
                     Some((t, ev)) => {
@@ -602,16 +690,27 @@ mod tests {
         assert!(reference.is_empty() && q.is_empty());
         assert_eq!(q.processed(), popped);
         assert!(mixed_ties > 500 && several_pending > 500, "{mixed_ties} {several_pending}");
+        q
     }
 
     #[test]
     fn wake_ups_and_other_events_pop_in_one_order_few_elements() {
-        check_one_order(6, 1);
+        assert!(check_one_order(6, 1, None).wakes_heap, "more than SORTED_WAKES were pending");
     }
 
     #[test]
     fn wake_ups_and_other_events_pop_in_one_order_many_elements() {
-        check_one_order(2_000, 2);
+        assert!(check_one_order(2_000, 2, None).wakes_heap, "more than SORTED_WAKES were pending");
+    }
+
+    /// Never more than [`SORTED_WAKES`] wake-ups pending: the sorted list serves the whole
+    /// run (pending counts from one to its capacity, filled and emptied many times).
+    #[test]
+    fn wake_ups_in_the_sorted_list_and_other_events_pop_in_one_order() {
+        for (elements, seed) in [(2, 3), (4, 4), (6, 5)] {
+            let q = check_one_order(elements, seed, Some(SORTED_WAKES as u32));
+            assert!(!q.wakes_heap, "the list never became a heap");
+        }
     }
 
     #[test]

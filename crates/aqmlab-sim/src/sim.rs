@@ -432,11 +432,15 @@ impl Simulation {
                     return;
                 }
             }
+            // Element wake-ups (most events) first: the same event `pop_due` would return,
+            // handed to its element without an `Event` built and matched on the way.
+            if let Some((at, id)) = self.events.pop_wake_due(limit) {
+                self.advance_to(at);
+                self.wake_element(id);
+                continue;
+            }
             let Some((at, ev)) = self.events.pop_due(limit) else { break };
-            // Invariant, checked in every run: simulated time never goes back (an event
-            // scheduled in the past is a bug that would otherwise go unnoticed).
-            assert!(at >= self.now, "invariant violated: monotonic time: an event at {at} popped at {}", self.now);
-            self.now = at;
+            self.advance_to(at);
             match ev {
                 Event::End => break,
                 Event::Sample => {
@@ -445,23 +449,40 @@ impl Simulation {
                     if next < self.end {
                         self.events.schedule(next, Event::Sample);
                     }
+                    self.forward_outbox();
                 }
                 Event::LinkChange(i) => {
                     let c = &mut self.changes[i as usize];
                     c.apply(self.elements[self.links[c.link].element].as_link_mut(), at);
+                    self.forward_outbox();
                 }
-                Event::Element(id) => {
-                    let mut ctx = ElementCtx { id, now: at, events: &mut self.events, out: &mut self.out };
-                    self.elements[id as usize].wake(&mut ctx);
-                }
+                Event::Element(id) => self.wake_element(id),
                 Event::Flow(f, timer) => {
                     let mut ctx = EndpointCtx { flow: f, now: at, events: &mut self.events, out: &mut self.out };
                     self.endpoints.get_mut(f).on_timer(timer, &mut ctx);
+                    self.forward_outbox();
                 }
             }
-            self.forward_outbox();
         }
         self.now = self.now.max(t.min(self.end));
+    }
+
+    /// Moves simulated time to an event's instant.
+    #[inline(always)]
+    fn advance_to(&mut self, at: Time) {
+        // Invariant, checked in every run: simulated time never goes back (an event
+        // scheduled in the past is a bug that would otherwise go unnoticed).
+        assert!(at >= self.now, "invariant violated: monotonic time: an event at {at} popped at {}", self.now);
+        self.now = at;
+    }
+
+    /// Element `id`'s wake-up at the current time, and the packets it lets go on their way.
+    #[inline(always)]
+    fn wake_element(&mut self, id: u32) {
+        let Simulation { now, events, out, round, elements, endpoints, capture, .. } = self;
+        let mut ctx = ElementCtx { id, now: *now, events, out };
+        elements[id as usize].wake(&mut ctx);
+        forward(&mut ctx, Hops { round, elements, endpoints, capture });
     }
 
     /// Current simulated time.
@@ -515,48 +536,12 @@ impl Simulation {
         self.replace_qdisc(LinkId::Bottleneck, qdisc)
     }
 
-    /// Moves every packet emitted during this event to its next hop (or endpoint), which
-    /// may emit more; they are handled in emission order. In rounds: the packets emitted so
-    /// far are swapped out of the outbox and handed on by reference where they lie, while
-    /// what they cause is emitted into the emptied outbox for the next round (the same
-    /// order as one growing list). A packet read out of the list being appended to had to
-    /// be copied out first, and again into the call (two copies of the packet per hop).
+    /// Forwards the packets an endpoint's timer or a link change emitted ([`forward`]).
     fn forward_outbox(&mut self) {
-        while !self.out.is_empty() {
-            std::mem::swap(&mut self.out, &mut self.round);
-            for pkt in self.round.iter_mut() {
-                let route = if pkt.hop == 0 {
-                    // The packet counts share the route's cache line (`endpoint::FlowRecord`):
-                    // one look-up counts the packet and finds its route.
-                    let route = self.endpoints.count_sent(pkt.flow);
-                    route.address(pkt);
-                    match &mut self.capture {
-                        None => route,
-                        Some(c) => {
-                            c.tap(pkt, self.now, &self.endpoints, true);
-                            self.endpoints.route(pkt.flow)
-                        }
-                    }
-                } else {
-                    self.endpoints.route(pkt.flow)
-                };
-                if let Some(el) = route.hop(pkt.dir, pkt.hop) {
-                    pkt.hop += 1;
-                    let mut ctx = ElementCtx { id: el, now: self.now, events: &mut self.events, out: &mut self.out };
-                    self.elements[el as usize].receive(pkt, &mut ctx);
-                } else {
-                    self.endpoints.count_delivered(pkt.flow);
-                    if let Some(c) = &mut self.capture {
-                        c.tap(pkt, self.now, &self.endpoints, false);
-                    }
-                    let mut ctx = EndpointCtx { flow: pkt.flow, now: self.now, events: &mut self.events, out: &mut self.out };
-                    self.endpoints.get_mut(pkt.flow).on_packet(pkt, &mut ctx);
-                    // The packet ends here: its out-of-line slot, if any, goes back.
-                    pkt.release();
-                }
-            }
-            self.round.clear();
-        }
+        let Simulation { now, events, out, round, elements, endpoints, capture, .. } = self;
+        // The id is set at each hop.
+        let mut ctx = ElementCtx { id: 0, now: *now, events, out };
+        forward(&mut ctx, Hops { round, elements, endpoints, capture });
     }
 
     /// The out-of-line store's invariant, checked at the end of every run: the slots in use
@@ -696,6 +681,65 @@ impl Simulation {
             capture: self.capture.take().map(|c| c.finish()),
         };
         RunOutput { summary, series: self.recorder.finish() }
+    }
+}
+
+/// What a packet's hops reach besides the event queue and the outbox (which the elements'
+/// context holds): the simulation's fields, borrowed apart.
+struct Hops<'a> {
+    round: &'a mut Vec<Packet>,
+    elements: &'a mut [Element],
+    endpoints: &'a mut Endpoints,
+    capture: &'a mut Option<Box<Capture>>,
+}
+
+/// Moves every packet emitted during this event (in `ctx.out`) to its next hop (or
+/// endpoint), which may emit more; they are handled in emission order. In rounds: the
+/// packets emitted so far are swapped out of the outbox and handed on by reference where
+/// they lie, while what they cause is emitted into the emptied outbox for the next round
+/// (the same order as one growing list). A packet read out of the list being appended to
+/// had to be copied out first, and again into the call (two copies of the packet per hop).
+///
+/// One element context serves every hop of the event (its id set per hop; its time is the
+/// event's and its queue and outbox the run's): built per hop, it was six stores each.
+#[inline(always)]
+fn forward(ctx: &mut ElementCtx, hops: Hops) {
+    let Hops { round, elements, endpoints, capture } = hops;
+    let now = ctx.now;
+    while !ctx.out.is_empty() {
+        std::mem::swap(ctx.out, round);
+        for pkt in round.iter_mut() {
+            let route = if pkt.hop == 0 {
+                // The packet counts share the route's cache line (`endpoint::FlowRecord`):
+                // one look-up counts the packet and finds its route.
+                let route = endpoints.count_sent(pkt.flow);
+                route.address(pkt);
+                match capture {
+                    None => route,
+                    Some(c) => {
+                        c.tap(pkt, now, endpoints, true);
+                        endpoints.route(pkt.flow)
+                    }
+                }
+            } else {
+                endpoints.route(pkt.flow)
+            };
+            if let Some(el) = route.hop(pkt.dir, pkt.hop) {
+                pkt.hop += 1;
+                ctx.id = el;
+                elements[el as usize].receive(pkt, ctx);
+            } else {
+                endpoints.count_delivered(pkt.flow);
+                if let Some(c) = capture {
+                    c.tap(pkt, now, endpoints, false);
+                }
+                let mut ectx = EndpointCtx { flow: pkt.flow, now, events: &mut *ctx.events, out: &mut *ctx.out };
+                endpoints.get_mut(pkt.flow).on_packet(pkt, &mut ectx);
+                // The packet ends here: its out-of-line slot, if any, goes back.
+                pkt.release();
+            }
+        }
+        round.clear();
     }
 }
 
