@@ -164,14 +164,15 @@ impl DelayLine {
         }
         self.wake = NONE;
         // The head's due time is read first, then its packet copied straight from its slot
-        // into the outbox (not through a popped entry).
+        // into the outbox: not through a popped entry, nor (as `push` does, holding the value
+        // across its possible growth) through the stack.
         while let Some(&(due, _)) = self.line.front() {
             if due > ctx.now {
                 self.wake = due;
                 ctx.wake_at(due);
                 return;
             }
-            ctx.out.push(self.line.get(0).1);
+            ctx.out.extend_from_slice(std::slice::from_ref(&self.line.get(0).1));
             self.line.drop_front();
         }
     }
