@@ -61,10 +61,42 @@ struct JitterStream {
 }
 
 impl JitterStream {
+    /// A delay of a bound wider than `u32` ns: [`Stream::uniform`] times the bound, in
+    /// doubles, truncated.
     #[inline]
     fn draw(&mut self) -> Time {
         Time((self.rng.uniform() * self.max.0 as f64) as u64)
     }
+    /// [`JitterStream::draw`] for a bound within `u32` ns, the same value from the same
+    /// stream draw ([`scaled_draw`]).
+    #[inline]
+    fn draw_narrow(&mut self) -> u32 {
+        scaled_draw(self.rng.next_u64(), self.max.0) as u32
+    }
+}
+
+/// `(uniform * max as f64) as u64` for the 53 random bits [`Stream::uniform`] takes from the
+/// stream's word `word` (`uniform = (word >> 11) * 2^-53`) and a bound `max` below 2^32, in
+/// integers: the exact product `m * max / 2^53` truncated, i.e. its high bits. Issue 15: the
+/// conversions between integers and doubles (and the saturating cast back) were about 25
+/// instructions of each packet's draw.
+///
+/// Why the same: `m * 2^-53` and `max` are exact doubles, so the double product is the exact
+/// product `x = q + r / 2^53` (`q`, `r` its integer and fractional parts) rounded to 53
+/// significant bits; rounding never goes below `q` (a double), and goes up to `q + 1` only if
+/// `x` lies within half a unit in the last place of it: `1 - r / 2^53 <= 2^(e - 53)` with
+/// `2^e <= x < max`, so only if `2^53 - r < max`. Those rare words (about `max / 2^53` of
+/// them) take the double computation itself.
+#[inline]
+fn scaled_draw(word: u64, max: u64) -> u64 {
+    const ONE: u64 = 1 << 53;
+    let m = word >> 11;
+    let p = m as u128 * max as u128;
+    let r = p as u64 & (ONE - 1);
+    if ONE - r < max {
+        return (m as f64 * (1.0 / ONE as f64) * max as f64) as u64;
+    }
+    (p >> 53) as u64
 }
 
 impl HostJitter {
@@ -86,14 +118,16 @@ impl HostJitter {
     #[cold]
     #[inline(never)]
     fn refill(&mut self) -> Time {
-        let first = self.stream.draw();
-        if self.stream.max.0 <= u32::MAX as u64 {
-            for d in &mut self.batch {
-                *d = self.stream.draw().0 as u32;
-            }
-            self.next = 0;
+        if self.stream.max.0 > u32::MAX as u64 {
+            return self.stream.draw();
         }
-        first
+        let stream = &mut *self.stream;
+        let first = stream.draw_narrow();
+        for d in &mut self.batch {
+            *d = stream.draw_narrow();
+        }
+        self.next = 0;
+        Time(first as u64)
     }
 
     /// The departure of a packet handed over at `now` that would leave at `due` without
@@ -168,5 +202,35 @@ mod tests {
                 assert_eq!(j.departure(now, now) - now, expect, "max {max:?} draw {k}");
             }
         }
+    }
+
+    /// The integer draw equals the doubles' `(uniform * max) as u64` for random words and
+    /// bounds, and for words whose exact product lies just below an integer, where the
+    /// doubles round up (found by solving `m * max = -d mod 2^53` for odd bounds).
+    #[test]
+    fn scaled_draw_is_the_doubles_product_truncated() {
+        let by_doubles = |w: u64, max: u64| ((w >> 11) as f64 * (1.0 / (1u64 << 53) as f64) * max as f64) as u64;
+        let mut s = Stream::new(9, "scaled");
+        for _ in 0..200_000 {
+            let (w, max) = (s.next_u64(), s.next_u64() >> (32 + s.next_u32() % 32));
+            assert_eq!(scaled_draw(w, max), by_doubles(w, max), "word {w:#x} max {max}");
+        }
+        let mask = (1u64 << 53) - 1;
+        let mut rounded_up = 0;
+        for max in [3u64, 50_001, 1_000_001, (1 << 31) + 1, u32::MAX as u64] {
+            // The inverse of the odd `max` modulo 2^53 (Newton's iteration).
+            let mut inv = max;
+            for _ in 0..6 {
+                inv = inv.wrapping_mul(2u64.wrapping_sub(max.wrapping_mul(inv)));
+            }
+            assert_eq!(max.wrapping_mul(inv) & mask, 1);
+            for d in [1u64, 2, 3, 7, max / 2, max - 1, max, max + 1, 2 * max] {
+                let m = d.wrapping_neg().wrapping_mul(inv) & mask;
+                let w = m << 11;
+                assert_eq!(scaled_draw(w, max), by_doubles(w, max), "m {m:#x} max {max} d {d}");
+                rounded_up += (by_doubles(w, max) != ((m as u128 * max as u128) >> 53) as u64) as u32;
+            }
+        }
+        assert!(rounded_up > 0, "the doubles' rounding up was exercised");
     }
 }

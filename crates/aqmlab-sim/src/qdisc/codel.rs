@@ -245,6 +245,12 @@ impl CodelFlow {
     #[inline]
     pub fn pop(&mut self, totals: &mut Totals) -> Option<Packet> {
         let p = self.queue.pop_front()?;
+        if self.queue.is_empty() {
+            // Back to the ring's first slot (`clear` of an empty ring), so that a queue that
+            // drains often reuses the same few cache lines instead of walking its whole
+            // capacity (1000 packets, 64 KB, for codel's default limit).
+            self.queue.clear();
+        }
         self.unaccount(&p, totals);
         Some(p)
     }

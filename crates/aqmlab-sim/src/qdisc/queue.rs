@@ -55,6 +55,12 @@ impl PacketQueue {
         if let Some(head) = &p {
             crate::qdisc::dec_backlog!(self.backlog, head.wire_len as u64, "queue backlog");
         }
+        if self.packets.is_empty() {
+            // Back to the ring's first slot (`clear` of an empty ring), so that a queue that
+            // drains often (a reverse path's ACKs) reuses the same few cache lines instead of
+            // walking its whole capacity (pfifo's 1000 packets: 64 KB).
+            self.packets.clear();
+        }
         p
     }
     /// Removes the most recently queued packet without counting it as sent.
