@@ -400,16 +400,19 @@ mod tests {
     #[test]
     fn placing_keeps_exit_order_stable_whatever_the_distance() {
         let mut rng = Stream::new(5, "place");
+        // Packet `seq` placed mostly in order, landing up to `spread` instants back.
+        let mut arrive = |line: &mut DelayLine, expect: &mut Vec<(Time, u32)>, seq: u32, spread: u64| {
+            let due = Time(seq as u64 + (rng.uniform() * spread as f64) as u64);
+            let mut p = Packet::new(0, Direction::Forward, Kind::Data, 100);
+            p.tcp.seq = seq;
+            line.place(due, p);
+            expect.push((due, seq));
+        };
         for spread in [3u64, 40, 2000] {
             let mut line = DelayLine::new(Time::ZERO);
             let mut expect = Vec::new();
             for seq in 0..5_000u32 {
-                // Mostly increasing, with arrivals landing up to `spread` instants back.
-                let due = Time(seq as u64 + (rng.uniform() * spread as f64) as u64);
-                let mut p = Packet::new(0, Direction::Forward, Kind::Data, 100);
-                p.tcp.seq = seq;
-                line.place(due, p);
-                expect.push((due, seq));
+                arrive(&mut line, &mut expect, seq, spread);
             }
             expect.sort_by_key(|e| e.0);
             assert_eq!(line.line.iter().map(|e| (e.0, e.1.tcp.seq)).collect::<Vec<_>>(), expect, "spread {spread}");
@@ -418,11 +421,7 @@ mod tests {
                 line.line.drop_front();
             }
             for seq in 5_000..13_000u32 {
-                let due = Time(seq as u64 + (rng.uniform() * spread as f64) as u64);
-                let mut p = Packet::new(0, Direction::Forward, Kind::Data, 100);
-                p.tcp.seq = seq;
-                line.place(due, p);
-                expect.push((due, seq));
+                arrive(&mut line, &mut expect, seq, spread);
             }
             let mut rest = expect.split_off(4_000);
             rest.sort_by_key(|e| e.0);
