@@ -206,7 +206,7 @@ mod tests {
 
     /// The integer draw equals the doubles' `(uniform * max) as u64` for random words and
     /// bounds, and for words whose exact product lies just below an integer, where the
-    /// doubles round up (found by solving `m * max = -d mod 2^53` for odd bounds).
+    /// doubles round up (found by solving `m * max = -d mod 2^53`), odd bounds and even.
     #[test]
     fn scaled_draw_is_the_doubles_product_truncated() {
         let by_doubles = |w: u64, max: u64| ((w >> 11) as f64 * (1.0 / (1u64 << 53) as f64) * max as f64) as u64;
@@ -215,20 +215,28 @@ mod tests {
             let (w, max) = (s.next_u64(), s.next_u64() >> (32 + s.next_u32() % 32));
             assert_eq!(scaled_draw(w, max), by_doubles(w, max), "word {w:#x} max {max}");
         }
-        let mask = (1u64 << 53) - 1;
         let mut rounded_up = 0;
-        for max in [3u64, 50_001, 1_000_001, (1 << 31) + 1, u32::MAX as u64] {
-            // The inverse of the odd `max` modulo 2^53 (Newton's iteration).
-            let mut inv = max;
+        // Odd bounds, and even ones as the scenarios' microsecond bounds are (50 us, 1 ms,
+        // 20 ms), whose products' fractions are multiples of their power-of-two factor.
+        for max in [3u64, 50_001, 1_000_001, (1 << 31) + 1, u32::MAX as u64, 50_000, 1_000_000, 20_000_000, u32::MAX as u64 - 1] {
+            let (v, odd) = (max.trailing_zeros(), max >> max.trailing_zeros());
+            let mask = (1u64 << (53 - v)) - 1;
+            // The inverse of `odd` modulo 2^(53 - v) (Newton's iteration).
+            let mut inv = odd;
             for _ in 0..6 {
-                inv = inv.wrapping_mul(2u64.wrapping_sub(max.wrapping_mul(inv)));
+                inv = inv.wrapping_mul(2u64.wrapping_sub(odd.wrapping_mul(inv)));
             }
-            assert_eq!(max.wrapping_mul(inv) & mask, 1);
-            for d in [1u64, 2, 3, 7, max / 2, max - 1, max, max + 1, 2 * max] {
-                let m = d.wrapping_neg().wrapping_mul(inv) & mask;
-                let w = m << 11;
-                assert_eq!(scaled_draw(w, max), by_doubles(w, max), "m {m:#x} max {max} d {d}");
-                rounded_up += (by_doubles(w, max) != ((m as u128 * max as u128) >> 53) as u64) as u32;
+            assert_eq!(odd.wrapping_mul(inv) & mask, 1);
+            // `m * max = 2^53 - d (mod 2^53)` for `d = e * 2^v`: the product `d / 2^53` below
+            // an integer; from `e = odd` on (`d = max`) the integers decide alone.
+            for e in [1u64, 2, 3, 7, odd / 2, odd - 1, odd, odd + 1, 2 * odd] {
+                let low = e.wrapping_neg().wrapping_mul(inv) & mask;
+                for high in [0u64, 1, (1 << v) - 1] {
+                    let m = (low | high << (53 - v)) & ((1 << 53) - 1);
+                    let w = m << 11;
+                    assert_eq!(scaled_draw(w, max), by_doubles(w, max), "m {m:#x} max {max} e {e}");
+                    rounded_up += (by_doubles(w, max) != ((m as u128 * max as u128) >> 53) as u64) as u32;
+                }
             }
         }
         assert!(rounded_up > 0, "the doubles' rounding up was exercised");
