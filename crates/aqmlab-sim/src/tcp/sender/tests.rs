@@ -3,7 +3,7 @@ use crate::cc::{Reno, TsoSegs};
 use super::queue::*;
 use crate::event::EventQueue;
 use crate::packet::Direction;
-use crate::packet::EcnMode;
+use crate::packet::{Ecn, EcnMode};
 
 /// A sender driven by hand-made ACKs (segment numbers; no timestamps echoed unless set).
 struct Harness {
@@ -613,4 +613,40 @@ fn the_loss_probe_timeout_skips_the_rto_rounding_only_where_it_cannot_win() {
     }
     // The grid reaches the case where the RTO's rounding is the answer.
     assert!(rounded_delta_won > 0);
+}
+
+/// Each data packet's ECN codepoint (decided once per skb, in `transmit`): RFC 3168 §6.1.2
+/// and SCE ECT(0) on new data and Not-ECT on retransmissions (Linux `tcp_ecn_send`), L4S
+/// ECT(1) on both, none without ECN; and after an ECN echo, CWR on the first segment of the
+/// next new skb only (software GSO clears it on the others), every segment ECT(0).
+#[test]
+fn ecn_codepoints_by_mode_and_cwr_on_the_first_segment_of_an_skb_only() {
+    use std::collections::HashSet;
+    for (ecn, new, retransmitted) in [
+        (EcnMode::Off, Ecn::NotEct, Ecn::NotEct),
+        (EcnMode::Rfc3168, Ecn::Ect0, Ecn::NotEct),
+        (EcnMode::Sce, Ecn::Ect0, Ecn::NotEct),
+        (EcnMode::L4s, Ecn::Ect1, Ecn::Ect1),
+    ] {
+        let (mut h, _) = into_recovery(ecn);
+        h.run_timers(Time::from_secs(3));
+        let mut seen = HashSet::new();
+        let (mut news, mut retransmissions) = (0, 0);
+        for p in h.sent.iter().filter(|p| p.kind == Kind::Data) {
+            let first = seen.insert(p.tcp.seq);
+            assert_eq!(p.ecn, if first { new } else { retransmitted }, "{ecn:?}: segment {} first sent {first}", p.tcp.seq);
+            if first { news += 1 } else { retransmissions += 1 }
+        }
+        assert!(news >= 10 && retransmissions >= 2, "{ecn:?}: {news} new, {retransmissions} retransmitted");
+    }
+    let rate = 50e6 / 8.0;
+    let cfg = TcpConfig { initial_cwnd: 40, ecn: EcnMode::Rfc3168, ..TcpConfig::default() };
+    let mut h = Harness::with_cc(cfg, Cc::Test(Box::new(FixedRate { rate, cap: None, paced: false })));
+    let (before, skbs) = (h.sent.len(), h.tx.stats.data_skbs_sent);
+    h.ack(30, 12, &[], true);
+    let after: Vec<&Packet> = h.sent[before..].iter().filter(|p| p.kind == Kind::Data).collect();
+    // Skbs of several segments (4 at 50 Mbit/s): the first one's others must not carry CWR.
+    assert!(h.tx.tso_segs() >= 2 && after.len() > (h.tx.stats.data_skbs_sent - skbs) as usize, "{} segments after the echo", after.len());
+    assert!(after[0].tcp.cwr && after[1..].iter().all(|p| !p.tcp.cwr));
+    assert!(after.iter().all(|p| p.ecn == Ecn::Ect0));
 }
