@@ -50,7 +50,7 @@ import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .api import RunResult
@@ -108,6 +108,21 @@ class SummaryFormatError(ValueError):
 FSYNC = os.environ.get("AQMLAB_FSYNC", "") not in ("", "0")
 
 
+def _temporary_name(final: Path) -> Path:
+    return final.parent / f".{final.name}.{secrets.token_hex(6)}.tmp"
+
+
+def _create_temporary(tmp_path: Path, final: Path) -> tuple[Path, int]:
+    """Creates ``tmp_path`` (O_EXCL; while that name is taken, another from
+    :func:`_temporary_name`) and returns its path and a descriptor open for writing.
+    ``os.open``'s mode 0o666 takes the umask as any new file does."""
+    while True:
+        try:
+            return tmp_path, os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            tmp_path = _temporary_name(final)
+
+
 @contextlib.contextmanager
 def atomic_path(final: Path) -> Iterator[Path]:
     """Yields a temporary path beside ``final``; on success moves it to ``final``.
@@ -115,15 +130,12 @@ def atomic_path(final: Path) -> Iterator[Path]:
     The temporary's name is chosen before the file exists and the file is created inside the
     ``try``, so a worker stopped by a signal at any moment (SIGTERM raises SystemExit between
     any two bytecodes) leaves no ``.*.tmp`` behind: the cleanup either removes the file or
-    finds there was none yet. ``os.open``'s mode 0o666 takes the umask as any new file does."""
-    tmp_path = final.parent / f".{final.name}.{secrets.token_hex(6)}.tmp"
+    finds there was none yet. (A name found taken is replaced by another: so unlikely, with 48
+    random bits, that the window it leaves is not worth closing.)"""
+    tmp_path = _temporary_name(final)
     try:
-        while True:
-            try:
-                os.close(os.open(tmp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-                break
-            except FileExistsError:
-                tmp_path = final.parent / f".{final.name}.{secrets.token_hex(6)}.tmp"
+        tmp_path, fd = _create_temporary(tmp_path, final)
+        os.close(fd)
         yield tmp_path
         if FSYNC:
             with open(tmp_path, "rb+") as f:
@@ -135,14 +147,30 @@ def atomic_path(final: Path) -> Iterator[Path]:
         raise
 
 
-def atomic_write(final: Path, write: Callable[[IO[bytes]], None]) -> None:
-    with atomic_path(final) as tmp, open(tmp, "wb") as f:
-        write(f)
+def atomic_write_bytes(final: Path, data: bytes) -> None:
+    """Writes ``data`` to ``final`` as :func:`atomic_path` does, through the descriptor that
+    created the temporary (one ``open`` a file instead of two: a suite run writes three small
+    files this way)."""
+    tmp_path = _temporary_name(final)
+    try:
+        tmp_path, fd = _create_temporary(tmp_path, final)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            if FSYNC:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp_path, final)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp_path.unlink()
+        raise
 
 
 def atomic_write_text(final: Path, text: str) -> None:
-    data = text.encode("utf-8")
-    atomic_write(final, lambda f: f.write(data))
+    atomic_write_bytes(final, text.encode("utf-8"))
 
 
 @contextlib.contextmanager
@@ -673,10 +701,17 @@ def _enc2(o: Any, nl: str, out: Callable[[str], Any]) -> None:
         raise _NotPlain
 
 
+def summary_document(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """What summary.json holds: ``format_version`` first, then the summary in engine order.
+    For a summary of plain JSON data (what ``json.loads`` makes: every run's, which is the
+    engine's JSON parsed, plus its name), ``json.loads`` of summary.json gives this dict back:
+    same keys in the same order, same types, same values."""
+    return {"format_version": FORMAT_VERSION, **{k: v for k, v in summary.items() if k != "format_version"}}
+
+
 def summary_text(summary: Mapping[str, Any]) -> str:
-    """summary.json's text: ``format_version`` first, then the summary in engine order."""
-    doc = {"format_version": FORMAT_VERSION, **{k: v for k, v in summary.items() if k != "format_version"}}
-    return json_indent2(doc) + "\n"
+    """summary.json's text (:func:`summary_document`, indented by 2)."""
+    return json_indent2(summary_document(summary)) + "\n"
 
 
 #: The writers that draw from :func:`aqmlab.seriesview.view` (written first; see write_outputs).
