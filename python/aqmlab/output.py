@@ -44,7 +44,6 @@ import functools
 import hashlib
 import json
 import os
-import re
 import secrets
 import subprocess
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -586,119 +585,19 @@ def write_html(result: RunResult, path: Path) -> None:
             f.write(part)
 
 
-class _NotPlain(Exception):
-    """A value :func:`json_indent2` leaves to ``json.dumps`` (not plain JSON data, or NaN)."""
-
-
 def json_indent2(obj: Any) -> str:
-    """``json.dumps(obj, indent=2, allow_nan=False)``, character for character, 5-10x faster.
+    """``json.dumps(obj, indent=2, allow_nan=False)``, character for character, about 30x faster.
 
     With ``indent`` set, the standard library encodes in pure Python (its C encoder serves
-    only ``indent=None``), which cost about 8 ms of a J-K suite run's 30 for a 15 kB
-    summary.json. Here strings go through the C string encoder and lists of numbers through
-    one ``join``. Anything but plain JSON data (dicts with string keys, lists, str, int,
-    float, bool, None: what ``json.loads`` makes) and NaN/infinity go to ``json.dumps``,
-    which encodes or rejects them as before. tests/python/test_output.py compares the two."""
-    try:
-        parts: list[str] = []
-        _enc2(obj, "\n", parts.append)
-        return "".join(parts)
-    except _NotPlain:
-        return json.dumps(obj, indent=2, allow_nan=False)
+    only ``indent=None``): about 8 ms of a J-K suite run's 30 for a 15 kB summary.json, and
+    still 0.7 ms with a Python encoder of plain data. Plain JSON data (dicts with string keys,
+    lists, str, int, finite floats, bool, None: what ``json.loads`` makes) is encoded by the
+    extension (``_sim.json_indent2``); anything else, NaN included, goes to ``json.dumps``,
+    which encodes or rejects it as before. tests/python/test_output.py compares the two."""
+    from ._sim import json_indent2 as plain_json_indent2
 
-
-_json_str = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
-_float_repr = float.__repr__
-_int_repr = int.__repr__
-_INF = float("inf")
-
-
-def _number(o: Any) -> str:
-    t = type(o)
-    if t is float:
-        if o != o or o == _INF or o == -_INF:
-            raise _NotPlain
-        return _float_repr(o)
-    if t is int:
-        return _int_repr(o)
-    raise _NotPlain
-
-
-_compact = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
-_NUMBER_ROWS = re.compile(r"\[\[[0-9eE.+\-,\[\]]*\]\]")
-
-
-def _rows_of_numbers(o: list[Any], nl: str) -> str | None:
-    """A list of non-empty lists of numbers (a CDF's ``[x, y]`` points), or None if ``o`` is
-    not one: encoded compactly by the C encoder, then indented by string replacements (the
-    numbers hold no ``,``, ``[`` or ``]``)."""
-    if not all(type(e) is list and e for e in o):
-        return None
-    try:
-        s = _compact(o)
-    except (ValueError, TypeError):
-        return None
-    if not _NUMBER_ROWS.fullmatch(s) or s.count("[") != len(o) + 1:
-        return None  # a string, true/false/null or a deeper list in there
-    inner, inner2 = nl + "  ", nl + "    "
-    rows = s[2:-2].split("],[")
-    return "[" + inner + ("," + inner).join(["[" + inner2 + r.replace(",", "," + inner2) + inner + "]" for r in rows]) + nl + "]"
-
-
-def _enc2(o: Any, nl: str, out: Callable[[str], Any]) -> None:
-    """Appends ``o`` encoded at the indentation ``nl`` (a newline and the current indent)."""
-    t = type(o)
-    if t is str:
-        out(_json_str(o))
-    elif t is float or t is int:
-        out(_number(o))
-    elif o is None:
-        out("null")
-    elif o is True:
-        out("true")
-    elif o is False:
-        out("false")
-    elif t is dict:
-        if not o:
-            out("{}")
-            return
-        inner = nl + "  "
-        out("{")
-        sep = inner
-        for k, v in o.items():
-            if type(k) is not str:
-                raise _NotPlain
-            out(sep)
-            out(_json_str(k))
-            out(": ")
-            _enc2(v, inner, out)
-            sep = "," + inner
-        out(nl)
-        out("}")
-    elif t is list:
-        if not o:
-            out("[]")
-            return
-        inner = nl + "  "
-        try:
-            out("[" + inner + ("," + inner).join(map(_number, o)) + nl + "]")
-            return
-        except _NotPlain:
-            pass
-        rows = _rows_of_numbers(o, nl)
-        if rows is not None:
-            out(rows)
-            return
-        out("[")
-        sep = inner
-        for v in o:
-            out(sep)
-            _enc2(v, inner, out)
-            sep = "," + inner
-        out(nl)
-        out("]")
-    else:
-        raise _NotPlain
+    text = plain_json_indent2(obj)
+    return text if text is not None else json.dumps(obj, indent=2, allow_nan=False)
 
 
 def summary_document(summary: Mapping[str, Any]) -> dict[str, Any]:
