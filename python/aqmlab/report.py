@@ -148,6 +148,14 @@ def load_record(run: RunSpec) -> Record:
     return Record(run, s, run_metrics(s) if s is not None else {})
 
 
+def record_of_summary(run: RunSpec, summary: dict[str, Any]) -> Record:
+    """A finished run's record from the summary its worker wrote (``execute_run``'s answer):
+    the same record :func:`load_record` reads from summary.json, without reading it."""
+    if not isinstance(summary, dict):
+        raise TypeError("a run's summary is a dict")
+    return Record(run, summary, run_metrics(summary))
+
+
 def load_records(runs: Sequence[RunSpec]) -> list[Record]:
     return [load_record(r) for r in runs]
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 import json
+import math
 
 import pytest
 
@@ -162,12 +164,33 @@ def test_read_summary_versions(tmp_path):
     assert output.read_summary(tmp_path / "torn") is None
 
 
+class IntSub(int):
+    pass
+
+
+class FloatSub(float):
+    def __repr__(self) -> str:
+        return "FloatSub"
+
+
+class StrSub(str):
+    pass
+
+
+class Flag(enum.IntEnum):
+    ON = 1
+
+
 JSON_CASES = [
     {}, [], {"a": []}, {"a": {}}, [[]], [{}], [[], [1]], {"é": "ü\u2028\x00\"\\"}, [True, 1, 1.5], [False, None],
     [1e-05, -0.0, 1e300, 2**70, -5, 0.1 + 0.2], {"x": [1, [2, 3], {"y": None}]}, "s", 3, 1.0, None, True,
     [[1, 2], [3]], [[1, [2]], [3]], [[1, 2], []], [[1, "a"]], [[1, True]], [[1, None]], [[1e-7, -2], [3.5, 4]],
     [[1, 2], [3, {}]], [[[1, 2]], [[3, 4]]],
+    {"astral": "a\U0001F600b", "controls": "".join(map(chr, range(32))) + "\x7f\x80\u2028\uffff", "quote": '"\\/'},
+    [2**63 - 1, -(2**63), 2**63, -(2**63) - 1, 10**40, 0, -0.0, 5e-324, 1.7976931348623157e308, 1e16, 1e15, 1e-4, 1e-5],
+    {"deep": [[[[[[[[[[{"x": [1.5]}]]]]]]]]]]},
     # what json.dumps encodes its own way or rejects: the fast path must hand these over
+    "\ud800", {"lone": ["\udfff"]}, [Flag.ON], {"k": IntSub(3)}, [FloatSub(1.5)], StrSub("s"), {StrSub("k"): 1},
     (1, 2), {1: 2}, {"a": (1,)}, [[1, 2], (3, 4)], [float("nan")], {"a": float("inf")}, [[1, float("-inf")]], {"a": {1, 2}},
 ]
 
@@ -181,6 +204,30 @@ def test_json_indent2_is_json_dumps_indent2(value):
             output.json_indent2(value)
         return
     assert output.json_indent2(value) == want
+
+
+def test_json_indent2_writes_floats_as_json_dumps_does():
+    """Random bit patterns (finite doubles of every exponent, subnormals included) and
+    decimal-looking values, in lists and dicts: the extension's float text is Python's repr."""
+    import random
+    import struct
+
+    rng = random.Random(15)
+    xs = [struct.unpack("<d", struct.pack("<Q", rng.getrandbits(64)))[0] for _ in range(20000)]
+    xs = [x for x in xs if math.isfinite(x)]
+    xs += [round(rng.uniform(-1e6, 1e6), rng.randint(0, 9)) for _ in range(5000)]
+    xs += [rng.randint(1, 10**6) / 10**rng.randint(0, 20) for _ in range(5000)]
+    value = {"xs": xs, "rows": [[x, -x] for x in xs[:2000]], "by": {str(i): x for i, x in enumerate(xs[:2000])}}
+    assert output.json_indent2(value) == json.dumps(value, indent=2, allow_nan=False)
+
+
+def test_json_indent2_hands_a_cycle_to_json_dumps():
+    """A list that contains itself is not plain data: json.dumps reports it (the extension
+    stops at a fixed depth instead of recursing forever)."""
+    cyc: list = [1]
+    cyc.append(cyc)
+    with pytest.raises(ValueError, match="Circular reference"):
+        output.json_indent2({"a": cyc})
 
 
 def test_summary_and_manifest_text_are_json_dumps_indent2(result, tmp_path):

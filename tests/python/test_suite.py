@@ -689,3 +689,32 @@ def test_the_cli_runs_a_suite_as_the_owner_of_its_process(monkeypatch):
     monkeypatch.setattr(runner, "run_suite", fake_run_suite)
     cli.app(["suite", "run", "l4s-tests/s6", "-j", "1", "-q"], prog_name="aqmlab", standalone_mode=False)
     assert seen["owns_process"] is True and seen["jobs"] == 1
+
+
+def _typed(o):
+    """A JSON value with every node's type and every dict's key order spelt out."""
+    if isinstance(o, dict):
+        return ("dict", [(k, _typed(v)) for k, v in o.items()])
+    if isinstance(o, list):
+        return ("list", [_typed(v) for v in o])
+    return (type(o).__name__, repr(o))
+
+
+def test_a_runs_answer_carries_exactly_the_summary_on_disk(tmp_path):
+    """run_suite makes a finished run's record from the summary in execute_run's answer instead
+    of reading summary.json again: that summary must be what json.loads gives of the file (same
+    keys in the same order, same types, same values: floats to the bit, -0.0 included), and the
+    record the same as load_record's."""
+    import pickle
+
+    from aqmlab import report as rep
+
+    runs = S.plan_runs(S.load_suite("jarvinen-kojo"), tmp_path, seeds=1, overrides=S.parse_overrides(["duration=3s"]))
+    for r in (runs[0], runs[-1]):  # one flow each way, and six each way with another qdisc
+        task = {"text": r.text, "run_dir": str(r.run_dir), "plot": False, "command": "test", "run": r.rel_dir, "cell": r.cell.id}
+        res = runner.execute_run(task)
+        assert res["ok"], res
+        sent = pickle.loads(pickle.dumps(res["summary"]))  # as the pool's pipe carries it
+        on_disk = json.loads(r.summary_path.read_text(encoding="utf-8"))
+        assert _typed(sent) == _typed(on_disk)
+        assert rep.record_of_summary(r, sent) == rep.load_record(r)

@@ -63,19 +63,28 @@ pub type ChunkSink = Box<dyn FnMut(SeriesChunk) + Send>;
 /// over in chunks while the run goes on, so what it holds is bounded by the chunk size, not
 /// by the simulated duration.
 ///
-/// The values are held row by row (one vector per tick) and become columns only when
-/// drained or finished: a sampling pass over every flow then writes one contiguous row
-/// instead of one value into each of `5 x flows` separately allocated column vectors, each
-/// behind its own 88-byte column header (issue #15: with 1000 flows that pass touched ~10,000
-/// cache lines per tick, 8 % of the run's L1 misses; now ~600).
+/// The values are held row by row (a row per tick) and become columns only when drained or
+/// finished: a sampling pass over every flow then writes one contiguous row instead of one
+/// value into each of `5 x flows` separately allocated column vectors, each behind its own
+/// 88-byte column header (issue #15: with 1000 flows that pass touched ~10,000 cache lines
+/// per tick, 8 % of the run's L1 misses; now ~600). The rows follow each other in one flat
+/// buffer rather than a vector each (session 9: a 30 s `jarvinen-kojo` cell spent ~330
+/// instructions a tick allocating and filling its row, and `finish` ~22 a value reading
+/// through the row vectors and shrinking them).
 #[derive(Default)]
 pub struct SeriesRecorder {
     /// The columns' names and units, and the ticks not drained yet (all of them without a
     /// sink); `columns[c].values` stay empty until `drain`/`finish`.
     series: Series,
-    /// The held ticks' values, a row per tick holding the columns registered by then (a
-    /// column registered later is NaN there).
-    rows: Vec<Vec<f64>>,
+    /// The held ticks' values, row after row, a row holding the columns registered by then
+    /// (a column registered later is NaN there).
+    values: Vec<f64>,
+    /// Where the current (last) row starts in `values`.
+    row: usize,
+    /// The held rows' widths, as runs of equal width: `(first tick, width)`, the run going
+    /// on to the next one's first tick (or the last held tick). Columns are only added, so
+    /// the widths only grow; one run unless a column was registered during the run.
+    widths: Vec<(usize, usize)>,
     capacity: usize,
     /// Ticks already handed to the sink.
     drained: usize,
@@ -107,19 +116,24 @@ impl SeriesRecorder {
         self.sink = Some(sink);
         self.chunk_values = chunk_values.max(1);
         self.capacity = self.capacity.min(self.chunk_values / self.series.columns.len().max(1) + 1);
-        self.rows.shrink_to(self.capacity);
+        self.values.shrink_to(self.capacity * self.series.columns.len());
         self.series.time.shrink_to(self.capacity);
     }
     /// A column registered during the run (a qdisc swap brings new queue series) is NaN for
     /// the ticks already recorded (and for the current one unless it is `set`), so every
     /// column has one value per tick.
     pub fn register(&mut self, entity: &str, metric: &str, unit: &'static str) -> SeriesId {
-        if let Some(row) = self.rows.last_mut() {
-            // The current row grows by the new column.
-            row.push(f64::NAN);
-        }
+        let id = self.series.columns.len();
         self.series.columns.push(Column { entity: entity.to_string(), metric: metric.to_string(), unit, values: Vec::new() });
-        SeriesId(self.series.columns.len() - 1)
+        if let Some(current) = self.series.time.len().checked_sub(1) {
+            // The current row, the last in `values`, grows by the new column.
+            self.values.push(f64::NAN);
+            match self.widths.last_mut() {
+                Some(run) if run.0 == current => run.1 = id + 1,
+                _ => self.widths.push((current, id + 1)),
+            }
+        }
+        SeriesId(id)
     }
     /// Starts a new tick at `t` seconds; every column must then be `set` once (one left
     /// unset is NaN there). With a sink, the ticks before it are drained first when they
@@ -129,13 +143,21 @@ impl SeriesRecorder {
             let chunk = self.drain();
             (self.sink.as_mut().expect("checked"))(chunk);
         }
+        let width = self.series.columns.len();
+        if self.widths.last().is_none_or(|&(_, w)| w != width) {
+            self.widths.push((self.series.time.len(), width));
+        }
+        if self.values.capacity() == 0 {
+            self.values.reserve(self.capacity.max(1) * width);
+        }
         self.series.time.push(t);
-        self.rows.push(vec![f64::NAN; self.series.columns.len()]);
+        self.row = self.values.len();
+        self.values.resize(self.row + width, f64::NAN);
     }
     #[inline]
     pub fn set(&mut self, id: SeriesId, v: f64) {
         // Every registered column is in the current row (`register` grows it).
-        self.rows.last_mut().expect("set after a tick")[id.0] = v;
+        self.values[self.row + id.0] = v;
     }
     /// Ticks handed to the sink so far.
     pub fn drained(&self) -> usize {
@@ -145,10 +167,36 @@ impl SeriesRecorder {
     pub fn buffered_values(&self) -> usize {
         self.series.time.len() * (self.series.columns.len() + 1)
     }
-    /// Column `c`'s value at held tick `t` (NaN before the column was registered).
-    #[inline]
-    fn value(&self, t: usize, c: usize) -> f64 {
-        self.rows[t].get(c).copied().unwrap_or(f64::NAN)
+    /// The held rows as runs of equal width: `(offset in values, ticks, width)`.
+    fn runs(&self) -> impl Iterator<Item = (usize, usize, usize)> + '_ {
+        let ticks = self.series.time.len();
+        let mut offset = 0;
+        self.widths.iter().enumerate().map(move |(i, &(first, width))| {
+            let n = self.widths.get(i + 1).map_or(ticks, |r| r.0) - first;
+            let run = (offset, n, width);
+            offset += n * width;
+            run
+        })
+    }
+    /// Appends to `out[k]` the held values of column `c0 + k` (NaN in the rows before it
+    /// was registered). The columns of `out` (eight at most: one or two cache lines of each
+    /// row) are read a tile of rows at a time, each column in turn: the tile's lines stay in
+    /// L1 for the next column, where a pass over every row per column read a line of each
+    /// row for one value (issue #15, session 7: at 1000 flows about two L1 misses per value).
+    fn gather(&self, c0: usize, out: &mut [Vec<f64>]) {
+        const TILE: usize = 64;
+        for (offset, n, width) in self.runs() {
+            let rows = &self.values[offset..offset + n * width];
+            let present = width.saturating_sub(c0).min(out.len());
+            for tile in rows.chunks(TILE * width) {
+                for (k, col) in out[..present].iter_mut().enumerate() {
+                    col.extend(tile.chunks_exact(width).map(|row| row[c0 + k]));
+                }
+            }
+            for col in &mut out[present..] {
+                col.extend(std::iter::repeat_n(f64::NAN, n));
+            }
+        }
     }
     /// Takes every tick recorded so far (call between ticks, when each column of the last
     /// one is set) as one chunk; the columns stay registered and go on from the next tick.
@@ -156,10 +204,13 @@ impl SeriesRecorder {
         let ticks = self.series.time.len();
         let cols = self.series.columns.len();
         let mut values = Vec::with_capacity(ticks * cols);
-        for c in 0..cols {
-            values.extend((0..ticks).map(|t| self.value(t, c)));
+        for c0 in (0..cols).step_by(8) {
+            let mut block: Vec<Vec<f64>> = (c0..(c0 + 8).min(cols)).map(|_| Vec::with_capacity(ticks)).collect();
+            self.gather(c0, &mut block);
+            block.iter().for_each(|col| values.extend_from_slice(col));
         }
-        self.rows.clear();
+        self.values.clear();
+        self.widths.clear();
         let chunk = SeriesChunk { first_tick: self.drained, time: std::mem::take(&mut self.series.time), columns: cols, values };
         self.series.time = Vec::with_capacity(ticks);
         self.drained += ticks;
@@ -170,40 +221,48 @@ impl SeriesRecorder {
     pub fn finish(mut self) -> Series {
         let ticks = self.series.time.len();
         let mut columns = std::mem::take(&mut self.series.columns);
-        // From the last columns to the first, a block at a time, the rows shrinking by each
-        // block built: the run's values are held about once, not twice, at the end.
-        const BLOCK: usize = 256;
+        // From the last columns to the first, an eighth of them (at least 256) at a time,
+        // the rows cut after each block is built: the run's values are held about once, not
+        // twice, at the end, for copying the rows kept about four times in all.
+        let block = (columns.len() / 8).max(256);
         let mut hi = columns.len();
         while hi > 0 {
-            let lo = hi.saturating_sub(BLOCK);
-            // Eight columns (one or two cache lines of each row) per pass over the rows: a
-            // pass per column read a line of every row for one value (issue #15, session 7:
-            // at 1000 flows about two L1 misses per value, 1.2 per bottleneck packet; now
-            // about a quarter, for 10 M more instructions, 0.3 % of that run). Tiles of 64 or
-            // 256 ticks by eight columns, read column by column, missed as often as before in
-            // cachegrind and were dropped.
+            let lo = hi.saturating_sub(block);
             for c0 in (lo..hi).step_by(8) {
                 let c1 = (c0 + 8).min(hi);
-                let mut cols: Vec<Vec<f64>> = (c0..c1).map(|_| Vec::with_capacity(ticks)).collect();
-                for t in 0..ticks {
-                    for (k, col) in cols.iter_mut().enumerate() {
-                        col.push(self.value(t, c0 + k));
-                    }
-                }
-                for (col, values) in columns[c0..c1].iter_mut().zip(cols) {
-                    col.values = values;
+                let mut block: Vec<Vec<f64>> = (c0..c1).map(|_| Vec::with_capacity(ticks)).collect();
+                self.gather(c0, &mut block);
+                for (column, values) in columns[c0..c1].iter_mut().zip(block) {
+                    column.values = values;
                 }
             }
-            for row in &mut self.rows {
-                row.truncate(lo);
-                row.shrink_to_fit();
+            if lo > 0 {
+                self.cut_rows(lo);
             }
             hi = lo;
         }
-        self.rows.clear();
         self.series.columns = columns;
         self.series.first_tick = self.drained;
         self.series
+    }
+    /// Keeps the first `keep` columns of each held row, the rows moved up in place, and
+    /// gives the rest of the buffer back.
+    fn cut_rows(&mut self, keep: usize) {
+        let runs: Vec<_> = self.runs().collect();
+        let mut to = 0;
+        for (offset, n, width) in runs {
+            let kept = width.min(keep);
+            for r in 0..n {
+                let from = offset + r * width;
+                self.values.copy_within(from..from + kept, to);
+                to += kept;
+            }
+        }
+        for run in &mut self.widths {
+            run.1 = run.1.min(keep);
+        }
+        self.values.truncate(to);
+        self.values.shrink_to_fit();
     }
 }
 
@@ -236,6 +295,34 @@ mod tests {
         assert!(old[0] == 5.0 && old[1].is_nan() && old[2].is_nan());
         let new = v("new");
         assert!(new[0].is_nan() && new[1] == 7.0 && new[2] == 8.0);
+    }
+    /// Wide enough for `finish` to build its columns in blocks, cutting the rows between
+    /// them, with a column registered mid-run: every value lands in its column.
+    #[test]
+    fn finish_in_blocks_keeps_every_value_in_place() {
+        let mut r = SeriesRecorder::with_ticks(10);
+        let mut ids: Vec<SeriesId> = (0..600).map(|c| r.register("f", &format!("m{c}"), "")).collect();
+        for t in 0..10 {
+            r.tick(t as f64);
+            if t == 4 {
+                ids.push(r.register("q", "late", ""));
+            }
+            for (c, &id) in ids.iter().enumerate() {
+                r.set(id, (c * 100 + t) as f64);
+            }
+        }
+        let s = r.finish();
+        assert_eq!(s.columns.len(), 601);
+        for (c, col) in s.columns.iter().enumerate() {
+            for (t, &v) in col.values.iter().enumerate() {
+                if c == 600 && t < 4 {
+                    assert!(v.is_nan(), "column {c} tick {t}");
+                } else {
+                    assert_eq!(v, (c * 100 + t) as f64, "column {c} tick {t}");
+                }
+            }
+            assert_eq!(col.values.len(), 10);
+        }
     }
     /// Streaming: the recorder never holds more than one chunk (plus the tick being filled),
     /// whatever the number of ticks, and the chunks plus what `finish` keeps are exactly the
