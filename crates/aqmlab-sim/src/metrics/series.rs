@@ -188,9 +188,13 @@ impl SeriesRecorder {
         for (offset, n, width) in self.runs() {
             let rows = &self.values[offset..offset + n * width];
             let present = width.saturating_sub(c0).min(out.len());
-            for tile in rows.chunks(TILE * width) {
-                for (k, col) in out[..present].iter_mut().enumerate() {
-                    col.extend(tile.chunks_exact(width).map(|row| row[c0 + k]));
+            // Rows without any of these columns are NaN below; so are rows of no column at
+            // all (ticks before the first was registered), which `chunks` cannot tile.
+            if present > 0 {
+                for tile in rows.chunks(TILE * width) {
+                    for (k, col) in out[..present].iter_mut().enumerate() {
+                        col.extend(tile.chunks_exact(width).map(|row| row[c0 + k]));
+                    }
                 }
             }
             for col in &mut out[present..] {
@@ -295,6 +299,22 @@ mod tests {
         assert!(old[0] == 5.0 && old[1].is_nan() && old[2].is_nan());
         let new = v("new");
         assert!(new[0].is_nan() && new[1] == 7.0 && new[2] == 8.0);
+    }
+    /// Ticks recorded before any column is registered (rows of no values), then a column:
+    /// it is NaN at those ticks, in `finish` and in a drained chunk alike.
+    #[test]
+    fn ticks_before_the_first_column_are_nan_in_it() {
+        for drain in [false, true] {
+            let mut r = SeriesRecorder::with_ticks(4);
+            r.tick(0.0);
+            r.tick(1.0);
+            let id = r.register("f", "late", "");
+            r.set(id, 5.0);
+            r.tick(2.0);
+            r.set(id, 6.0);
+            let values = if drain { r.drain().values } else { r.finish().columns.remove(0).values };
+            assert!(values[0].is_nan() && values[1] == 5.0 && values[2] == 6.0 && values.len() == 3, "drain {drain}: {values:?}");
+        }
     }
     /// Wide enough for `finish` to build its columns in blocks, cutting the rows between
     /// them, with a column registered mid-run: every value lands in its column.
