@@ -466,47 +466,47 @@ fn push_json(out: &mut Vec<u8>, o: &Bound<'_, PyAny>, depth: usize) -> Result<()
             out.extend_from_slice(i.repr().map_err(|_| NotPlainJson)?.to_str().map_err(|_| NotPlainJson)?.as_bytes());
         }
     } else if let Ok(d) = o.downcast_exact::<PyDict>() {
-        if d.is_empty() {
-            out.extend_from_slice(b"{}");
-            return Ok(());
-        }
-        if depth >= JSON_MAX_DEPTH {
-            return Err(NotPlainJson);
-        }
-        out.push(b'{');
-        for (k, (key, value)) in d.iter().enumerate() {
+        push_json_items(out, depth, *b"{}", d.len(), d.iter(), |out, (key, value)| {
             let key = key.downcast_exact::<PyString>().map_err(|_| NotPlainJson)?;
-            if k > 0 {
-                out.push(b',');
-            }
-            push_json_newline(out, depth + 1);
             push_json_str(out, key.to_str().map_err(|_| NotPlainJson)?);
             out.extend_from_slice(b": ");
-            push_json(out, &value, depth + 1)?;
-        }
-        push_json_newline(out, depth);
-        out.push(b'}');
+            push_json(out, &value, depth + 1)
+        })?;
     } else if let Ok(l) = o.downcast_exact::<PyList>() {
-        if l.is_empty() {
-            out.extend_from_slice(b"[]");
-            return Ok(());
-        }
-        if depth >= JSON_MAX_DEPTH {
-            return Err(NotPlainJson);
-        }
-        out.push(b'[');
-        for (k, value) in l.iter().enumerate() {
-            if k > 0 {
-                out.push(b',');
-            }
-            push_json_newline(out, depth + 1);
-            push_json(out, &value, depth + 1)?;
-        }
-        push_json_newline(out, depth);
-        out.push(b']');
+        push_json_items(out, depth, *b"[]", l.len(), l.iter(), |out, value| push_json(out, &value, depth + 1))?;
     } else {
         return Err(NotPlainJson);
     }
+    Ok(())
+}
+
+/// An object's or a list's framing at `depth`: `{}` / `[]` when empty, else each item on its
+/// own line one level in, separated by commas, the closing bracket on a line of its own.
+fn push_json_items<T>(
+    out: &mut Vec<u8>,
+    depth: usize,
+    [open, close]: [u8; 2],
+    len: usize,
+    items: impl Iterator<Item = T>,
+    mut push_item: impl FnMut(&mut Vec<u8>, T) -> Result<(), NotPlainJson>,
+) -> Result<(), NotPlainJson> {
+    if len == 0 {
+        out.extend_from_slice(&[open, close]);
+        return Ok(());
+    }
+    if depth >= JSON_MAX_DEPTH {
+        return Err(NotPlainJson);
+    }
+    out.push(open);
+    for (k, item) in items.enumerate() {
+        if k > 0 {
+            out.push(b',');
+        }
+        push_json_newline(out, depth + 1);
+        push_item(out, item)?;
+    }
+    push_json_newline(out, depth);
+    out.push(close);
     Ok(())
 }
 
