@@ -212,10 +212,11 @@ def test_killing_the_suite_process_leaves_no_process_and_no_temporary(tmp_path, 
         pytest.importorskip("dask.distributed")
     out = tmp_path / "s"
     marker = uuid.uuid4().hex
-    proc = _start(["suite", "run", str(KILL_SUITE), "--set", "duration=30s", "--no-plots", "-j", "2", "--out", str(out),
+    proc = _start(["suite", "run", str(KILL_SUITE), "--set", "duration=300s", "--no-plots", "-j", "2", "--out", str(out),
                    "--executor", executor], marker)
     try:
-        # Wait for one finished run and both workers busy with the next ones.
+        # Wait for one finished run and both workers busy with the next ones (runs of 300 s of
+        # simulated time, about a second each: 30 s ones let the whole suite end before this).
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and proc.poll() is None:
             finished = list(out.glob("runs/*/*/summary.json"))
