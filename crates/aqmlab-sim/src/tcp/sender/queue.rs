@@ -128,6 +128,16 @@ impl Scoreboard {
         self.len -= 1;
     }
 
+    /// Drops the `n` head entries (segments `head .. head + n`, cumulatively ACKed).
+    #[inline]
+    pub(super) fn pop_front_n(&mut self, n: u32) {
+        if n > self.len {
+            Self::outside(self.head.wrapping_add(n - 1), self.head, self.len);
+        }
+        self.head = self.head.wrapping_add(n);
+        self.len -= n;
+    }
+
     /// The entry of the oldest segment (`snd_una`), if any is outstanding.
     #[inline]
     pub(super) fn front(&self) -> Option<&Seg> {
