@@ -283,12 +283,14 @@ impl TcpSender {
         self.ts_append_linked(seq);
     }
 
-    /// Appends a new segment (its entry just pushed, `snd_nxt − 1`) to the send-ordered list:
-    /// nothing to do while the list is in sequence.
+    /// Appends the new segments `seq .. seq + n` (their entries just pushed) to the
+    /// send-ordered list: nothing to do while the list is in sequence.
     #[inline]
-    pub(super) fn ts_append(&mut self, seq: u32) {
+    pub(super) fn ts_append_run(&mut self, seq: u32, n: u32) {
         if !self.ts_in_sequence() {
-            self.ts_append_linked(seq);
+            for s in seq..seq + n {
+                self.ts_append_linked(s);
+            }
         }
     }
 
