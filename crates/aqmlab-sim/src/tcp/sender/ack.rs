@@ -8,6 +8,8 @@
 
 use super::queue::*;
 use super::{EndpointCtx, TcpSender, TCP_REORDERING};
+#[cfg(test)]
+use super::tests;
 use crate::cc::{AckSample, CaState, CongestionControl, RateSample};
 use crate::packet::Packet;
 use crate::packet::EcnMode;
@@ -58,6 +60,16 @@ pub(super) struct AckState {
     pub(super) sce_delta: u32,
     /// RTT for the congestion control (`ca_rtt_us`).
     pub(super) ca_rtt: Option<Time>,
+}
+
+/// Whether a test asked for the segment-by-segment walk on every ACK (the reference the in-order
+/// path is compared with).
+#[inline]
+fn general_ack_walk_only() -> bool {
+    #[cfg(test)]
+    return tests::GENERAL_ACK_WALK_ONLY.with(|c| c.get());
+    #[cfg(not(test))]
+    false
 }
 
 /// Widens a (first, last) send-time range by one more segment's send time.
@@ -137,8 +149,25 @@ impl TcpSender {
 
     /// Linux `tcp_clean_rtx_queue`: drop the cumulatively ACKed segments from the queue,
     /// counting deliveries, RTT candidates and RACK progress; a never-retransmitted segment
-    /// ACKed below the highest SACKed one filled a hole: reordering.
+    /// ACKed below the highest SACKed one filled a hole: reordering. The common ACK (segments
+    /// sent once, in order, none SACKed or marked) takes [`TcpSender::clean_rtx_queue_in_order`],
+    /// the others the segment-by-segment walk; both leave the same state.
     fn clean_rtx_queue(&mut self, ack: u32, st: &mut AckState) {
+        let reord = match self.clean_rtx_queue_in_order(ack, st) {
+            Some(reord) => reord,
+            None => self.clean_rtx_queue_walk(ack, st),
+        };
+        st.pkts_acked = self.tp.snd_una - st.fl.prior_una;
+        self.retransmit_hint = self.retransmit_hint.max(self.tp.snd_una);
+        st.fl.una_advanced = st.pkts_acked > 0;
+        if st.fl.una_advanced && reord < st.prior_fack {
+            self.check_sack_reordering(reord, false);
+        }
+    }
+
+    /// The walk of `tcp_clean_rtx_queue` over the ACKed segments, one at a time; returns the
+    /// lowest never-retransmitted segment delivered by this ACK (`snd_nxt` if none).
+    fn clean_rtx_queue_walk(&mut self, ack: u32, st: &mut AckState) -> u32 {
         let now = self.tp.now;
         let mut reord = self.tp.snd_nxt;
         while self.tp.snd_una < ack {
@@ -173,12 +202,58 @@ impl TcpSender {
             self.tp.snd_una += 1;
             self.tp.packets_out -= 1;
         }
-        st.pkts_acked = self.tp.snd_una - st.fl.prior_una;
-        self.retransmit_hint = self.retransmit_hint.max(self.tp.snd_una);
-        st.fl.una_advanced = st.pkts_acked > 0;
-        if st.fl.una_advanced && reord < st.prior_fack {
-            self.check_sack_reordering(reord, false);
+        reord
+    }
+
+    /// [`TcpSender::clean_rtx_queue_walk`] for the common ACK, in one pass over the ACKed
+    /// segments' flags and snapshots instead of a state update per segment: every segment
+    /// `snd_una .. ack` sent once (never retransmitted or probed), none SACKed or marked lost,
+    /// the send-ordered list in sequence, no rate sample from SACKs yet. Such segments left in
+    /// sequence order, so their send times and `tx.delivered` snapshots do not decrease
+    /// along the sequence (checked here; any other case returns `None` having changed
+    /// nothing, and the walk runs). The walk's result then follows from the ends of the run:
+    /// the rate sample from the first segment with the largest `tx.delivered` (the walk's
+    /// strict `>` keeps the first), RACK from the last (the most recently sent: its (send time,
+    /// sequence) is the largest, and RACK.rtt is the last segment's), the RTT range from the
+    /// first and last send times, `reord` = `snd_una`. Test
+    /// `the_in_order_ack_path_leaves_the_state_the_segment_walk_leaves`.
+    #[inline]
+    fn clean_rtx_queue_in_order(&mut self, ack: u32, st: &mut AckState) -> Option<u32> {
+        let una = self.tp.snd_una;
+        if ack <= una || st.prior.is_some() || !self.ts_in_sequence() || general_ack_walk_only() {
+            return None;
         }
+        debug_assert!(st.ackt.is_none());
+        let first = self.seg(una);
+        let (first_tx, mut best) = (first.tx_time, first.delivered);
+        let (mut flags, mut last_tx, mut last_delivered, mut chosen) = (first.flags, first.tx_time, first.delivered, una);
+        let mut in_order = true;
+        for seq in una + 1..ack {
+            let s = self.seg(seq);
+            flags |= s.flags;
+            in_order &= s.tx_time >= last_tx && s.delivered >= last_delivered;
+            if s.delivered > best {
+                best = s.delivered;
+                chosen = seq;
+            }
+            (last_tx, last_delivered) = (s.tx_time, s.delivered);
+        }
+        if flags & (SACKED | LOST | RETRANS | EVER_RETRANS) != 0 || !in_order {
+            return None;
+        }
+        let n = ack - una;
+        let sample = *self.seg(chosen);
+        self.rate_skb_delivered(&sample, &mut st.rs, &mut st.prior);
+        self.rack_advance(0, ack - 1, last_tx, self.tp.now);
+        st.ackt = Some((first_tx, last_tx));
+        st.delivered += n;
+        self.tp.delivered += n as u64;
+        self.sb.pop_front_n(n);
+        self.tp.snd_una = ack;
+        self.tp.packets_out -= n;
+        #[cfg(test)]
+        tests::IN_ORDER_ACKS.with(|c| c.set(c.get() + 1));
+        Some(una)
     }
 
     /// The ECN echo: the receiver's CE and SCE counters (exact, AccECN-style feedback), and

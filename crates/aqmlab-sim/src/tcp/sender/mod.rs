@@ -349,6 +349,8 @@ impl TcpSender {
 
     fn record_ack(&mut self, st: &ack::AckState) {
         let Some(mut trace) = self.trace.take() else { return };
+        #[cfg(test)]
+        tests::LAST_ACK_STATE.with(|c| *c.borrow_mut() = format!("{st:?}"));
         let mut cc = Vec::new();
         self.cc.trace_vars(&mut cc);
         let tp = &self.tp;

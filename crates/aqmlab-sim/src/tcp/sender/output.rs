@@ -432,10 +432,30 @@ impl TcpSender {
             _ => Ecn::NotEct,
         };
         let mut bytes = 0u64;
-        for seq in seq..seq + segs {
+        if kind == TxKind::New {
+            // New data: the skb's scoreboard entries, counters and send-ordered list once for
+            // the skb, then its segments, CWR with RFC 3168 ECN (the new data that is ECT(0))
+            // on the first only (software GSO, tcp_gso_segment, clears it on the others).
+            for _ in 0..segs {
+                self.sb.push_back(snap);
+            }
+            self.tp.snd_nxt += segs;
+            self.tp.packets_out += segs;
+            self.ts_append_run(seq, segs);
+            let mut cwr = ecn == Ecn::Ect0 && self.queue_cwr;
+            self.queue_cwr &= !cwr;
+            for seq in seq..seq + segs {
+                let payload = self.payload_of(seq);
+                bytes += payload as u64;
+                let mut pkt = self.data_packet(seq, payload, ts_val, ecn);
+                pkt.tcp.cwr = cwr;
+                cwr = false;
+                ctx.out.push(pkt);
+            }
+        } else {
             let payload = self.payload_of(seq);
-            bytes += payload as u64;
-            self.transmit_one(seq, payload, kind, &snap, ts_val, ecn, ctx);
+            bytes = payload as u64;
+            self.retransmit_one(seq, payload, kind, &snap, ts_val, ecn, ctx);
         }
         if matches!(self.tp.ca_state, CaState::Cwr | CaState::Recovery) {
             self.prr_out += segs;
@@ -458,56 +478,51 @@ impl TcpSender {
         }
     }
 
-    /// One segment of an skb on the wire, with its scoreboard entry.
-    #[allow(clippy::too_many_arguments)]
-    fn transmit_one(&mut self, seq: u32, payload: u32, kind: TxKind, snap: &Seg, ts_val: u32, ecn: Ecn, ctx: &mut EndpointCtx) {
-        let now = ctx.now;
+    /// A data segment as it leaves.
+    #[inline]
+    fn data_packet(&self, seq: u32, payload: u32, ts_val: u32, ecn: Ecn) -> Packet {
         let mut pkt = Packet::new(self.flow, Direction::Forward, Kind::Data, payload + self.cfg.header_bytes);
         pkt.tcp.seq = seq;
         pkt.tcp.payload = payload;
         pkt.tcp.ts_val = ts_val;
         pkt.tcp.ts_ecr = self.peer_ts;
         pkt.ecn = ecn;
-        if kind != TxKind::New {
-            let seg = self.seg_mut(seq);
-            seg.flags = if kind == TxKind::Retrans {
-                (seg.flags & (SACKED | TSORTED)) | LOST | RETRANS | EVER_RETRANS | snap.flags
-            } else {
-                (seg.flags & (SACKED | LOST | RETRANS | TSORTED)) | EVER_RETRANS | snap.flags
-            };
-            seg.tx_time = snap.tx_time;
-            seg.delivered = snap.delivered;
-            seg.delivered_ce = snap.delivered_ce;
-            seg.delivered_time = snap.delivered_time;
-            seg.first_tx = snap.first_tx;
-            seg.tx_in_flight = snap.tx_in_flight;
-            seg.tx_lost = snap.tx_lost;
-            self.ts_push_back(seq);
-            self.stats.retransmits += 1;
-            if kind == TxKind::Retrans {
-                self.tp.retrans_out += 1;
-                // The first retransmission of an episode (Linux tcp_retransmit_skb).
-                if self.retrans_stamp.is_none() {
-                    self.retrans_stamp = Some(pkt.tcp.ts_val);
-                }
-                // Retransmissions of the episode that D-SACKs may prove unnecessary.
-                self.undo_retrans = self.undo_retrans.max(0) + 1;
-                // tcp_xmit_retransmit_queue re-arms the RTO when the head is retransmitted.
-                if seq == self.tp.snd_una {
-                    self.tlp_pending = false;
-                    self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
-                }
-            }
+        pkt
+    }
+
+    /// A retransmission or probe of segment `seq` on the wire, with its scoreboard entry
+    /// rewritten.
+    #[allow(clippy::too_many_arguments)]
+    fn retransmit_one(&mut self, seq: u32, payload: u32, kind: TxKind, snap: &Seg, ts_val: u32, ecn: Ecn, ctx: &mut EndpointCtx) {
+        let now = ctx.now;
+        let pkt = self.data_packet(seq, payload, ts_val, ecn);
+        let seg = self.seg_mut(seq);
+        seg.flags = if kind == TxKind::Retrans {
+            (seg.flags & (SACKED | TSORTED)) | LOST | RETRANS | EVER_RETRANS | snap.flags
         } else {
-            self.sb.push_back(*snap);
-            self.tp.snd_nxt += 1;
-            self.tp.packets_out += 1;
-            self.ts_append(seq);
-            // CWR with RFC 3168 ECN (the new data that is ECT(0)), on the first segment of the
-            // skb only (software GSO, tcp_gso_segment, clears it on the others).
-            if ecn == Ecn::Ect0 && self.queue_cwr {
-                pkt.tcp.cwr = true;
-                self.queue_cwr = false;
+            (seg.flags & (SACKED | LOST | RETRANS | TSORTED)) | EVER_RETRANS | snap.flags
+        };
+        seg.tx_time = snap.tx_time;
+        seg.delivered = snap.delivered;
+        seg.delivered_ce = snap.delivered_ce;
+        seg.delivered_time = snap.delivered_time;
+        seg.first_tx = snap.first_tx;
+        seg.tx_in_flight = snap.tx_in_flight;
+        seg.tx_lost = snap.tx_lost;
+        self.ts_push_back(seq);
+        self.stats.retransmits += 1;
+        if kind == TxKind::Retrans {
+            self.tp.retrans_out += 1;
+            // The first retransmission of an episode (Linux tcp_retransmit_skb).
+            if self.retrans_stamp.is_none() {
+                self.retrans_stamp = Some(pkt.tcp.ts_val);
+            }
+            // Retransmissions of the episode that D-SACKs may prove unnecessary.
+            self.undo_retrans = self.undo_retrans.max(0) + 1;
+            // tcp_xmit_retransmit_queue re-arms the RTO when the head is retransmitted.
+            if seq == self.tp.snd_una {
+                self.tlp_pending = false;
+                self.rto_timer.arm(now + self.rto, ctx.event(FlowTimer::Retransmit), ctx.events);
             }
         }
         ctx.out.push(pkt);

@@ -128,6 +128,16 @@ impl Scoreboard {
         self.len -= 1;
     }
 
+    /// Drops the `n` head entries (segments `head .. head + n`, cumulatively ACKed).
+    #[inline]
+    pub(super) fn pop_front_n(&mut self, n: u32) {
+        if n > self.len {
+            Self::outside(self.head.wrapping_add(n - 1), self.head, self.len);
+        }
+        self.head = self.head.wrapping_add(n);
+        self.len -= n;
+    }
+
     /// The entry of the oldest segment (`snd_una`), if any is outstanding.
     #[inline]
     pub(super) fn front(&self) -> Option<&Seg> {
@@ -273,12 +283,14 @@ impl TcpSender {
         self.ts_append_linked(seq);
     }
 
-    /// Appends a new segment (its entry just pushed, `snd_nxt − 1`) to the send-ordered list:
-    /// nothing to do while the list is in sequence.
+    /// Appends the new segments `seq .. seq + n` (their entries just pushed) to the
+    /// send-ordered list: nothing to do while the list is in sequence.
     #[inline]
-    pub(super) fn ts_append(&mut self, seq: u32) {
+    pub(super) fn ts_append_run(&mut self, seq: u32, n: u32) {
         if !self.ts_in_sequence() {
-            self.ts_append_linked(seq);
+            for s in seq..seq + n {
+                self.ts_append_linked(s);
+            }
         }
     }
 

@@ -5,6 +5,16 @@ use crate::event::EventQueue;
 use crate::packet::Direction;
 use crate::packet::{Ecn, EcnMode};
 
+thread_local! {
+    /// Set: every ACK takes the segment-by-segment walk of `tcp_clean_rtx_queue` (the
+    /// reference for the in-order path).
+    pub(super) static GENERAL_ACK_WALK_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// ACKs the in-order path handled on this thread.
+    pub(super) static IN_ORDER_ACKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// The last traced ACK's whole `AckState` (flags, rate sample, RTT candidates), printed.
+    pub(super) static LAST_ACK_STATE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
 /// A sender driven by hand-made ACKs (segment numbers; no timestamps echoed unless set).
 struct Harness {
     tx: TcpSender,
@@ -649,4 +659,64 @@ fn ecn_codepoints_by_mode_and_cwr_on_the_first_segment_of_an_skb_only() {
     assert!(h.tx.tso_segs() >= 2 && after.len() > (h.tx.stats.data_skbs_sent - skbs) as usize, "{} segments after the echo", after.len());
     assert!(after[0].tcp.cwr && after[1..].iter().all(|p| !p.tcp.cwr));
     assert!(after.iter().all(|p| p.ecn == Ecn::Ect0));
+}
+
+/// The in-order ACK path (`clean_rtx_queue_in_order`) against the segment-by-segment walk of
+/// `tcp_clean_rtx_queue`: two senders get the same ACKs, one with the walk forced on every
+/// ACK. The ACKs are cumulative ACKs of 1 to 5 segments at 1-3 ms steps (so that one ACK
+/// covers segments of skbs sent at different times, with different delivery snapshots), and
+/// now and then three SACKs of the segments after `snd_una`: RACK marks, retransmissions, the
+/// linked send-ordered list, and later ACKs over SACKed and retransmitted segments, which the
+/// in-order path must leave to the walk. After every ACK the ACK's whole state (`AckState`:
+/// flags, rate sample, RTT range), its trace, the socket, RACK, the rate estimator, the
+/// scoreboard and every packet sent must be the same.
+#[test]
+fn the_in_order_ack_path_leaves_the_state_the_segment_walk_leaves() {
+    let run = |walk_only: bool| {
+        GENERAL_ACK_WALK_ONLY.with(|c| c.set(walk_only));
+        IN_ORDER_ACKS.with(|c| c.set(0));
+        let mut h = Harness::new(EcnMode::Off);
+        h.tx.trace_acks();
+        let mut log = vec![];
+        let mut advancing = 0;
+        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut now = 10;
+        for step in 0..800u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            now += 1 + x % 3;
+            let (una, out) = (h.tx.tp.snd_una, h.tx.tp.packets_out);
+            if step % 61 == 30 && out > 5 {
+                for k in 2..=4 {
+                    h.ack(now, una, &[(una + 1, una + k)], false);
+                }
+            } else {
+                h.ack(now, una + (1 + (x >> 8) % 5).min(out as u64) as u32, &[], false);
+            }
+            advancing += (h.tx.tp.snd_una > una) as u32;
+            let tx = &h.tx;
+            log.push(format!(
+                "{:?}\n{}\n{:?}\n{:?}\n{:?}",
+                tx.trace,
+                LAST_ACK_STATE.with(|c| c.borrow().clone()),
+                tx.tp,
+                (tx.rack_mstamp, tx.rack_rtt, tx.rack_end_seq, tx.rack_advanced, tx.reo_wnd_steps, tx.first_tx_time, tx.rate_delivered, tx.rate_interval),
+                (tx.retransmit_hint, tx.reordering, tx.rto, &tx.sb, tx.ts_head, tx.ts_tail, tx.ts_in_order_from),
+            ));
+            h.tx.take_ack_trace();
+        }
+        GENERAL_ACK_WALK_ONLY.with(|c| c.set(false));
+        log.push(format!("{:?}", h.sent));
+        (log, IN_ORDER_ACKS.with(|c| c.get()), advancing, h.tx.stats.retransmits)
+    };
+    let (walk, walk_in_order, _, _) = run(true);
+    let (fast, in_order, advancing, retransmits) = run(false);
+    assert_eq!(walk_in_order, 0, "the reference run walks every ACK");
+    assert!(in_order > 400, "the in-order path ran on {in_order} ACKs");
+    assert!(in_order < advancing as u64 && retransmits > 5, "ACKs over SACKed or retransmitted segments walked ({in_order} of {advancing}, {retransmits} retransmissions)");
+    assert_eq!(walk.len(), fast.len());
+    for (i, (w, f)) in walk.iter().zip(&fast).enumerate() {
+        assert_eq!(w, f, "step {i}");
+    }
 }
