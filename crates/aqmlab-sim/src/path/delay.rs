@@ -22,23 +22,34 @@ const NONE: Time = Time(u64::MAX);
 /// its host's jitter drawn from that endpoint's and direction's own stream (its *lane*,
 /// [`crate::host::HostJitter`]: never before the lane's previous departure, so each lane
 /// stays a FIFO). Jitter from different lanes can put a later packet ahead of an earlier
-/// one, so the ring is kept sorted by exit time: a packet is inserted after every packet
-/// due at or before it: usually the tail (always without jitter); otherwise found stepping
-/// back from the tail 1, 2, 4, ... entries and bisecting, as far as the jitter reaches (50 us
-/// of arrivals by default; at 10,000 flows a scan back one entry at a time cost ~300
-/// instructions per bottleneck packet). Packets due at the same instant leave in arrival
-/// order.
+/// one. Packets leave in exit-time order, those due at the same instant in arrival order,
+/// kept one of two ways:
 ///
-/// The packets stay inline in the sorted ring, and a packet placed before the tail moves
-/// the entries behind it. Session 7 measured the alternatives: a 16-byte (exit, slot) index
-/// over a slab, or over a ring in arrival order, cut cachegrind's L1 misses at 10,000 flows
-/// by 12-14 % but saved no CPU time reliably at any flow count (the slab cost more at 10 and
-/// 1000 flows): the moves are sequential, which a hardware prefetcher hides, while the
-/// index costs instructions at every packet (docs/performance.md, "Session 7: delay lines
-/// and timers").
+/// - A ring sorted by exit time (`line`), where a packet is placed after every packet due
+///   at or before it: the tail (always without jitter or with one host path), or, found
+///   stepping back from the tail 1, 2, 4, ... entries and bisecting, as far as the jitter
+///   reaches, with the entries behind it moved. Cheap while few packets leave within the
+///   jitter's reach (50 us by default: 4 packets at 1 Gbit/s), and it reads in order.
+/// - Once the moves cost more than [`MOVES_PER_ARRIVAL`] entries per arrival (over at least
+///   [`MOVE_WINDOW`] arrivals), the lanes merged ([`Merge`]): the packets stay where they
+///   arrived, each lane a FIFO linked through them, and a heap of the lanes' heads keyed by
+///   (exit, arrival number) gives the next to leave, so no packet is moved behind others.
+///   At 100 Gbit/s about 400 packets leave within the jitter's reach and a late packet
+///   moved hundreds of 72-byte entries (session 9, `r1000`: 1,131 instructions and 16 L1
+///   misses per bottleneck packet); the merge costs O(log lanes) per packet instead
+///   (docs/performance.md, "Session 10: the shared delay line's lanes"). A line that
+///   merged keeps merging.
+///
+/// Session 7 measured a 16-byte (exit, slot) index sorted over a slab, or over a ring in
+/// arrival order: it cut cachegrind's L1 misses at 10,000 flows but saved no CPU time at 1
+/// Gbit/s, where the moves are short and sequential (a hardware prefetcher hides them) and
+/// the index cost instructions at every packet; hence the sorted ring until the moves are
+/// long.
 #[derive(Debug)]
 pub struct DelayLine {
     delay: Time,
+    /// The packets in exit order; empty once the lanes are merged ([`Lanes::merge`] holds
+    /// them then).
     line: ExitRing,
     /// The earliest wake-up pending in the event queue ([`NONE`]: none). An arrival that
     /// becomes the head before it (only with jitter) asks for an earlier one; the later
@@ -54,11 +65,29 @@ pub struct DelayLine {
 enum Jitter {
     /// One host path for every packet: a workload's line (its transfers share its route).
     One(HostJitter),
-    /// Per lane `2 * endpoint id + direction` ([`lane`]), from lane `first` on: a line the
-    /// endpoints share. Slots span this line's own lanes only, not every endpoint id below
-    /// them (endpoints of distinct delays would otherwise cost n^2 slots).
-    Lanes { first: usize, slots: Vec<Option<HostJitter>> },
+    /// Per lane: a line the endpoints share.
+    Lanes(Lanes),
 }
+
+/// The lanes of a shared line, and how its packets are ordered.
+#[derive(Debug)]
+struct Lanes {
+    /// Lane `2 * endpoint id + direction` ([`lane`]) is slot `lane - first`. Slots span this
+    /// line's own lanes only, not every endpoint id below them (endpoints of distinct delays
+    /// would otherwise cost n^2 slots).
+    first: usize,
+    slots: Vec<Option<HostJitter>>,
+    /// Entries the sorted inserts have moved since the arrival numbered `window_start`.
+    moved: usize,
+    window_start: usize,
+    /// The packets once the lanes are merged (`None`: in the sorted ring).
+    merge: Option<Merge>,
+}
+
+/// Sorted inserts moving more than this many entries per arrival merge the lanes instead.
+const MOVES_PER_ARRIVAL: usize = 8;
+/// Arrivals over which the moves are counted (one burst of late packets does not switch).
+const MOVE_WINDOW: usize = 4096;
 
 /// The jitter lane of a packet on a shared line: its endpoint and direction.
 #[inline]
@@ -79,8 +108,10 @@ impl DelayLine {
     /// direction `dir` (a line the endpoints share).
     pub fn with_lane_jitter(&mut self, flow: u32, dir: Direction, jitter: HostJitter) {
         let i = lane(flow, dir);
-        let lanes = self.jitter.get_or_insert_with(|| Box::new(Jitter::Lanes { first: i, slots: Vec::new() }));
-        let Jitter::Lanes { first, slots } = &mut **lanes else { panic!("a workload's line has one host path, not lanes") };
+        let lanes = self.jitter.get_or_insert_with(|| Box::new(Jitter::Lanes(Lanes { first: i, slots: Vec::new(), moved: 0, window_start: 0, merge: None })));
+        let Jitter::Lanes(Lanes { first, slots, merge: None, .. }) = &mut **lanes else {
+            panic!("a workload's line has one host path, not lanes, and lanes are added before packets")
+        };
         if i < *first {
             // Lanes below the first so far (the build adds them in id order: not reached).
             slots.splice(0..0, (i..*first).map(|_| None));
@@ -98,7 +129,7 @@ impl DelayLine {
     #[cfg(test)]
     pub(crate) fn lane_slots(&self) -> usize {
         match self.jitter.as_deref() {
-            Some(Jitter::Lanes { slots, .. }) => slots.len(),
+            Some(Jitter::Lanes(l)) => l.slots.len(),
             _ => 0,
         }
     }
@@ -107,9 +138,22 @@ impl DelayLine {
         match self.jitter.as_deref_mut() {
             None => {}
             Some(Jitter::One(j)) => due = j.departure(ctx.now, due),
-            Some(Jitter::Lanes { first, slots }) => {
-                if let Some(Some(j)) = lane(pkt.flow, pkt.dir).checked_sub(*first).and_then(|i| slots.get_mut(i)) {
+            Some(Jitter::Lanes(l)) => {
+                let i = lane(pkt.flow, pkt.dir).wrapping_sub(l.first);
+                // Packets without a jitter lane of their own leave at `now + delay`, in
+                // arrival order: one lane more, after the slots.
+                let mut own = l.slots.len();
+                if let Some(Some(j)) = l.slots.get_mut(i) {
                     due = j.departure(ctx.now, due);
+                    own = i;
+                }
+                if let Some(m) = &mut l.merge {
+                    m.push(own, due, pkt);
+                    if due < self.wake {
+                        self.wake = due;
+                        ctx.wake_at(due);
+                    }
+                    return;
                 }
             }
         }
@@ -132,7 +176,8 @@ impl DelayLine {
     /// Places a packet due before the tail after every packet due at or before it: steps
     /// back from the tail 1, 2, 4, ... entries until one is due at or before it, then
     /// bisects the last step (at 10,000 flows the place is often tens of entries back: a
-    /// scan back one entry at a time cost ~300 instructions per bottleneck packet).
+    /// scan back one entry at a time cost ~300 instructions per bottleneck packet). Merges
+    /// the lanes when the moves grow too long (only lanes' packets arrive late).
     #[cold]
     #[inline(never)]
     fn insert_sorted(&mut self, due: Time, pkt: Packet) {
@@ -155,7 +200,38 @@ impl DelayLine {
                 hi = mid;
             }
         }
+        let moved = self.line.len() - hi;
         self.line.insert(hi, (due, pkt));
+        if let Some(Jitter::Lanes(l)) = self.jitter.as_deref_mut() {
+            l.moved += moved;
+            let arrivals = self.line.end().wrapping_sub(l.window_start);
+            if arrivals >= MOVE_WINDOW {
+                if l.moved > MOVES_PER_ARRIVAL * arrivals {
+                    self.merge_lanes();
+                } else {
+                    l.moved = 0;
+                    l.window_start = self.line.end();
+                }
+            }
+        }
+    }
+    /// Moves the line's packets from the sorted ring to merged lanes, where they keep their
+    /// slots: their positions in exit order serve as their arrival numbers (any later
+    /// arrival has a higher one and, among them, ties leave in ring order as before).
+    #[cold]
+    #[inline(never)]
+    fn merge_lanes(&mut self) {
+        let Some(Jitter::Lanes(l)) = self.jitter.as_deref_mut() else { unreachable!("only a line with lanes merges them") };
+        let ring = std::mem::replace(&mut self.line, ExitRing::new());
+        let mut m = Merge { next: vec![LAST; ring.slots.len()].into_boxed_slice(), tails: vec![usize::MAX; l.slots.len() + 1].into_boxed_slice(), heads: Vec::new(), held: ring.len, ring };
+        for i in 0..m.ring.len {
+            let pos = m.ring.head.wrapping_add(i);
+            let (due, pkt) = m.ring.at(pos);
+            let own = lane(pkt.flow, pkt.dir).wrapping_sub(l.first);
+            let own = if matches!(l.slots.get(own), Some(Some(_))) { own } else { l.slots.len() };
+            m.link(own, *due, pos);
+        }
+        l.merge = Some(m);
     }
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
         if ctx.now != self.wake {
@@ -163,6 +239,10 @@ impl DelayLine {
             return;
         }
         self.wake = NONE;
+        if self.line.len() == 0 {
+            // A wake-up due is for a packet on the line: merged lanes hold it.
+            return self.wake_merged(ctx);
+        }
         // The head's due time is read first, then its packet copied straight from its slot
         // into the outbox: not through a popped entry, nor (as `push` does, holding the value
         // across its possible growth) through the stack.
@@ -176,30 +256,185 @@ impl DelayLine {
             self.line.drop_front();
         }
     }
+    /// [`DelayLine::wake`] once the lanes are merged: the lanes' heads in (exit, arrival)
+    /// order.
+    #[inline(never)]
+    fn wake_merged(&mut self, ctx: &mut ElementCtx) {
+        let Some(Jitter::Lanes(Lanes { merge: Some(m), .. })) = self.jitter.as_deref_mut() else { return };
+        while let Some(&(due, pos)) = m.heads.first() {
+            if due > ctx.now {
+                self.wake = due;
+                ctx.wake_at(due);
+                return;
+            }
+            ctx.out.extend_from_slice(std::slice::from_ref(&m.ring.at(pos).1));
+            m.leave(pos);
+        }
+    }
+    fn merged(&self) -> Option<&Merge> {
+        match self.jitter.as_deref() {
+            Some(Jitter::Lanes(Lanes { merge: Some(m), .. })) => Some(m),
+            _ => None,
+        }
+    }
     /// Packets on the line.
     pub fn held(&self) -> usize {
-        self.line.len()
+        self.line.len() + self.merged().map_or(0, |m| m.held)
     }
     pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
-        self.line.iter().for_each(|(_, p)| f(p))
+        self.line.iter().for_each(|(_, p)| f(p));
+        if let Some(m) = self.merged() {
+            m.ring.iter().filter(|e| e.0 != LEFT).for_each(|(_, p)| f(p));
+        }
     }
 }
 
-/// The packets on a line and their exit times, in exit order: a ring whose size is a power
-/// of two, indexed by a position masked to the size (issue 15: `VecDeque`'s wrap-around
-/// test on every index, its growth check and the copy of each popped 72-byte entry through
-/// its return value were about a fifth of the line's per-packet cost). Grows by doubling to
-/// the most packets the line has held.
-/// Entries an insert moves one by one; more move as contiguous runs (`ExitRing::insert`).
-const SHORT_SHIFT: usize = 4;
+/// The exit time that marks a merged line's slot whose packet left before older ones.
+const LEFT: Time = Time(u64::MAX);
+/// No next packet of the lane (yet).
+const LAST: u32 = 0;
 
+/// A line's packets merged by lane: in arrival order in a ring from the oldest still on
+/// the line, each lane a FIFO linked through them, and a heap of the lanes' heads. A
+/// packet's position (the ring's `head` + its index, never reused) is its arrival number,
+/// which orders packets due at the same instant. A packet that leaves before older ones
+/// keeps its slot, marked [`LEFT`], until the ring's head passes it: the ring spans the
+/// arrivals within the jitter's reach beyond the packets held.
+#[derive(Debug)]
+struct Merge {
+    ring: ExitRing,
+    /// Per ring slot: positions from its packet to the next of its lane ([`LAST`]: none yet).
+    next: Box<[u32]>,
+    /// Per lane (the last: packets without jitter): the position of its latest arrival, on
+    /// the line or not ([`usize::MAX`]: none yet).
+    tails: Box<[usize]>,
+    /// A binary min-heap of the non-empty lanes' heads by (exit time, position).
+    heads: Vec<(Time, usize)>,
+    /// Packets on the line (the ring also spans those that left).
+    held: usize,
+}
+
+impl Merge {
+    /// Adds a packet of lane `own` due at `due`, never before the lane's previous one.
+    #[inline]
+    fn push(&mut self, own: usize, due: Time, pkt: Packet) {
+        if self.ring.len == self.ring.slots.len() {
+            self.grow();
+        }
+        let pos = self.ring.end();
+        let slot = pos & (self.ring.slots.len() - 1);
+        self.ring.slots[slot] = (due, pkt);
+        self.next[slot] = LAST;
+        self.ring.len += 1;
+        self.held += 1;
+        self.link(own, due, pos);
+    }
+    /// Appends the packet at `pos` (on the ring) to lane `own`: after the lane's latest
+    /// packet if that is still on the line, else as the lane's head.
+    #[inline]
+    fn link(&mut self, own: usize, due: Time, pos: usize) {
+        let tail = self.tails[own];
+        self.tails[own] = pos;
+        if tail.wrapping_sub(self.ring.head) < self.ring.len && self.ring.at(tail).0 != LEFT {
+            debug_assert!(self.ring.at(tail).0 <= due, "a lane is a FIFO");
+            let mask = self.ring.slots.len() - 1;
+            self.next[tail & mask] = (pos - tail) as u32;
+        } else {
+            self.push_head((due, pos));
+        }
+    }
+    /// Forgets the packet at `pos`, the heads' first (the caller has copied it out): its
+    /// lane's next packet, if any, becomes the lane's head.
+    #[inline]
+    fn leave(&mut self, pos: usize) {
+        let mask = self.ring.slots.len() - 1;
+        let after = self.next[pos & mask];
+        self.ring.at_mut(pos).0 = LEFT;
+        self.held -= 1;
+        if pos == self.ring.head {
+            // The ring starts at the oldest packet still on the line.
+            self.ring.drop_front();
+            while self.ring.len != 0 && self.ring.get(0).0 == LEFT {
+                self.ring.drop_front();
+            }
+        }
+        if after == LAST {
+            let last = self.heads.pop().expect("the packet's lane is in the heap");
+            if !self.heads.is_empty() {
+                self.sift_down(last);
+            }
+        } else {
+            let next = pos + after as usize;
+            self.sift_down((self.ring.at(next).0, next));
+        }
+    }
+    /// Puts `key` at the heap's root, in the place of the root, and moves it down to its
+    /// place.
+    #[inline]
+    fn sift_down(&mut self, key: (Time, usize)) {
+        let h = &mut self.heads[..];
+        let mut i = 0;
+        loop {
+            let mut c = 2 * i + 1;
+            if c >= h.len() {
+                break;
+            }
+            if c + 1 < h.len() && h[c + 1] < h[c] {
+                c += 1;
+            }
+            if key < h[c] {
+                break;
+            }
+            h[i] = h[c];
+            i = c;
+        }
+        h[i] = key;
+    }
+    /// Adds a lane's head to the heap.
+    #[inline]
+    fn push_head(&mut self, key: (Time, usize)) {
+        self.heads.push(key);
+        let h = &mut self.heads[..];
+        let mut i = h.len() - 1;
+        while i > 0 && key < h[(i - 1) / 2] {
+            h[i] = h[(i - 1) / 2];
+            i = (i - 1) / 2;
+        }
+        h[i] = key;
+    }
+    /// Twice the ring's (and links') slots, every packet at the same position.
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        let old = self.ring.slots.len() - 1;
+        self.ring.grow();
+        let mut next = vec![LAST; self.ring.slots.len()].into_boxed_slice();
+        let mask = next.len() - 1;
+        for i in 0..self.ring.len {
+            let pos = self.ring.head.wrapping_add(i);
+            next[pos & mask] = self.next[pos & old];
+        }
+        self.next = next;
+    }
+}
+
+/// The packets on a line and their exit times: a ring whose size is a power of two,
+/// indexed by a position masked to the size (issue 15: `VecDeque`'s wrap-around test on
+/// every index, its growth check and the copy of each popped 72-byte entry through its
+/// return value were about a fifth of the line's per-packet cost). Grows by doubling to the
+/// most packets the line has held. In exit order on a line's sorted ring; in arrival order
+/// in [`Merge`].
 #[derive(Debug)]
 struct ExitRing {
     slots: Box<[(Time, Packet)]>,
     /// Position of the head: its slot is `head & (size - 1)`; the tail's is `head + len`.
+    /// Positions keep their entries when the ring grows.
     head: usize,
     len: usize,
 }
+
+/// Entries an insert moves one by one; more move as contiguous runs (`ExitRing::insert`).
+const SHORT_SHIFT: usize = 4;
 
 impl ExitRing {
     fn new() -> Self {
@@ -211,15 +446,29 @@ impl ExitRing {
     fn len(&self) -> usize {
         self.len
     }
+    /// The position after the tail: the next entry's.
+    #[inline]
+    fn end(&self) -> usize {
+        self.head.wrapping_add(self.len)
+    }
+    /// The entry at position `pos` (from `head` to `head + len`).
+    #[inline]
+    fn at(&self, pos: usize) -> &(Time, Packet) {
+        &self.slots[pos & (self.slots.len() - 1)]
+    }
+    #[inline]
+    fn at_mut(&mut self, pos: usize) -> &mut (Time, Packet) {
+        let mask = self.slots.len() - 1;
+        &mut self.slots[pos & mask]
+    }
     /// The `i`-th entry from the head (`i < len`).
     #[inline]
     fn get(&self, i: usize) -> &(Time, Packet) {
-        &self.slots[self.head.wrapping_add(i) & (self.slots.len() - 1)]
+        self.at(self.head.wrapping_add(i))
     }
     #[inline]
     fn slot_mut(&mut self, i: usize) -> &mut (Time, Packet) {
-        let mask = self.slots.len() - 1;
-        &mut self.slots[self.head.wrapping_add(i) & mask]
+        self.at_mut(self.head.wrapping_add(i))
     }
     #[inline]
     fn front(&self) -> Option<&(Time, Packet)> {
@@ -274,16 +523,17 @@ impl ExitRing {
         }
         *self.slot_mut(at) = e;
     }
-    /// Twice the slots, the entries moved to the start in order.
+    /// Twice the slots, each entry at the same position.
     #[cold]
     #[inline(never)]
     fn grow(&mut self) {
         let mut slots = Self::empty_slots(2 * self.slots.len());
-        for (i, s) in slots.iter_mut().take(self.len).enumerate() {
-            *s = *self.get(i);
+        let mask = slots.len() - 1;
+        for i in 0..self.len {
+            let pos = self.head.wrapping_add(i);
+            slots[pos & mask] = *self.at(pos);
         }
         self.slots = slots;
-        self.head = 0;
     }
     fn iter(&self) -> impl Iterator<Item = &(Time, Packet)> {
         (0..self.len).map(|i| self.get(i))
@@ -451,6 +701,107 @@ mod tests {
             let mut rest = expect.split_off(4_000);
             rest.sort_by_key(|e| e.0);
             assert_eq!(line.line.iter().map(|e| (e.0, e.1.tcp.seq)).collect::<Vec<_>>(), rest, "spread {spread}, wrapped");
+        }
+    }
+
+    /// Runs `arrivals` (time, flow, direction) through `line`, merging its lanes before the
+    /// arrival numbered `merge_at` (if any), checking at each arrival that it holds every
+    /// packet not yet out; returns each packet's (exit time, arrival number) in exit order
+    /// and the wake-ups run.
+    fn drive(line: &mut DelayLine, arrivals: &[(u64, u32, Direction)], merge_at: Option<usize>) -> (Vec<(Time, u32)>, u64) {
+        let (mut q, mut out, mut got) = (EventQueue::default(), Vec::new(), Vec::new());
+        let wake = |line: &mut DelayLine, q: &mut EventQueue, out: &mut Vec<Packet>, got: &mut Vec<(Time, u32)>, until: u64| {
+            while q.peek_time().is_some_and(|w| w.0 < until) {
+                let (w, _) = q.pop().unwrap();
+                line.wake(&mut ElementCtx { id: 0, now: w, events: q, out });
+                got.extend(out.drain(..).map(|p| (w, p.tcp.seq)));
+            }
+        };
+        for (seq, &(t, f, dir)) in arrivals.iter().enumerate() {
+            wake(line, &mut q, &mut out, &mut got, t);
+            if merge_at == Some(seq) {
+                line.merge_lanes();
+            }
+            let mut p = Packet::new(f, dir, Kind::Data, 100);
+            p.tcp.seq = seq as u32;
+            line.receive(p, &mut ElementCtx { id: 0, now: Time(t), events: &mut q, out: &mut out });
+            let mut n = 0;
+            line.for_each_held(&mut |_| n += 1);
+            assert_eq!((line.held(), n), (seq + 1 - got.len(), seq + 1 - got.len()), "packets held");
+        }
+        wake(line, &mut q, &mut out, &mut got, u64::MAX);
+        assert_eq!(line.held(), 0);
+        (got, q.processed())
+    }
+
+    /// Merged lanes give the exit order of a plain sort by (exit time, arrival) of the exits
+    /// separate lanes give (each lane's own stream, packets without a lane at `now +
+    /// delay`), with the wake-ups of the sorted ring, whenever the merge starts: for random
+    /// lane counts, jitter bounds, rates (bursts at one instant and gaps of 0 to `gap` ns)
+    /// and lanes with no jitter.
+    #[test]
+    fn merged_lanes_leave_as_a_sort_by_exit_and_arrival() {
+        let mut rng = Stream::new(11, "merge");
+        let delay = Time::from_millis(1);
+        for case in 0..40 {
+            let flows = 1 + (rng.uniform() * 60.0) as u32;
+            let max = Time((rng.uniform() * 80_000.0) as u64);
+            let gap = 1 + (rng.uniform() * 20_000.0) as u64;
+            let n = 3_000;
+            let mut t = 0;
+            let arr: Vec<(u64, u32, Direction)> = (0..n)
+                .map(|_| {
+                    if rng.uniform() < 0.5 {
+                        t += (rng.uniform() * gap as f64) as u64;
+                    }
+                    let dir = if rng.uniform() < 0.5 { Direction::Forward } else { Direction::Reverse };
+                    (t, (rng.uniform() * flows as f64) as u32, dir)
+                })
+                .collect();
+            // Lanes for most flows and directions; the rest pass without jitter.
+            let jittered: Vec<(u32, Direction)> = (0..flows).flat_map(|f| [(f, Direction::Forward), (f, Direction::Reverse)]).filter(|_| rng.uniform() < 0.8).collect();
+            let jitter = |f: u32, dir: Direction| HostJitter::new(max, Stream::new(case, &format!("jitter/{f}/{}", dir as u8)));
+            let new_line = || {
+                let mut line = DelayLine::new(delay);
+                jittered.iter().for_each(|&(f, dir)| line.with_lane_jitter(f, dir, jitter(f, dir)));
+                line
+            };
+            // The reference: each packet's exit from its own lane's stream, sorted.
+            let mut lanes: Vec<((u32, Direction), HostJitter)> = jittered.iter().map(|&(f, dir)| ((f, dir), jitter(f, dir))).collect();
+            let mut expect: Vec<(Time, u32)> = arr
+                .iter()
+                .enumerate()
+                .map(|(seq, &(t, f, dir))| {
+                    let due = Time(t) + delay;
+                    let due = lanes.iter_mut().find(|l| l.0 == (f, dir)).map_or(due, |l| l.1.departure(Time(t), due));
+                    (due, seq as u32)
+                })
+                .collect();
+            expect.sort();
+            let (sorted, wakes) = drive(&mut new_line(), &arr, None);
+            assert_eq!(sorted, expect, "case {case}: sorted ring");
+            for merge_at in [0, 1 + (rng.uniform() * (n - 1) as f64) as usize] {
+                let mut line = new_line();
+                let got = drive(&mut line, &arr, Some(merge_at));
+                assert!(line.merged().is_some());
+                assert_eq!(got, (expect.clone(), wakes), "case {case}: merged before arrival {merge_at}");
+            }
+        }
+    }
+
+    /// A line merges its lanes by itself when late packets move many entries (many lanes,
+    /// jitter spanning many arrivals), and keeps its sorted ring when they move few.
+    #[test]
+    fn lanes_merge_when_the_sorted_inserts_move_many_entries() {
+        for (flows, gap, merges) in [(200, 100, true), (13, 40_000, false)] {
+            let mut line = DelayLine::new(Time::from_millis(1));
+            for f in 0..flows {
+                line.with_lane_jitter(f, Direction::Forward, HostJitter::new(Time::from_micros(50), Stream::new(1, &format!("jitter/{f}"))));
+            }
+            let arr: Vec<(u64, u32, Direction)> = (0..3 * MOVE_WINDOW as u64).map(|k| (k * gap, k as u32 % flows, Direction::Forward)).collect();
+            let (got, _) = drive(&mut line, &arr, None);
+            assert_eq!(line.merged().is_some(), merges, "{flows} lanes, a packet every {gap} ns");
+            assert!(got.windows(2).all(|w| w[0] < w[1]), "exit order");
         }
     }
 
