@@ -77,16 +77,23 @@ struct Lanes {
     /// would otherwise cost n^2 slots).
     first: usize,
     slots: Vec<Option<HostJitter>>,
-    /// Entries the sorted inserts have moved since the arrival numbered `window_start`.
+    /// Entries the sorted inserts have moved since the arrival numbered `window_start` (only
+    /// those of more than [`SHORT_SHIFT`]).
     moved: usize,
     window_start: usize,
     /// The packets once the lanes are merged (`None`: in the sorted ring).
     merge: Option<Merge>,
 }
 
-/// Sorted inserts moving more than this many entries per arrival merge the lanes instead.
-const MOVES_PER_ARRIVAL: usize = 8;
-/// Arrivals over which the moves are counted (one burst of late packets does not switch).
+/// Sorted inserts moving more than this many entries per arrival (counting only inserts
+/// that move more than [`SHORT_SHIFT`]) merge the lanes instead.
+const MOVES_PER_ARRIVAL: usize = 32;
+/// Merged lanes go back to the sorted ring when fewer packets than this arrive within the
+/// jitter's reach: a late packet can only overtake those, so the ring's moves per arrival
+/// would be fewer (hysteresis below [`MOVES_PER_ARRIVAL`]).
+const ARRIVALS_PER_REACH: u64 = 16;
+/// Arrivals over which the moves, or the arrivals' density, are counted (one burst of late
+/// packets does not switch).
 const MOVE_WINDOW: usize = 4096;
 
 /// The jitter lane of a packet on a shared line: its endpoint and direction.
@@ -139,21 +146,8 @@ impl DelayLine {
             None => {}
             Some(Jitter::One(j)) => due = j.departure(ctx.now, due),
             Some(Jitter::Lanes(l)) => {
-                let i = lane(pkt.flow, pkt.dir).wrapping_sub(l.first);
-                // Packets without a jitter lane of their own leave at `now + delay`, in
-                // arrival order: one lane more, after the slots.
-                let mut own = l.slots.len();
-                if let Some(Some(j)) = l.slots.get_mut(i) {
+                if let Some(Some(j)) = lane(pkt.flow, pkt.dir).checked_sub(l.first).and_then(|i| l.slots.get_mut(i)) {
                     due = j.departure(ctx.now, due);
-                    own = i;
-                }
-                if let Some(m) = &mut l.merge {
-                    m.push(own, due, pkt);
-                    if due < self.wake {
-                        self.wake = due;
-                        ctx.wake_at(due);
-                    }
-                    return;
                 }
             }
         }
@@ -167,10 +161,29 @@ impl DelayLine {
     /// jitter) at the tail.
     #[inline]
     fn place(&mut self, due: Time, pkt: Packet) {
-        if self.line.back().map_or(true, |b| b.0 <= due) {
-            self.line.push_back((due, pkt));
-        } else {
-            self.insert_sorted(due, pkt);
+        match self.line.back() {
+            Some(b) if b.0 <= due => self.line.push_back((due, pkt)),
+            Some(_) => self.insert_sorted(due, pkt),
+            None => self.place_without_tail(due, pkt),
+        }
+    }
+    /// Places a packet when the sorted ring is empty: its first, or (the ring stays empty
+    /// then) on the merged lanes. Not inlined: the sorted ring's test for its tail is the
+    /// only one its packets pass (instructions of scenario (a) unchanged).
+    #[inline(never)]
+    fn place_without_tail(&mut self, due: Time, pkt: Packet) {
+        match self.jitter.as_deref_mut() {
+            Some(Jitter::Lanes(Lanes { first, slots, merge: Some(m), .. })) => {
+                // Packets without a jitter lane of their own leave at `now + delay`, in
+                // arrival order: one lane more, after the slots.
+                let i = lane(pkt.flow, pkt.dir).wrapping_sub(*first);
+                let own = if matches!(slots.get(i), Some(Some(_))) { i } else { slots.len() };
+                m.push(own, due, pkt);
+                if m.ring.end().wrapping_sub(m.window_start) >= MOVE_WINDOW && m.sparse(due) {
+                    self.unmerge_lanes();
+                }
+            }
+            _ => self.line.push_back((due, pkt)),
         }
     }
     /// Places a packet due before the tail after every packet due at or before it: steps
@@ -202,16 +215,23 @@ impl DelayLine {
         }
         let moved = self.line.len() - hi;
         self.line.insert(hi, (due, pkt));
-        if let Some(Jitter::Lanes(l)) = self.jitter.as_deref_mut() {
-            l.moved += moved;
-            let arrivals = self.line.end().wrapping_sub(l.window_start);
-            if arrivals >= MOVE_WINDOW {
-                if l.moved > MOVES_PER_ARRIVAL * arrivals {
-                    self.merge_lanes();
-                } else {
-                    l.moved = 0;
-                    l.window_start = self.line.end();
-                }
+        if moved > SHORT_SHIFT {
+            self.count_moves(moved);
+        }
+    }
+    /// Counts the entries a sorted insert moved (one of more than [`SHORT_SHIFT`]: the short
+    /// moves cost little and never call for merging), and merges the lanes once they are more
+    /// than [`MOVES_PER_ARRIVAL`] per arrival over at least [`MOVE_WINDOW`] arrivals.
+    fn count_moves(&mut self, moved: usize) {
+        let Some(Jitter::Lanes(l)) = self.jitter.as_deref_mut() else { return };
+        l.moved += moved;
+        let arrivals = self.line.end().wrapping_sub(l.window_start);
+        if arrivals >= MOVE_WINDOW {
+            if l.moved > MOVES_PER_ARRIVAL * arrivals {
+                self.merge_lanes();
+            } else {
+                l.moved = 0;
+                l.window_start = self.line.end();
             }
         }
     }
@@ -223,15 +243,31 @@ impl DelayLine {
     fn merge_lanes(&mut self) {
         let Some(Jitter::Lanes(l)) = self.jitter.as_deref_mut() else { unreachable!("only a line with lanes merges them") };
         let ring = std::mem::replace(&mut self.line, ExitRing::new());
-        let mut m = Merge { next: vec![LAST; ring.slots.len()].into_boxed_slice(), tails: vec![usize::MAX; l.slots.len() + 1].into_boxed_slice(), heads: Vec::new(), held: ring.len, ring };
+        let reach = l.slots.iter().flatten().map(HostJitter::max).max().unwrap_or(Time::ZERO);
+        let (window_start, window_due) = (ring.end(), ring.back().map_or(Time::ZERO, |b| b.0));
+        let mut m = Merge { next: vec![LAST; ring.slots.len()].into_boxed_slice(), tails: vec![usize::MAX; l.slots.len() + 1].into_boxed_slice(), heads: Vec::new(), held: ring.len, ring, reach, window_start, window_due };
         for i in 0..m.ring.len {
             let pos = m.ring.head.wrapping_add(i);
             let (due, pkt) = m.ring.at(pos);
-            let own = lane(pkt.flow, pkt.dir).wrapping_sub(l.first);
-            let own = if matches!(l.slots.get(own), Some(Some(_))) { own } else { l.slots.len() };
+            let i = lane(pkt.flow, pkt.dir).wrapping_sub(l.first);
+            let own = if matches!(l.slots.get(i), Some(Some(_))) { i } else { l.slots.len() };
             m.link(own, *due, pos);
         }
         l.merge = Some(m);
+    }
+    /// Moves merged lanes' packets back to a sorted ring, in the order they would leave.
+    #[cold]
+    #[inline(never)]
+    fn unmerge_lanes(&mut self) {
+        let Some(Jitter::Lanes(l)) = self.jitter.as_deref_mut() else { unreachable!("only a line with lanes merges them") };
+        let mut m = l.merge.take().expect("merged");
+        while let Some(&key) = m.heads.first() {
+            let pos = key as usize;
+            self.line.push_back(*m.ring.at(pos));
+            m.leave(pos);
+        }
+        l.moved = 0;
+        l.window_start = self.line.end();
     }
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
         if ctx.now != self.wake {
@@ -261,7 +297,8 @@ impl DelayLine {
     #[inline(never)]
     fn wake_merged(&mut self, ctx: &mut ElementCtx) {
         let Some(Jitter::Lanes(Lanes { merge: Some(m), .. })) = self.jitter.as_deref_mut() else { return };
-        while let Some(&(due, pos)) = m.heads.first() {
+        while let Some(&key) = m.heads.first() {
+            let (due, pos) = (Time((key >> 64) as u64), key as usize);
             if due > ctx.now {
                 self.wake = due;
                 ctx.wake_at(due);
@@ -308,10 +345,23 @@ struct Merge {
     /// Per lane (the last: packets without jitter): the position of its latest arrival, on
     /// the line or not ([`usize::MAX`]: none yet).
     tails: Box<[usize]>,
-    /// A binary min-heap of the non-empty lanes' heads by (exit time, position).
-    heads: Vec<(Time, usize)>,
+    /// A binary min-heap of the non-empty lanes' heads: exit time (high 64 bits) and
+    /// position, one integer compared at once.
+    heads: Vec<u128>,
     /// Packets on the line (the ring also spans those that left).
     held: usize,
+    /// The largest jitter bound of the lanes: how far apart in arrival two packets that
+    /// leave out of arrival order can be.
+    reach: Time,
+    /// The position and exit time of the arrival the density is counted from.
+    window_start: usize,
+    window_due: Time,
+}
+
+/// A heap key: exit time, then position (arrival number).
+#[inline]
+fn key(due: Time, pos: usize) -> u128 {
+    (due.0 as u128) << 64 | pos as u128
 }
 
 impl Merge {
@@ -331,7 +381,7 @@ impl Merge {
     }
     /// Appends the packet at `pos` (on the ring) to lane `own`: after the lane's latest
     /// packet if that is still on the line, else as the lane's head.
-    #[inline]
+    #[inline(always)]
     fn link(&mut self, own: usize, due: Time, pos: usize) {
         let tail = self.tails[own];
         self.tails[own] = pos;
@@ -340,7 +390,7 @@ impl Merge {
             let mask = self.ring.slots.len() - 1;
             self.next[tail & mask] = (pos - tail) as u32;
         } else {
-            self.push_head((due, pos));
+            self.push_head(key(due, pos));
         }
     }
     /// Forgets the packet at `pos`, the heads' first (the caller has copied it out): its
@@ -365,34 +415,44 @@ impl Merge {
             }
         } else {
             let next = pos + after as usize;
-            self.sift_down((self.ring.at(next).0, next));
+            self.sift_down(key(self.ring.at(next).0, next));
         }
+    }
+    /// Whether fewer than [`ARRIVALS_PER_REACH`] packets arrived within the jitter's reach
+    /// over the arrivals since the window's start (the arrival due at `due` the last; exit
+    /// times stand for arrival times, within the reach); starts the next window.
+    #[cold]
+    fn sparse(&mut self, due: Time) -> bool {
+        let arrivals = self.ring.end().wrapping_sub(self.window_start) as u64;
+        let span = due.0.saturating_sub(self.window_due.0);
+        self.window_start = self.ring.end();
+        self.window_due = due;
+        arrivals.saturating_mul(self.reach.0) < ARRIVALS_PER_REACH.saturating_mul(span)
     }
     /// Puts `key` at the heap's root, in the place of the root, and moves it down to its
     /// place.
     #[inline]
-    fn sift_down(&mut self, key: (Time, usize)) {
+    fn sift_down(&mut self, key: u128) {
         let h = &mut self.heads[..];
         let mut i = 0;
         loop {
-            let mut c = 2 * i + 1;
-            if c >= h.len() {
+            let c = 2 * i + 1;
+            let Some(&left) = h.get(c) else { break };
+            let (c, least) = match h.get(c + 1) {
+                Some(&right) if right < left => (c + 1, right),
+                _ => (c, left),
+            };
+            if key < least {
                 break;
             }
-            if c + 1 < h.len() && h[c + 1] < h[c] {
-                c += 1;
-            }
-            if key < h[c] {
-                break;
-            }
-            h[i] = h[c];
+            h[i] = least;
             i = c;
         }
         h[i] = key;
     }
     /// Adds a lane's head to the heap.
     #[inline]
-    fn push_head(&mut self, key: (Time, usize)) {
+    fn push_head(&mut self, key: u128) {
         self.heads.push(key);
         let h = &mut self.heads[..];
         let mut i = h.len() - 1;
@@ -705,10 +765,11 @@ mod tests {
     }
 
     /// Runs `arrivals` (time, flow, direction) through `line`, merging its lanes before the
-    /// arrival numbered `merge_at` (if any), checking at each arrival that it holds every
+    /// arrival numbered `merge_at` (if any) and back to a sorted ring before `unmerge_at`
+    /// (if any), checking at each arrival that it holds every
     /// packet not yet out; returns each packet's (exit time, arrival number) in exit order
     /// and the wake-ups run.
-    fn drive(line: &mut DelayLine, arrivals: &[(u64, u32, Direction)], merge_at: Option<usize>) -> (Vec<(Time, u32)>, u64) {
+    fn drive(line: &mut DelayLine, arrivals: &[(u64, u32, Direction)], merge_at: Option<usize>, unmerge_at: Option<usize>) -> (Vec<(Time, u32)>, u64) {
         let (mut q, mut out, mut got) = (EventQueue::default(), Vec::new(), Vec::new());
         let wake = |line: &mut DelayLine, q: &mut EventQueue, out: &mut Vec<Packet>, got: &mut Vec<(Time, u32)>, until: u64| {
             while q.peek_time().is_some_and(|w| w.0 < until) {
@@ -721,6 +782,9 @@ mod tests {
             wake(line, &mut q, &mut out, &mut got, t);
             if merge_at == Some(seq) {
                 line.merge_lanes();
+            }
+            if unmerge_at == Some(seq) {
+                line.unmerge_lanes();
             }
             let mut p = Packet::new(f, dir, Kind::Data, 100);
             p.tcp.seq = seq as u32;
@@ -736,7 +800,8 @@ mod tests {
 
     /// Merged lanes give the exit order of a plain sort by (exit time, arrival) of the exits
     /// separate lanes give (each lane's own stream, packets without a lane at `now +
-    /// delay`), with the wake-ups of the sorted ring, whenever the merge starts: for random
+    /// delay`), with the wake-ups of the sorted ring, whenever the merge starts (and ends,
+    /// back to a sorted ring): for random
     /// lane counts, jitter bounds, rates (bursts at one instant and gaps of 0 to `gap` ns)
     /// and lanes with no jitter.
     #[test]
@@ -778,30 +843,47 @@ mod tests {
                 })
                 .collect();
             expect.sort();
-            let (sorted, wakes) = drive(&mut new_line(), &arr, None);
+            let (sorted, wakes) = drive(&mut new_line(), &arr, None, None);
             assert_eq!(sorted, expect, "case {case}: sorted ring");
-            for merge_at in [0, 1 + (rng.uniform() * (n - 1) as f64) as usize] {
+            let at = |rng: &mut Stream, from: usize| from + (rng.uniform() * (n - from) as f64) as usize;
+            let merge_at = at(&mut rng, 1);
+            for (merge_at, unmerge_at) in [(0, None), (merge_at, None), (merge_at, Some(at(&mut rng, merge_at + 1)))] {
                 let mut line = new_line();
-                let got = drive(&mut line, &arr, Some(merge_at));
-                assert!(line.merged().is_some());
-                assert_eq!(got, (expect.clone(), wakes), "case {case}: merged before arrival {merge_at}");
+                let got = drive(&mut line, &arr, Some(merge_at), unmerge_at);
+                assert_eq!(line.merged().is_some(), unmerge_at.is_none());
+                assert_eq!(got, (expect.clone(), wakes), "case {case}: merged before arrival {merge_at}, back before {unmerge_at:?}");
             }
         }
     }
 
     /// A line merges its lanes by itself when late packets move many entries (many lanes,
-    /// jitter spanning many arrivals), and keeps its sorted ring when they move few.
+    /// jitter spanning many arrivals), keeps its sorted ring when they move few, and goes
+    /// back to it when packets arrive sparsely again.
     #[test]
-    fn lanes_merge_when_the_sorted_inserts_move_many_entries() {
-        for (flows, gap, merges) in [(200, 100, true), (13, 40_000, false)] {
+    fn lanes_merge_while_the_sorted_inserts_would_move_many_entries() {
+        let n = 3 * MOVE_WINDOW as u64;
+        // (flows, ns between arrivals; then, from arrival `n`, between arrivals)
+        for (flows, gap, later) in [(200, 100, None), (13, 40_000, None), (200, 100, Some(20_000))] {
             let mut line = DelayLine::new(Time::from_millis(1));
             for f in 0..flows {
                 line.with_lane_jitter(f, Direction::Forward, HostJitter::new(Time::from_micros(50), Stream::new(1, &format!("jitter/{f}"))));
             }
-            let arr: Vec<(u64, u32, Direction)> = (0..3 * MOVE_WINDOW as u64).map(|k| (k * gap, k as u32 % flows, Direction::Forward)).collect();
-            let (got, _) = drive(&mut line, &arr, None);
-            assert_eq!(line.merged().is_some(), merges, "{flows} lanes, a packet every {gap} ns");
-            assert!(got.windows(2).all(|w| w[0] < w[1]), "exit order");
+            let times = (0..n).map(|k| k * gap).chain((1..=later.map_or(0, |_| n)).map(|k| (n - 1) * gap + k * later.unwrap_or(0)));
+            let arr: Vec<(u64, u32, Direction)> = times.enumerate().map(|(k, t)| (t, k as u32 % flows, Direction::Forward)).collect();
+            let mut merged = Vec::new();
+            let mut line_seen = |line: &DelayLine| merged.push(line.merged().is_some());
+            line_seen(&line);
+            let (got, _) = drive(&mut line, &arr[..n as usize], None, None);
+            line_seen(&line);
+            let (more, _) = drive(&mut line, &arr[n as usize..], None, None);
+            line_seen(&line);
+            let expect = match (gap, later) {
+                (100, None) => [false, true, true],
+                (100, Some(_)) => [false, true, false],
+                _ => [false, false, false],
+            };
+            assert_eq!(merged, expect, "{flows} lanes, a packet every {gap} ns, then every {later:?} ns");
+            assert!(got.windows(2).chain(more.windows(2)).all(|w| w[0].0 <= w[1].0), "exit order");
         }
     }
 
