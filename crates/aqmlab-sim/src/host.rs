@@ -130,6 +130,11 @@ impl HostJitter {
         Time(first as u64)
     }
 
+    /// The bound of the delays.
+    pub fn max(&self) -> Time {
+        self.stream.max
+    }
+
     /// The departure of a packet handed over at `now` that would leave at `due` without
     /// noise: one draw per hand-off instant, never before the previous departure.
     #[inline]
