@@ -6,9 +6,11 @@ TLB covers, and a page walk per miss is a large part of each packet's cost. Linu
 with 2 MiB pages on request when ``/sys/kernel/mm/transparent_hugepage/enabled`` is
 ``madvise`` (the usual distribution default), and glibc 2.35 on makes that request for its
 heap when started with the tunable ``glibc.malloc.hugetlb=1`` (``GLIBC_TUNABLES``, read once
-at process start). So the command, when the kernel asks for ``madvise`` and the tunable is
-not set, starts itself again (``execv``: same process id, arguments and descriptors) with it
-added; its worker processes (local pool, local Dask cluster) inherit it. Results do not depend
+at process start). So the commands that run the engine (``run``, ``suite run``,
+``validate``), when the kernel takes ``madvise`` requests and the tunable is not set, start
+themselves again (``execve``: same process id, arguments and descriptors) with it added, about
+40 ms of CPU; their worker processes (local pool, local Dask cluster) inherit it. The other
+commands start as they are. Results do not depend
 on it: only where the memory lies. ``AQMLAB_HUGEPAGES=0`` turns it off; a
 ``glibc.malloc.hugetlb`` setting of the caller's own is kept as it is. Measured effect:
 docs/performance.md, "Session 10: huge pages".
@@ -39,6 +41,12 @@ def tunables_with_hugepages(env: dict[str, str] | os._Environ[str], thp_setting:
     if any(t.startswith("glibc.malloc.hugetlb=") for t in current.split(":")):
         return None
     return f"{current}:{TUNABLE}" if current else TUNABLE
+
+
+def runs_engine(args: list[str]) -> bool:
+    """Whether the command line (the arguments after the program) runs simulations."""
+    words = [a for a in args if not a.startswith("-")][:2]
+    return words[:1] in (["run"], ["validate"]) or words == ["suite", "run"]
 
 
 def _uses_glibc() -> bool:
@@ -72,7 +80,8 @@ def reexec_with_hugepages() -> None:
 
 
 def main() -> None:
-    reexec_with_hugepages()
+    if runs_engine(sys.argv[1:]):
+        reexec_with_hugepages()
     from .cli import main as cli_main
 
     cli_main(prog_name="aqmlab")

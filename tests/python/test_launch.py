@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from aqmlab.launch import TUNABLE, tunables_with_hugepages
+from aqmlab.launch import TUNABLE, runs_engine, tunables_with_hugepages
 
 MADVISE = "always [madvise] never\n"
 
@@ -27,6 +27,12 @@ def test_nothing_changes_when_off_set_by_the_caller_or_not_madvise() -> None:
     assert tunables_with_hugepages({}, "[always] madvise never\n") is None
     assert tunables_with_hugepages({}, "always madvise [never]\n") is None
     assert tunables_with_hugepages({}, None) is None
+
+
+def test_only_the_commands_that_run_the_engine_start_again() -> None:
+    assert runs_engine(["run", "s.toml", "--out", "x"]) and runs_engine(["-q", "validate"])
+    assert runs_engine(["suite", "run", "l4s-tests", "-j", "2"])
+    assert not any(runs_engine(a) for a in (["--version"], ["check", "s.toml"], ["suite", "list"], ["suite", "report", "d"], ["plot", "run"], []))
 
 
 @pytest.mark.skipif(sys.platform != "linux" or not Path("/sys/kernel/mm/transparent_hugepage/enabled").exists(), reason="Linux with THP")
