@@ -1,4 +1,4 @@
-from .cli import main
+from .launch import main
 
 if __name__ == "__main__":
-    main(prog_name="aqmlab")
+    main()

@@ -159,11 +159,36 @@ struct Row {
     cpu: f64,
 }
 
+/// The glibc tunable that backs the heap with transparent huge pages (glibc >= 2.35 madvises
+/// its heap and mmapped chunks `MADV_HUGEPAGE`; older glibc and other C libraries ignore it).
+const HUGEPAGE_TUNABLE: &str = "glibc.malloc.hugetlb=1";
+
+/// `GLIBC_TUNABLES` for the children: `current` with [`HUGEPAGE_TUNABLE`] added, as the
+/// `aqmlab` command runs its engine (`python/aqmlab/launch.py`: with 1000 flows the per-flow
+/// state spans tens of MB, far beyond what the TLB maps in 4 KiB pages; docs/performance.md,
+/// "Session 10: huge pages"). `None`: leave it as it is (`AQMLAB_HUGEPAGES=0`, or a
+/// `glibc.malloc.hugetlb` setting of the caller's own).
+fn children_tunables(current: Option<&str>, hugepages: Option<&str>) -> Option<String> {
+    if hugepages == Some("0") || current.is_some_and(|c| c.split(':').any(|t| t.starts_with("glibc.malloc.hugetlb="))) {
+        return None;
+    }
+    Some(match current.filter(|c| !c.is_empty()) {
+        Some(c) => format!("{c}:{HUGEPAGE_TUNABLE}"),
+        None => HUGEPAGE_TUNABLE.to_string(),
+    })
+}
+
 fn run_case(key: &str, repeat: usize) -> Row {
     let exe = std::env::current_exe().expect("own path");
+    let tunables = children_tunables(std::env::var("GLIBC_TUNABLES").ok().as_deref(), std::env::var("AQMLAB_HUGEPAGES").ok().as_deref());
     let mut best: Option<Row> = None;
     for _ in 0..repeat {
-        let out = Command::new(&exe).args(["--child", key]).output().expect("child runs");
+        let mut cmd = Command::new(&exe);
+        cmd.args(["--child", key]);
+        if let Some(t) = &tunables {
+            cmd.env("GLIBC_TUNABLES", t);
+        }
+        let out = cmd.output().expect("child runs");
         assert!(out.status.success(), "case {key} failed: {}", String::from_utf8_lossy(&out.stderr));
         let text = String::from_utf8_lossy(&out.stdout);
         let f: Vec<&str> = text.split_whitespace().collect();
@@ -200,6 +225,10 @@ fn main() {
         }
     }
     println!("each case: {repeat} runs in fresh processes; minimum wall and CPU time, maximum peak RSS (shared machine)");
+    match children_tunables(std::env::var("GLIBC_TUNABLES").ok().as_deref(), std::env::var("AQMLAB_HUGEPAGES").ok().as_deref()) {
+        Some(t) => println!("children run with GLIBC_TUNABLES={t} (heap on transparent huge pages, as `aqmlab` runs; AQMLAB_HUGEPAGES=0: off)"),
+        None => println!("children run with the caller's GLIBC_TUNABLES (huge pages as the caller set them)"),
+    }
     println!(
         "{:<42} {:>10} {:>8} {:>8} {:>8} {:>12} {:>8} {:>8} {:>9}",
         "case", "bneck pkts", "build s", "wall s", "cpu s", "pkt/wall-s", "ns/pkt", "ev/pkt", "RSS MiB"
@@ -227,5 +256,21 @@ fn main() {
     }
     if let (Some(a), Some(b)) = (ns_per_pkt.get("r1000"), ns_per_pkt.get("f10")) {
         println!("cost per packet, 1000 flows in 10 flows' regime (r1000) / 10 flows: wall {:.2}, CPU {:.2}", a.0 / b.0, a.1 / b.1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::children_tunables;
+
+    /// The tunable is added to the caller's, unless turned off or set by the caller.
+    #[test]
+    fn huge_pages_tunable_is_added_unless_set_or_off() {
+        assert_eq!(children_tunables(None, None).as_deref(), Some("glibc.malloc.hugetlb=1"));
+        assert_eq!(children_tunables(Some(""), None).as_deref(), Some("glibc.malloc.hugetlb=1"));
+        assert_eq!(children_tunables(Some("glibc.malloc.arena_max=2"), Some("1")).as_deref(), Some("glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1"));
+        assert_eq!(children_tunables(Some("glibc.malloc.hugetlb=0"), None), None);
+        assert_eq!(children_tunables(Some("x=1:glibc.malloc.hugetlb=2"), None), None);
+        assert_eq!(children_tunables(None, Some("0")), None);
     }
 }
