@@ -345,18 +345,8 @@ impl Link {
         }
         self.dequeue_next(ctx);
     }
-    /// [`Link::start_next`] once the link may dequeue: the next packet onto the wire. A call
-    /// from the link's receive (inlined into the engine's loop, where this would weigh on
-    /// every hop's code), inlined into its wake ([`Link::wake`]).
-    #[inline(never)]
+    /// [`Link::start_next`] once the link may dequeue: the next packet onto the wire.
     fn dequeue_next(&mut self, ctx: &mut ElementCtx) {
-        self.dequeue_onto_wire(ctx)
-    }
-    /// The body of [`Link::dequeue_next`]: the discipline's next packet onto the wire, its
-    /// serialisation end the link's next wake-up. The shaping cases (HTB, a discipline with
-    /// nothing ready) are calls of their own.
-    #[inline(always)]
-    fn dequeue_onto_wire(&mut self, ctx: &mut ElementCtx) {
         if self.htb.is_some() {
             return self.htb_dequeue(ctx);
         }
@@ -373,7 +363,6 @@ impl Link {
         ctx.wake_at(self.tx_end);
     }
     /// [`HtbBucket`]: dequeue while the tokens allow, each packet passing on at once.
-    #[inline(never)]
     fn htb_dequeue(&mut self, ctx: &mut ElementCtx) {
         while !self.qdisc.is_empty() {
             let toks = self.htb.as_ref().expect("htb link").tokens_at(ctx.now);
@@ -406,7 +395,6 @@ impl Link {
         self.stats.tx_bytes += pkt.wire_len as u64;
     }
     /// The discipline holds packets but none may leave yet: ask again when it says one may.
-    #[inline(never)]
     fn retry_when_ready(&mut self, ctx: &mut ElementCtx) {
         if let Some(t) = self.qdisc.ready_at().filter(|_| !self.qdisc.is_empty()) {
             self.schedule_retry(t.max(ctx.now), ctx);
@@ -437,12 +425,7 @@ impl Link {
                 ctx.out.push(pkt);
             }
         }
-        // `start_next` with the dequeue inlined (most of a busy link's dequeues come from
-        // here, one per end of serialisation): the call's saves and restores were about 20
-        // instructions per packet.
-        if self.in_tx.is_none() && (self.idle_dequeue || !self.qdisc.is_empty()) {
-            self.dequeue_onto_wire(ctx);
-        }
+        self.start_next(ctx);
         self.observe_backlog(ctx.now);
     }
 }

@@ -15,13 +15,6 @@ use std::sync::Arc;
 /// `FQ_CODEL_QUANTUM_MAX`.
 const QUANTUM_MAX: u64 = 1 << 20;
 
-/// [`FqCodel::prefetch_next`] only while more flows than this are listed: a few flows' entries
-/// and head packets stay in L1 between their turns, and the prefetch's look-ups (about 30
-/// instructions per packet) then only cost (issue #15, session 10: 0.8 % of (a)'s
-/// instructions, two flows, 2.5 % of f10's, ten). 1000 flows (f1000, (e)) need it; 32
-/// flows' entries and heads are about 6 KiB. A hint: either way the results are the same.
-const PREFETCH_FROM_FLOWS: usize = 32;
-
 /// One bucket: 104 bytes, aligned, so two cache lines instead of three when they straddle;
 /// what an enqueue touches (the credit, the list state, the queue's header and backlog:
 /// `CodelFlow` is `repr(C)`) in the first, CoDel's state, which only dequeue reads, in the
@@ -337,9 +330,7 @@ impl Qdisc for FqCodel {
                 continue;
             };
             self.t.flows[idx as usize].deficit -= sent.wire_len as i64;
-            if self.new_flows.len() + self.old_flows.len() > PREFETCH_FROM_FLOWS {
-                self.prefetch_next(list);
-            }
+            self.prefetch_next(list);
             return pkt;
         }
     }
