@@ -667,9 +667,10 @@ fn ecn_codepoints_by_mode_and_cwr_on_the_first_segment_of_an_skb_only() {
 /// covers segments of skbs sent at different times, with different delivery snapshots), and
 /// now and then three SACKs of the segments after `snd_una`: RACK marks, retransmissions, the
 /// linked send-ordered list, and later ACKs over SACKed and retransmitted segments, which the
-/// in-order path must leave to the walk. After every ACK the ACK's whole state (`AckState`:
-/// flags, rate sample, RTT range), its trace, the socket, RACK, the rate estimator, the
-/// scoreboard and every packet sent must be the same.
+/// in-order path must leave to the walk. After every step (an ACK, or a burst of three SACKs)
+/// the last ACK's whole state (`AckState`: flags, rate sample, RTT range), the trace, the
+/// socket, RACK, the rate estimator and the scoreboard must be the same, and at the end every
+/// packet sent.
 #[test]
 fn the_in_order_ack_path_leaves_the_state_the_segment_walk_leaves() {
     let run = |walk_only: bool| {
