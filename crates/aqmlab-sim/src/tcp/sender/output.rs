@@ -128,10 +128,19 @@ impl Default for TsoStep {
 /// retransmissions included (AccECN, RFC 9768 §3.1.5). A look-up instead of a `match`
 /// (compiled to about ten instructions per skb).
 const DATA_ECN: [[Ecn; 2]; 4] = {
+    let modes = [EcnMode::Off, EcnMode::Rfc3168, EcnMode::L4s, EcnMode::Sce];
     let mut t = [[Ecn::NotEct; 2]; 4];
-    t[EcnMode::Rfc3168 as usize][1] = Ecn::Ect0;
-    t[EcnMode::Sce as usize][1] = Ecn::Ect0;
-    t[EcnMode::L4s as usize] = [Ecn::Ect1, Ecn::Ect1];
+    let mut i = 0;
+    while i < modes.len() {
+        // Exhaustive: a new mode fails to compile here until it has its row (and a fifth
+        // mode's index, past the table, fails the const evaluation).
+        t[modes[i] as usize] = match modes[i] {
+            EcnMode::Off => [Ecn::NotEct, Ecn::NotEct],
+            EcnMode::Rfc3168 | EcnMode::Sce => [Ecn::NotEct, Ecn::Ect0],
+            EcnMode::L4s => [Ecn::Ect1, Ecn::Ect1],
+        };
+        i += 1;
+    }
     t
 };
 
@@ -402,7 +411,9 @@ impl TcpSender {
     /// One `tcp_transmit_skb`: `segs` segments from `seq` (only new data goes more than one
     /// at a time), leaving the host together.
     pub(super) fn transmit(&mut self, seq: u32, segs: u32, kind: TxKind, paced: bool, ctx: &mut EndpointCtx) {
-        debug_assert!(segs >= 1 && (segs == 1 || kind == TxKind::New));
+        // A retransmission or probe is one segment (what `prr_out` and the counters below
+        // count as `segs`): checked in every build.
+        assert!(segs >= 1 && (segs == 1 || kind == TxKind::New), "an skb of {segs} segments that is not new data");
         let now = ctx.now;
         if self.packets_out() == 0 {
             // tcp_rate_skb_sent: a new flight starts.

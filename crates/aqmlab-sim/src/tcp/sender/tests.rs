@@ -667,7 +667,8 @@ fn ecn_codepoints_by_mode_and_cwr_on_the_first_segment_of_an_skb_only() {
 /// covers segments of skbs sent at different times, with different delivery snapshots), and
 /// now and then three SACKs of the segments after `snd_una`: RACK marks, retransmissions, the
 /// linked send-ordered list, and later ACKs over SACKed and retransmitted segments, which the
-/// in-order path must leave to the walk. After every step (an ACK, or a burst of three SACKs)
+/// in-order path must leave to the walk (SACKs over a gap; a clean cumulative ACK below a SACK,
+/// while the send-ordered list is linked: without that guard the test panics). After every step (an ACK, or a burst of three SACKs)
 /// the last ACK's whole state (`AckState`: flags, rate sample, RTT range), the trace, the
 /// socket, RACK, the rate estimator and the scoreboard must be the same, and at the end every
 /// packet sent.
@@ -692,6 +693,13 @@ fn the_in_order_ack_path_leaves_the_state_the_segment_walk_leaves() {
                 for k in 2..=4 {
                     h.ack(now, una, &[(una + 1, una + k)], false);
                 }
+            } else if step % 61 == 45 && out > 8 {
+                // One SACK above a gap: the send-ordered list is linked, below dupthresh ...
+                h.ack(now, una, &[(una + 3, una + 5)], false);
+            } else if step % 61 == 46 && out > 8 {
+                // ... then a cumulative ACK of clean segments below it: the in-order path
+                // must leave it to the walk while the list is linked (`ts_in_sequence`).
+                h.ack(now, una + 2, &[], false);
             } else {
                 h.ack(now, una + (1 + (x >> 8) % 5).min(out as u64) as u32, &[], false);
             }
