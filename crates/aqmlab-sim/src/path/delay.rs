@@ -36,15 +36,17 @@ const NONE: Time = Time(u64::MAX);
 ///   (exit, arrival number) gives the next to leave, so no packet is moved behind others.
 ///   At 100 Gbit/s about 400 packets leave within the jitter's reach and a late packet
 ///   moved hundreds of 72-byte entries (session 9, `r1000`: 1,131 instructions and 16 L1
-///   misses per bottleneck packet); the merge costs O(log lanes) per packet instead
-///   (docs/performance.md, "Session 10: the shared delay line's lanes"). A line that
-///   merged keeps merging.
+///   misses per bottleneck packet); the merge costs O(log lanes) per packet instead. The
+///   line goes back to the sorted ring when fewer than [`ARRIVALS_PER_REACH`] packets
+///   arrive within the jitter's reach (a late packet overtakes at most those): 10,000 flows
+///   at 1 Gbit/s move many entries per arrival in their first round trips only.
 ///
-/// Session 7 measured a 16-byte (exit, slot) index sorted over a slab, or over a ring in
-/// arrival order: it cut cachegrind's L1 misses at 10,000 flows but saved no CPU time at 1
-/// Gbit/s, where the moves are short and sequential (a hardware prefetcher hides them) and
-/// the index cost instructions at every packet; hence the sorted ring until the moves are
-/// long.
+/// Either way the exit order and instants, and the wake-ups, are the same
+/// (docs/performance.md, "Session 10: the shared delay line's lanes (s10-lanes)"). Session 7
+/// measured a 16-byte (exit, slot) index sorted over a slab, or over a ring in arrival
+/// order: it cut cachegrind's L1 misses at 10,000 flows but saved no CPU time at 1 Gbit/s,
+/// where the moves are short and sequential (a hardware prefetcher hides them) and the index
+/// cost instructions at every packet; hence the sorted ring until the moves are long.
 #[derive(Debug)]
 pub struct DelayLine {
     delay: Time,
@@ -245,7 +247,7 @@ impl DelayLine {
         let ring = std::mem::replace(&mut self.line, ExitRing::new());
         let reach = l.slots.iter().flatten().map(HostJitter::max).max().unwrap_or(Time::ZERO);
         let (window_start, window_due) = (ring.end(), ring.back().map_or(Time::ZERO, |b| b.0));
-        let mut m = Merge { next: vec![LAST; ring.slots.len()].into_boxed_slice(), tails: vec![usize::MAX; l.slots.len() + 1].into_boxed_slice(), heads: Vec::new(), held: ring.len, ring, reach, window_start, window_due };
+        let mut m = Merge { next: vec![NO_LINK; ring.slots.len()].into_boxed_slice(), tails: vec![usize::MAX; l.slots.len() + 1].into_boxed_slice(), heads: Vec::new(), held: ring.len, ring, reach, window_start, window_due };
         for i in 0..m.ring.len {
             let pos = m.ring.head.wrapping_add(i);
             let (due, pkt) = m.ring.at(pos);
@@ -321,27 +323,39 @@ impl DelayLine {
     pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
         self.line.iter().for_each(|(_, p)| f(p));
         if let Some(m) = self.merged() {
-            m.ring.iter().filter(|e| e.0 != LEFT).for_each(|(_, p)| f(p));
+            (0..m.ring.len).map(|i| m.ring.head.wrapping_add(i)).filter(|&pos| m.link_at(pos).after != GONE).for_each(|pos| f(&m.ring.at(pos).1));
         }
     }
 }
 
-/// The exit time that marks a merged line's slot whose packet left before older ones.
-const LEFT: Time = Time(u64::MAX);
 /// No next packet of the lane (yet).
 const LAST: u32 = 0;
+/// The slot's packet has left (before older ones: the ring's head has not passed it).
+const GONE: u32 = u32::MAX;
+
+/// What follows a merged line's packet in its lane: kept apart from the 72-byte entries,
+/// 4 to a cache line, so that a lane's links and the next head's exit time are read
+/// without touching the packets (the ring's entries are written once and read once).
+#[derive(Debug, Clone, Copy)]
+struct Link {
+    /// Positions to the next packet of the lane ([`LAST`]: none yet; [`GONE`]: this one left).
+    after: u32,
+    /// That packet's exit time.
+    next_due: Time,
+}
+const NO_LINK: Link = Link { after: LAST, next_due: Time::ZERO };
 
 /// A line's packets merged by lane: in arrival order in a ring from the oldest still on
 /// the line, each lane a FIFO linked through them, and a heap of the lanes' heads. A
 /// packet's position (the ring's `head` + its index, never reused) is its arrival number,
 /// which orders packets due at the same instant. A packet that leaves before older ones
-/// keeps its slot, marked [`LEFT`], until the ring's head passes it: the ring spans the
-/// arrivals within the jitter's reach beyond the packets held.
+/// keeps its slot, its link marked [`GONE`], until the ring's head passes it: the ring spans
+/// the arrivals within the jitter's reach beyond the packets held.
 #[derive(Debug)]
 struct Merge {
     ring: ExitRing,
-    /// Per ring slot: positions from its packet to the next of its lane ([`LAST`]: none yet).
-    next: Box<[u32]>,
+    /// Per ring slot: its packet's [`Link`] to the next of its lane.
+    next: Box<[Link]>,
     /// Per lane (the last: packets without jitter): the position of its latest arrival, on
     /// the line or not ([`usize::MAX`]: none yet).
     tails: Box<[usize]>,
@@ -374,7 +388,7 @@ impl Merge {
         let pos = self.ring.end();
         let slot = pos & (self.ring.slots.len() - 1);
         self.ring.slots[slot] = (due, pkt);
-        self.next[slot] = LAST;
+        self.next[slot] = NO_LINK;
         self.ring.len += 1;
         self.held += 1;
         self.link(own, due, pos);
@@ -385,10 +399,10 @@ impl Merge {
     fn link(&mut self, own: usize, due: Time, pos: usize) {
         let tail = self.tails[own];
         self.tails[own] = pos;
-        if tail.wrapping_sub(self.ring.head) < self.ring.len && self.ring.at(tail).0 != LEFT {
+        let mask = self.ring.slots.len() - 1;
+        if tail.wrapping_sub(self.ring.head) < self.ring.len && self.next[tail & mask].after != GONE {
             debug_assert!(self.ring.at(tail).0 <= due, "a lane is a FIFO");
-            let mask = self.ring.slots.len() - 1;
-            self.next[tail & mask] = (pos - tail) as u32;
+            self.next[tail & mask] = Link { after: (pos - tail) as u32, next_due: due };
         } else {
             self.push_head(key(due, pos));
         }
@@ -398,25 +412,28 @@ impl Merge {
     #[inline]
     fn leave(&mut self, pos: usize) {
         let mask = self.ring.slots.len() - 1;
-        let after = self.next[pos & mask];
-        self.ring.at_mut(pos).0 = LEFT;
+        let link = self.next[pos & mask];
+        self.next[pos & mask].after = GONE;
         self.held -= 1;
         if pos == self.ring.head {
             // The ring starts at the oldest packet still on the line.
             self.ring.drop_front();
-            while self.ring.len != 0 && self.ring.get(0).0 == LEFT {
+            while self.ring.len != 0 && self.next[self.ring.head & mask].after == GONE {
                 self.ring.drop_front();
             }
         }
-        if after == LAST {
+        if link.after == LAST {
             let last = self.heads.pop().expect("the packet's lane is in the heap");
             if !self.heads.is_empty() {
                 self.sift_down(last);
             }
         } else {
-            let next = pos + after as usize;
-            self.sift_down(key(self.ring.at(next).0, next));
+            self.sift_down(key(link.next_due, pos + link.after as usize));
         }
+    }
+    /// The link of the packet at position `pos`.
+    fn link_at(&self, pos: usize) -> Link {
+        self.next[pos & (self.ring.slots.len() - 1)]
     }
     /// Whether fewer than [`ARRIVALS_PER_REACH`] packets arrived within the jitter's reach
     /// over the arrivals since the window's start (the arrival due at `due` the last; exit
@@ -430,18 +447,25 @@ impl Merge {
         arrivals.saturating_mul(self.reach.0) < ARRIVALS_PER_REACH.saturating_mul(span)
     }
     /// Puts `key` at the heap's root, in the place of the root, and moves it down to its
-    /// place.
+    /// place. The lesser child is picked by index arithmetic, not a branch: which one it is
+    /// is a coin toss, and a mispredicted branch per level cost more CPU time than the
+    /// sorted ring's moves saved.
     #[inline]
     fn sift_down(&mut self, key: u128) {
         let h = &mut self.heads[..];
+        let n = h.len();
         let mut i = 0;
         loop {
             let c = 2 * i + 1;
-            let Some(&left) = h.get(c) else { break };
-            let (c, least) = match h.get(c + 1) {
-                Some(&right) if right < left => (c + 1, right),
-                _ => (c, left),
-            };
+            if c + 1 >= n {
+                if c < n && h[c] < key {
+                    h[i] = h[c];
+                    i = c;
+                }
+                break;
+            }
+            let c = c + (h[c + 1] < h[c]) as usize;
+            let least = h[c];
             if key < least {
                 break;
             }
@@ -468,7 +492,7 @@ impl Merge {
     fn grow(&mut self) {
         let old = self.ring.slots.len() - 1;
         self.ring.grow();
-        let mut next = vec![LAST; self.ring.slots.len()].into_boxed_slice();
+        let mut next = vec![NO_LINK; self.ring.slots.len()].into_boxed_slice();
         let mask = next.len() - 1;
         for i in 0..self.ring.len {
             let pos = self.ring.head.wrapping_add(i);
