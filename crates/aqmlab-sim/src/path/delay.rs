@@ -104,6 +104,19 @@ fn lane(flow: u32, dir: Direction) -> usize {
     2 * flow as usize + dir as usize
 }
 
+/// A packet's lane among merged lanes ([`Merge`]): its jitter lane's slot, or for packets
+/// without a jitter lane of their own (they leave at `now + delay`, in arrival order) one
+/// lane more, after the slots.
+#[inline]
+fn merged_lane(first: usize, slots: &[Option<HostJitter>], pkt: &Packet) -> usize {
+    let i = lane(pkt.flow, pkt.dir).wrapping_sub(first);
+    if matches!(slots.get(i), Some(Some(_))) {
+        i
+    } else {
+        slots.len()
+    }
+}
+
 impl DelayLine {
     pub fn new(delay: Time) -> Self {
         // Grows (doubling) to the most packets the line has held.
@@ -176,11 +189,7 @@ impl DelayLine {
     fn place_without_tail(&mut self, due: Time, pkt: Packet) {
         match self.jitter.as_deref_mut() {
             Some(Jitter::Lanes(Lanes { first, slots, merge: Some(m), .. })) => {
-                // Packets without a jitter lane of their own leave at `now + delay`, in
-                // arrival order: one lane more, after the slots.
-                let i = lane(pkt.flow, pkt.dir).wrapping_sub(*first);
-                let own = if matches!(slots.get(i), Some(Some(_))) { i } else { slots.len() };
-                m.push(own, due, pkt);
+                m.push(merged_lane(*first, slots, &pkt), due, pkt);
                 if m.ring.end().wrapping_sub(m.window_start) >= MOVE_WINDOW && m.sparse(due) {
                     self.unmerge_lanes();
                 }
@@ -251,9 +260,7 @@ impl DelayLine {
         for i in 0..m.ring.len {
             let pos = m.ring.head.wrapping_add(i);
             let (due, pkt) = m.ring.at(pos);
-            let i = lane(pkt.flow, pkt.dir).wrapping_sub(l.first);
-            let own = if matches!(l.slots.get(i), Some(Some(_))) { i } else { l.slots.len() };
-            m.link(own, *due, pos);
+            m.link(merged_lane(l.first, &l.slots, pkt), *due, pos);
         }
         l.merge = Some(m);
     }
