@@ -121,11 +121,7 @@ impl Scoreboard {
     /// Drops the head entry (segment `head`, cumulatively ACKed).
     #[inline]
     pub(super) fn pop_front(&mut self) {
-        if self.len == 0 {
-            Self::outside(self.head, self.head, 0);
-        }
-        self.head = self.head.wrapping_add(1);
-        self.len -= 1;
+        self.pop_front_n(1);
     }
 
     /// Drops the `n` head entries (segments `head .. head + n`, cumulatively ACKed).
