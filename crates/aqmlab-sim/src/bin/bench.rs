@@ -178,14 +178,15 @@ fn children_tunables(current: Option<&str>, hugepages: Option<&str>) -> Option<S
     })
 }
 
-fn run_case(key: &str, repeat: usize) -> Row {
+/// `repeat` runs of case `key`, each a child process, with `tunables` as its
+/// `GLIBC_TUNABLES` (`None`: the caller's).
+fn run_case(key: &str, repeat: usize, tunables: Option<&str>) -> Row {
     let exe = std::env::current_exe().expect("own path");
-    let tunables = children_tunables(std::env::var("GLIBC_TUNABLES").ok().as_deref(), std::env::var("AQMLAB_HUGEPAGES").ok().as_deref());
     let mut best: Option<Row> = None;
     for _ in 0..repeat {
         let mut cmd = Command::new(&exe);
         cmd.args(["--child", key]);
-        if let Some(t) = &tunables {
+        if let Some(t) = tunables {
             cmd.env("GLIBC_TUNABLES", t);
         }
         let out = cmd.output().expect("child runs");
@@ -225,7 +226,8 @@ fn main() {
         }
     }
     println!("each case: {repeat} runs in fresh processes; minimum wall and CPU time, maximum peak RSS (shared machine)");
-    match children_tunables(std::env::var("GLIBC_TUNABLES").ok().as_deref(), std::env::var("AQMLAB_HUGEPAGES").ok().as_deref()) {
+    let tunables = children_tunables(std::env::var("GLIBC_TUNABLES").ok().as_deref(), std::env::var("AQMLAB_HUGEPAGES").ok().as_deref());
+    match &tunables {
         Some(t) => println!("children run with GLIBC_TUNABLES={t} (heap on transparent huge pages, as `aqmlab` runs; AQMLAB_HUGEPAGES=0: off)"),
         None => println!("children run with the caller's GLIBC_TUNABLES (huge pages as the caller set them)"),
     }
@@ -235,7 +237,7 @@ fn main() {
     );
     let mut ns_per_pkt = std::collections::HashMap::new();
     for case in CASES.iter().filter(|c| filters.is_empty() || filters.iter().any(|f| f == c.key)) {
-        let r = run_case(case.key, repeat);
+        let r = run_case(case.key, repeat, tunables.as_deref());
         let ns = r.wall * 1e9 / r.pkts as f64;
         ns_per_pkt.insert(case.key, (ns, r.cpu * 1e9 / r.pkts as f64));
         println!(
