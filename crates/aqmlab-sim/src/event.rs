@@ -146,8 +146,9 @@ pub struct EventQueue {
     /// A fixed array, not a `Vec`: a bucket's index (`128 - lzcnt`) is in range by
     /// construction, so an insert needs no bounds check and no load of the outer pointer.
     buckets: [Vec<Entry>; 129],
-    /// Bit `i - 1` set: `buckets[i]` is not empty.
-    mask: u128,
+    /// Bit `(i - 1) % 64` of word `(i - 1) / 64` set: `buckets[i]` is not empty. Two words,
+    /// not a `u128`: a `u128` shifted by a variable count is six instructions at every insert.
+    mask: [u64; 2],
     /// The radix heap's reference key: every key in it is above. The key of the entry it
     /// popped last, or of an earlier one while pops took their entries out of a bucket of at
     /// most [`SCAN_IN_PLACE`] without redistributing it.
@@ -182,7 +183,7 @@ impl EventQueue {
             wakes_heap: false,
             spent_root: false,
             buckets,
-            mask: 0,
+            mask: [0; 2],
             last: 0,
             radix_min: (u128::MAX, 0, 0),
             len: 0,
@@ -200,7 +201,8 @@ impl EventQueue {
         let b = self.bucket_of(e.key());
         debug_assert!(b > 0, "keys are unique and above the last popped");
         self.buckets[b].push(e);
-        self.mask |= 1u128 << (b - 1);
+        let i = b - 1;
+        self.mask[(i >> 6) & 1] |= 1 << (i & 63);
         b
     }
     #[inline]
@@ -306,14 +308,21 @@ impl EventQueue {
         }
         self.wakes[i] = w;
     }
+    /// Clears the mask's bit of bucket `b` (emptied).
+    #[inline(always)]
+    fn unmark(&mut self, b: usize) {
+        let i = b - 1;
+        self.mask[(i >> 6) & 1] &= !(1 << (i & 63));
+    }
     /// The radix heap's smallest key, its bucket (the lowest non-empty one) and its index
     /// there; `u128::MAX` when the radix heap is empty.
     #[inline]
     fn find_radix_min(&self) -> (u128, usize, usize) {
-        if self.mask == 0 {
-            return (u128::MAX, 0, 0);
-        }
-        let b = self.mask.trailing_zeros() as usize + 1;
+        let b = match self.mask {
+            [0, 0] => return (u128::MAX, 0, 0),
+            [0, high] => high.trailing_zeros() as usize + 65,
+            [low, _] => low.trailing_zeros() as usize + 1,
+        };
         let v = &self.buckets[b];
         let mut mi = 0;
         let mut mk = v[0].key();
@@ -382,7 +391,7 @@ impl EventQueue {
         let e = if n == 1 {
             let e = self.buckets[b].pop().expect("non-empty");
             self.last = e.key();
-            self.mask &= !(1u128 << (b - 1));
+            self.unmark(b);
             e
         } else if n <= SCAN_IN_PLACE {
             // The others stay where they are, `last` too: every key in the radix heap, and
@@ -393,7 +402,7 @@ impl EventQueue {
             let mut v = std::mem::take(&mut self.buckets[b]);
             let e = v.swap_remove(mi);
             self.last = e.key();
-            self.mask &= !(1u128 << (b - 1));
+            self.unmark(b);
             // Every other entry of the bucket goes to a lower bucket relative to the new `last`.
             for &o in &v {
                 self.insert(o);
