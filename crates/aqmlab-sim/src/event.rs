@@ -143,9 +143,11 @@ pub struct EventQueue {
     spent_root: bool,
     /// `buckets[i]` for i in 1..=128; `buckets[0]` stays empty (keys are unique, and the one
     /// equal to `last` has been popped).
-    /// A fixed array, not a `Vec`: a bucket's index (`128 - lzcnt`) is in range by
-    /// construction, so an insert needs no bounds check and no load of the outer pointer.
-    buckets: [Vec<Entry>; 129],
+    /// A fixed-size array, not a `Vec`: a bucket's index (`128 - lzcnt`) is in range by
+    /// construction, so an insert needs no bounds check. Boxed: inline, the queue's 3 KB
+    /// moved every later allocation of the run, and with them the cache sets of f10's
+    /// per-flow state (cachegrind: f10 +4.7 % L1 misses, in code this change did not touch).
+    buckets: Box<[Vec<Entry>; 129]>,
     /// Bit `(i - 1) % 64` of word `(i - 1) / 64` set: `buckets[i]` is not empty. Two words,
     /// not a `u128`: a `u128` shifted by a variable count is six instructions at every insert.
     mask: [u64; 2],
@@ -172,7 +174,7 @@ impl Default for EventQueue {
 
 impl EventQueue {
     pub fn with_capacity(n: usize) -> Self {
-        let mut buckets: [Vec<Entry>; 129] = std::array::from_fn(|_| Vec::new());
+        let mut buckets: Box<[Vec<Entry>; 129]> = Box::new(std::array::from_fn(|_| Vec::new()));
         // The far buckets take the initial events (flow starts, the end of the run).
         buckets[128].reserve(n);
         // Sequence numbers start at 1, so every key is above the initial `last` of 0.
