@@ -86,6 +86,9 @@ enum Phase {
 ///
 /// `repr(C)`, the three counters an ACK and its sends update first: the sender places the
 /// counters at the end of its per-ACK fields, so that these three share their last line.
+/// Then the completion time (read with them on each ACK of a finite transfer) and the loss
+/// counters, so that what the sampling pass reads (`completed_at`, `retransmits`) lies in
+/// one line.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct SenderStats {
@@ -95,6 +98,8 @@ pub struct SenderStats {
     pub data_skbs_sent: u64,
     /// Data packets that reached the receiver CE-marked, as fed back.
     pub ce_echoed: u64,
+    /// Time the transfer's last byte was acknowledged (finite transfers).
+    pub completed_at: Option<Time>,
     pub retransmits: u64,
     pub rto_events: u64,
     pub fast_recoveries: u64,
@@ -105,8 +110,6 @@ pub struct SenderStats {
     pub undos: u64,
     /// Tail loss probes sent.
     pub loss_probes: u64,
-    /// Time the transfer's last byte was acknowledged (finite transfers).
-    pub completed_at: Option<Time>,
 }
 
 /// One connection's Linux sender.
@@ -115,9 +118,11 @@ pub struct SenderStats {
 /// releases read comes first, so that it touches few lines of the sender when thousands of
 /// flows' senders take turns in the cache: the congestion control (CUBIC's per-ACK state in
 /// its first two lines), the per-ACK tail of the configuration, the socket, then the
-/// sender's own per-ACK state in the order of `tcp_ack`'s stages, its timers and the
-/// counters; what only the rare paths (SACK, recovery and undo, ECN CWR, the handshake)
-/// read comes last. Test `an_acks_sender_fields_lie_in_twelve_cache_lines`.
+/// sender's own per-ACK state in the order of `tcp_ack`'s stages, its RTO and pacing timers
+/// and the counters; then RACK's reordering timer and what only the loss paths (SACK,
+/// recovery and undo) and the handshake read, the recovery state in one line. Tests
+/// `an_acks_sender_fields_lie_in_eleven_cache_lines`,
+/// `the_recovery_state_lies_in_one_cache_line`.
 #[repr(C, align(64))]
 pub struct TcpSender {
     cc: Cc,
@@ -141,6 +146,10 @@ pub struct TcpSender {
     phase: Phase,
     /// Whether the application still offers new data (false after `stop`).
     app_open: bool,
+    /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`). Read by every new-data
+    /// skb (`transmit`), so it sits with the per-ACK fields (in the padding before
+    /// `total_segs`), not with the rare ECN CWR state.
+    queue_cwr: bool,
     /// Segments the transfer has in total (`None`: unlimited).
     total_segs: Option<u32>,
     last_seg_payload: u32,
@@ -184,10 +193,11 @@ pub struct TcpSender {
     wq_left: u32,
     /// `tcp_tso_autosize`'s last step (see [`output::TsoStep`]).
     tso_step: std::cell::Cell<output::TsoStep>,
-    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`).
-    first_tx_time: Time,
+    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`): the
+    // latest sample's two fields in one line, which the sampling pass reads too.
     rate_delivered: u64,
     rate_interval: Time,
+    first_tx_time: Time,
     /// The `ns2-2013` profile's ns-2 agent, which then handles every event (`tp` and
     /// `stats` mirror its state for the metrics).
     ns2: Option<Box<super::ns2::Sack1Agent>>,
@@ -196,8 +206,10 @@ pub struct TcpSender {
     rto_timer: Timer,
     // Pacing (the earliest departure time is `tp.edt`).
     pacing_timer: Timer,
-    reorder_timer: Timer,
     pub stats: SenderStats,
+    /// RACK's reordering timer: armed only while segments wait for the reordering window
+    /// (losses), so it follows the counters an ACK in Open updates.
+    reorder_timer: Timer,
     // Read on rare paths only (SACK, recovery and undo, ECN CWR, the handshake).
     sack_cache: [SackBlock; MAX_SACK_BLOCKS],
     // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
@@ -212,8 +224,6 @@ pub struct TcpSender {
     prior_cwnd: u32,
     prr_delivered: u32,
     prr_out: u32,
-    /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
-    queue_cwr: bool,
     syn_sent_at: Time,
     syn_retransmitted: bool,
     /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
