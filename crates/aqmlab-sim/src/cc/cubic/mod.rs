@@ -369,7 +369,7 @@ fn seq_after(a: u32, b: u32) -> bool {
 fn cube_root(a: u128) -> u64 {
     let cube = |r: u64| (r as u128).checked_mul(r as u128).and_then(|x| x.checked_mul(r as u128));
     let mut r = (a as f64).cbrt() as u64;
-    while cube(r).map_or(true, |c| c > a) {
+    while !cube(r).is_some_and(|c| c <= a) {
         r -= 1;
     }
     while cube(r + 1).is_some_and(|c| c <= a) {
