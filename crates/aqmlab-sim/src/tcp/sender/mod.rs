@@ -118,11 +118,11 @@ pub struct SenderStats {
 /// releases read comes first, so that it touches few lines of the sender when thousands of
 /// flows' senders take turns in the cache: the congestion control (CUBIC's per-ACK state in
 /// its first two lines), the per-ACK tail of the configuration, the socket, then the
-/// sender's own per-ACK state in the order of `tcp_ack`'s stages, its RTO and pacing timers
-/// and the counters; then RACK's reordering timer and what only the loss paths (SACK,
-/// recovery and undo) and the handshake read, the recovery state in one line. Tests
-/// `an_acks_sender_fields_lie_in_eleven_cache_lines`,
-/// `the_recovery_state_lies_in_one_cache_line`.
+/// sender's own per-ACK state in the order of `tcp_ack`'s stages, its RTO timer and the
+/// counters, the pacing timer; then what only D-SACKs and the handshake read, and the loss
+/// state in two lines (RACK's reordering timer, the SACK cache and the send-ordered list's
+/// ends; the recovery and undo state). Tests `an_acks_sender_fields_lie_in_ten_cache_lines`,
+/// `the_loss_state_lies_in_two_cache_lines`.
 #[repr(C, align(64))]
 pub struct TcpSender {
     cc: Cc,
@@ -133,12 +133,10 @@ pub struct TcpSender {
     sb: Scoreboard,
     /// Lowest segment that may be lost and not yet retransmitted.
     retransmit_hint: u32,
-    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`), linked through
-    /// the entries only while it is not the sequence order ([`TcpSender::ts_in_sequence`]).
-    ts_head: u32,
-    ts_tail: u32,
     /// `snd_nxt` at the last operation that took a segment out of the sequence order: once
-    /// `snd_una` reaches it, the list is `snd_una .. snd_nxt` again.
+    /// `snd_una` reaches it, the send-ordered list is `snd_una .. snd_nxt` again
+    /// ([`TcpSender::ts_in_sequence`]; its links, `ts_head` and `ts_tail`, are with the loss
+    /// state below).
     ts_in_order_from: u32,
     /// End of the highest SACKed segment (Linux `tcp_highest_sack_seq`).
     highest_sack: u32,
@@ -163,16 +161,16 @@ pub struct TcpSender {
     reo_wnd_persist: u32,
     rack_advanced: bool,
     rack_dsack_seen: bool,
-    /// Reordering degree in segments (`tp->reordering`) and times reordering was seen
-    /// (`tp->reord_seen`).
-    reordering: u32,
-    reord_seen: u32,
-    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
-    rcv_tsecr: u32,
     // Tail loss probe: the RTO timer currently runs as the probe timer
-    // (`ICSK_TIME_LOSS_PROBE`), `tlp_high_seq`, `tlp_retrans`.
+    // (`ICSK_TIME_LOSS_PROBE`), `tlp_high_seq`, `tlp_retrans` (the two flags here fill
+    // RACK's padding).
     tlp_pending: bool,
     tlp_retrans: bool,
+    /// Reordering degree in segments (`tp->reordering`; `tp->reord_seen` is with the loss
+    /// state).
+    reordering: u32,
+    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
+    rcv_tsecr: u32,
     tlp_high_seq: Option<u32>,
     ce_count_seen: u32,
     sce_count_seen: u32,
@@ -202,32 +200,43 @@ pub struct TcpSender {
     /// `stats` mirror its state for the metrics).
     ns2: Option<Box<super::ns2::Sack1Agent>>,
     /// The per-ACK trace, when switched on ([`TcpSender::trace_acks`]); `None` in a run.
-    trace: Option<Vec<AckTrace>>,
+    /// Boxed: every ACK tests it, and 8 bytes instead of 24 keep the per-ACK fields in one
+    /// line fewer.
+    trace: Option<Box<Vec<AckTrace>>>,
     rto_timer: Timer,
-    // Pacing (the earliest departure time is `tp.edt`).
-    pacing_timer: Timer,
     pub stats: SenderStats,
-    /// RACK's reordering timer: armed only while segments wait for the reordering window
-    /// (losses), so it follows the counters an ACK in Open updates.
+    // Pacing (the earliest departure time is `tp.edt`): after the counters, since only a
+    // paced flow arms it.
+    pacing_timer: Timer,
+    // Read on rare paths only: D-SACKs, the handshake.
+    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
+    dsack_dups: u64,
+    syn_sent_at: Time,
+    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
+    no_sample_rto: Time,
+    // The loss state, in two lines: RACK's reordering timer, the SACK cache and the
+    // send-ordered list's ends (linked only while it is not the sequence order), then the
+    // recovery and undo state.
+    /// RACK's reordering timer: armed only while segments wait for the reordering window.
     reorder_timer: Timer,
-    // Read on rare paths only (SACK, recovery and undo, ECN CWR, the handshake).
     sack_cache: [SackBlock; MAX_SACK_BLOCKS],
+    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`), linked through
+    /// the entries only while it is not the sequence order ([`TcpSender::ts_in_sequence`]).
+    ts_head: u32,
+    ts_tail: u32,
     // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
     undo_marker: Option<u32>,
     undo_retrans: i32,
     prior_ssthresh: u32,
     retrans_stamp: Option<u32>,
-    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
-    dsack_dups: u64,
     /// Recovery point (`high_seq`): snd_nxt when a reduction or loss episode began.
     high_seq: u32,
     prior_cwnd: u32,
     prr_delivered: u32,
     prr_out: u32,
-    syn_sent_at: Time,
+    /// Times reordering was seen (`tp->reord_seen`).
+    reord_seen: u32,
     syn_retransmitted: bool,
-    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
-    no_sample_rto: Time,
 }
 
 /// One ACK as the sender processed it (a debugging and test trace, what `ss -ti` would show
@@ -349,12 +358,12 @@ impl TcpSender {
 
     /// Starts recording one [`AckTrace`] per ACK (off by default: a run pays one branch per ACK).
     pub fn trace_acks(&mut self) {
-        self.trace.get_or_insert_with(Vec::new);
+        self.trace.get_or_insert_with(Box::default);
     }
 
     /// The ACKs recorded since the last call (empty when tracing is off).
     pub fn take_ack_trace(&mut self) -> Vec<AckTrace> {
-        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+        self.trace.as_deref_mut().map(std::mem::take).unwrap_or_default()
     }
 
     fn record_ack(&mut self, st: &ack::AckState) {
