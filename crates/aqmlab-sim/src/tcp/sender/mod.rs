@@ -86,6 +86,9 @@ enum Phase {
 ///
 /// `repr(C)`, the three counters an ACK and its sends update first: the sender places the
 /// counters at the end of its per-ACK fields, so that these three share their last line.
+/// Then the completion time (read with them on each ACK of a finite transfer) and the loss
+/// counters, so that what the sampling pass reads (`completed_at`, `retransmits`) lies in
+/// one line.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct SenderStats {
@@ -95,6 +98,8 @@ pub struct SenderStats {
     pub data_skbs_sent: u64,
     /// Data packets that reached the receiver CE-marked, as fed back.
     pub ce_echoed: u64,
+    /// Time the transfer's last byte was acknowledged (finite transfers).
+    pub completed_at: Option<Time>,
     pub retransmits: u64,
     pub rto_events: u64,
     pub fast_recoveries: u64,
@@ -105,8 +110,6 @@ pub struct SenderStats {
     pub undos: u64,
     /// Tail loss probes sent.
     pub loss_probes: u64,
-    /// Time the transfer's last byte was acknowledged (finite transfers).
-    pub completed_at: Option<Time>,
 }
 
 /// One connection's Linux sender.
@@ -115,9 +118,11 @@ pub struct SenderStats {
 /// releases read comes first, so that it touches few lines of the sender when thousands of
 /// flows' senders take turns in the cache: the congestion control (CUBIC's per-ACK state in
 /// its first two lines), the per-ACK tail of the configuration, the socket, then the
-/// sender's own per-ACK state in the order of `tcp_ack`'s stages, its timers and the
-/// counters; what only the rare paths (SACK, recovery and undo, ECN CWR, the handshake)
-/// read comes last. Test `an_acks_sender_fields_lie_in_twelve_cache_lines`.
+/// sender's own per-ACK state in the order of `tcp_ack`'s stages, its RTO timer and the
+/// counters, the pacing timer; then what only D-SACKs and the handshake read, and the loss
+/// state in two lines (RACK's reordering timer, the SACK cache and the send-ordered list's
+/// ends; the recovery and undo state). Tests `an_acks_sender_fields_lie_in_ten_cache_lines`,
+/// `the_loss_state_lies_in_two_cache_lines`.
 #[repr(C, align(64))]
 pub struct TcpSender {
     cc: Cc,
@@ -128,12 +133,10 @@ pub struct TcpSender {
     sb: Scoreboard,
     /// Lowest segment that may be lost and not yet retransmitted.
     retransmit_hint: u32,
-    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`), linked through
-    /// the entries only while it is not the sequence order ([`TcpSender::ts_in_sequence`]).
-    ts_head: u32,
-    ts_tail: u32,
     /// `snd_nxt` at the last operation that took a segment out of the sequence order: once
-    /// `snd_una` reaches it, the list is `snd_una .. snd_nxt` again.
+    /// `snd_una` reaches it, the send-ordered list is `snd_una .. snd_nxt` again
+    /// ([`TcpSender::ts_in_sequence`]; its links, `ts_head` and `ts_tail`, are with the loss
+    /// state below).
     ts_in_order_from: u32,
     /// End of the highest SACKed segment (Linux `tcp_highest_sack_seq`).
     highest_sack: u32,
@@ -141,6 +144,10 @@ pub struct TcpSender {
     phase: Phase,
     /// Whether the application still offers new data (false after `stop`).
     app_open: bool,
+    /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`). Read by every new-data
+    /// skb (`transmit`), so it sits with the per-ACK fields (in the padding before
+    /// `total_segs`), not with the rare ECN CWR state.
+    queue_cwr: bool,
     /// Segments the transfer has in total (`None`: unlimited).
     total_segs: Option<u32>,
     last_seg_payload: u32,
@@ -154,16 +161,16 @@ pub struct TcpSender {
     reo_wnd_persist: u32,
     rack_advanced: bool,
     rack_dsack_seen: bool,
-    /// Reordering degree in segments (`tp->reordering`) and times reordering was seen
-    /// (`tp->reord_seen`).
-    reordering: u32,
-    reord_seen: u32,
-    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
-    rcv_tsecr: u32,
     // Tail loss probe: the RTO timer currently runs as the probe timer
-    // (`ICSK_TIME_LOSS_PROBE`), `tlp_high_seq`, `tlp_retrans`.
+    // (`ICSK_TIME_LOSS_PROBE`), `tlp_high_seq`, `tlp_retrans` (the two flags here fill
+    // RACK's padding).
     tlp_pending: bool,
     tlp_retrans: bool,
+    /// Reordering degree in segments (`tp->reordering`; `tp->reord_seen` is with the loss
+    /// state).
+    reordering: u32,
+    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
+    rcv_tsecr: u32,
     tlp_high_seq: Option<u32>,
     ce_count_seen: u32,
     sce_count_seen: u32,
@@ -184,40 +191,52 @@ pub struct TcpSender {
     wq_left: u32,
     /// `tcp_tso_autosize`'s last step (see [`output::TsoStep`]).
     tso_step: std::cell::Cell<output::TsoStep>,
-    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`).
-    first_tx_time: Time,
+    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`): the
+    // latest sample's two fields in one line, which the sampling pass reads too.
     rate_delivered: u64,
     rate_interval: Time,
+    first_tx_time: Time,
     /// The `ns2-2013` profile's ns-2 agent, which then handles every event (`tp` and
     /// `stats` mirror its state for the metrics).
     ns2: Option<Box<super::ns2::Sack1Agent>>,
     /// The per-ACK trace, when switched on ([`TcpSender::trace_acks`]); `None` in a run.
-    trace: Option<Vec<AckTrace>>,
+    /// Boxed: every ACK tests it, and 8 bytes instead of 24 keep the per-ACK fields in one
+    /// line fewer.
+    trace: Option<Box<Vec<AckTrace>>>,
     rto_timer: Timer,
-    // Pacing (the earliest departure time is `tp.edt`).
-    pacing_timer: Timer,
-    reorder_timer: Timer,
     pub stats: SenderStats,
-    // Read on rare paths only (SACK, recovery and undo, ECN CWR, the handshake).
+    // Pacing (the earliest departure time is `tp.edt`): after the counters, since only a
+    // paced flow arms it.
+    pacing_timer: Timer,
+    // Read on rare paths only: D-SACKs, the handshake.
+    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
+    dsack_dups: u64,
+    syn_sent_at: Time,
+    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
+    no_sample_rto: Time,
+    // The loss state, in two lines: RACK's reordering timer, the SACK cache and the
+    // send-ordered list's ends (linked only while it is not the sequence order), then the
+    // recovery and undo state.
+    /// RACK's reordering timer: armed only while segments wait for the reordering window.
+    reorder_timer: Timer,
     sack_cache: [SackBlock; MAX_SACK_BLOCKS],
+    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`), linked through
+    /// the entries only while it is not the sequence order ([`TcpSender::ts_in_sequence`]).
+    ts_head: u32,
+    ts_tail: u32,
     // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
     undo_marker: Option<u32>,
     undo_retrans: i32,
     prior_ssthresh: u32,
     retrans_stamp: Option<u32>,
-    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
-    dsack_dups: u64,
     /// Recovery point (`high_seq`): snd_nxt when a reduction or loss episode began.
     high_seq: u32,
     prior_cwnd: u32,
     prr_delivered: u32,
     prr_out: u32,
-    /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`).
-    queue_cwr: bool,
-    syn_sent_at: Time,
+    /// Times reordering was seen (`tp->reord_seen`).
+    reord_seen: u32,
     syn_retransmitted: bool,
-    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
-    no_sample_rto: Time,
 }
 
 /// One ACK as the sender processed it (a debugging and test trace, what `ss -ti` would show
@@ -339,12 +358,12 @@ impl TcpSender {
 
     /// Starts recording one [`AckTrace`] per ACK (off by default: a run pays one branch per ACK).
     pub fn trace_acks(&mut self) {
-        self.trace.get_or_insert_with(Vec::new);
+        self.trace.get_or_insert_with(Box::default);
     }
 
     /// The ACKs recorded since the last call (empty when tracing is off).
     pub fn take_ack_trace(&mut self) -> Vec<AckTrace> {
-        self.trace.as_mut().map(std::mem::take).unwrap_or_default()
+        self.trace.as_deref_mut().map(std::mem::take).unwrap_or_default()
     }
 
     fn record_ack(&mut self, st: &ack::AckState) {
