@@ -554,32 +554,40 @@ impl TcpSender {
         }
     }
 
+    /// A flow timer's event. Most pops at 1000 flows find the deadline moved or the timer
+    /// cancelled (`Timer::fire` false: about 0.35 per bottleneck packet at f1000,
+    /// docs/performance.md "Session 11"): those touch only the timer's line, not the socket's
+    /// clock (`tp.now`, read by nothing before the next ACK or timer sets it again).
     pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
-        self.tp.now = ctx.now;
         if let Some(a) = self.ns2.as_deref_mut() {
+            self.tp.now = ctx.now;
             if t == FlowTimer::Retransmit {
                 a.on_timer(ctx, &mut self.tp, &mut self.stats);
             }
             return;
         }
+        let fired = match t {
+            FlowTimer::Retransmit => self.rto_timer.fire(ctx.now, ctx.event(t), ctx.events),
+            FlowTimer::Pacing => self.pacing_timer.fire(ctx.now, ctx.event(t), ctx.events),
+            FlowTimer::Reorder => self.reorder_timer.fire(ctx.now, ctx.event(t), ctx.events),
+            _ => false,
+        };
+        if !fired {
+            return;
+        }
+        self.tp.now = ctx.now;
         match t {
             FlowTimer::Retransmit => {
-                if self.rto_timer.fire(ctx.now, ctx.event(t), ctx.events) {
-                    if self.tlp_pending && self.phase == Phase::Established {
-                        self.send_loss_probe(ctx);
-                    } else {
-                        self.tlp_pending = false;
-                        self.on_rto(ctx);
-                    }
+                if self.tlp_pending && self.phase == Phase::Established {
+                    self.send_loss_probe(ctx);
+                } else {
+                    self.tlp_pending = false;
+                    self.on_rto(ctx);
                 }
             }
-            FlowTimer::Pacing => {
-                if self.pacing_timer.fire(ctx.now, ctx.event(t), ctx.events) {
-                    self.try_send(ctx);
-                }
-            }
+            FlowTimer::Pacing => self.try_send(ctx),
             FlowTimer::Reorder => {
-                if self.reorder_timer.fire(ctx.now, ctx.event(t), ctx.events) && self.phase == Phase::Established && self.packets_out() > 0 {
+                if self.phase == Phase::Established && self.packets_out() > 0 {
                     self.rack_reo_timeout(ctx);
                 }
             }
