@@ -11,11 +11,11 @@
 //! `sch_codel.c` of Linux 6.18 (MyWRT/linux-6.18.y mirror). See docs/algorithms/codel.md for
 //! the differences from Linux.
 
+use super::queue::LineQueue;
 use super::{Args, BuildCtx, Enqueued, Param, Qdisc, QdiscConfig, QdiscKind, QdiscStats, Type, Value};
 use crate::packet::Packet;
 use crate::profile::Stack;
 use crate::time::Time;
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// CoDel parameters (`struct codel_params`).
@@ -225,7 +225,7 @@ impl CodelVars {
 #[derive(Clone, Debug, Default)]
 #[repr(C)]
 pub struct CodelFlow {
-    pub queue: VecDeque<Packet>,
+    pub queue: LineQueue,
     /// Bytes queued here.
     pub backlog: u64,
     pub vars: CodelVars,
@@ -569,7 +569,7 @@ pub struct Codel {
 
 impl Codel {
     pub fn new(limit: u32, params: CodelParams) -> Self {
-        let flow = CodelFlow { queue: VecDeque::with_capacity((limit as usize).min(1 << 16)), ..CodelFlow::default() };
+        let flow = CodelFlow { queue: LineQueue::with_capacity((limit as usize).min(1 << 16)), ..CodelFlow::default() };
         Codel { limit, flow, cd: CodelShared::new(params) }
     }
     pub fn vars(&self) -> &CodelVars {

@@ -86,3 +86,96 @@ impl PacketQueue {
         self.backlog
     }
 }
+
+/// A packet in a slot of its own cache line ([`LineQueue`]).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(64))]
+struct OnLine(Packet);
+
+/// A FIFO of packets, each in a 64-byte slot aligned to a cache line: the queue of a CoDel
+/// flow ([`super::codel::CodelFlow`]).
+///
+/// A `VecDeque<Packet>`'s buffer is aligned to 8 bytes only, so most of its 64-byte packets
+/// straddle two cache lines: an enqueue wrote two lines, a dequeue read two. With 1000 flows
+/// each flow's slots were last touched a round of the flows earlier and are out of the 1 MiB L2
+/// by then (issue 15, session 11: fq_codel's enqueue wrote 1.46 lines missing L2 per packet at
+/// f1000). One line per packet halves that traffic; the packets, their order and the
+/// capacity are the same.
+#[derive(Clone, Debug, Default)]
+pub struct LineQueue(VecDeque<OnLine>);
+
+const _: () = assert!(std::mem::size_of::<OnLine>() == 64, "a packet fills its line: the slots are no larger than before");
+
+impl LineQueue {
+    /// A queue with room for `capacity` packets before it reallocates.
+    pub fn with_capacity(capacity: usize) -> Self {
+        LineQueue(VecDeque::with_capacity(capacity))
+    }
+    #[inline]
+    pub fn push_back(&mut self, pkt: Packet) {
+        self.0.push_back(OnLine(pkt));
+    }
+    #[inline]
+    pub fn pop_front(&mut self) -> Option<Packet> {
+        self.0.pop_front().map(|OnLine(p)| p)
+    }
+    #[inline]
+    pub fn pop_back(&mut self) -> Option<Packet> {
+        self.0.pop_back().map(|OnLine(p)| p)
+    }
+    #[inline]
+    pub fn front(&self) -> Option<&Packet> {
+        self.0.front().map(|l| &l.0)
+    }
+    #[inline]
+    pub fn front_mut(&mut self) -> Option<&mut Packet> {
+        self.0.front_mut().map(|l| &mut l.0)
+    }
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Empties the queue and puts its next packet in the buffer's first slot.
+    #[inline]
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+    pub fn iter(&self) -> impl Iterator<Item = &Packet> {
+        self.0.iter().map(|l| &l.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{Direction, Kind};
+
+    /// Packets leave in order from either end, each slot on a line of its own, across the
+    /// ring's wrap and growth.
+    #[test]
+    fn a_line_queue_is_a_fifo_with_a_packet_per_cache_line() {
+        let pkt = |i: u32| Packet::new(i, Direction::Forward, Kind::Data, 1000 + i);
+        let mut q = LineQueue::with_capacity(2);
+        let mut next = 0;
+        for i in 0..50 {
+            q.push_back(pkt(i));
+            if i % 3 == 2 {
+                assert_eq!(q.pop_front().map(|p| p.flow), Some(next));
+                next += 1;
+            }
+            let head = q.front().expect("not empty") as *const Packet as usize;
+            assert_eq!(head % 64, 0, "the head starts a cache line");
+        }
+        assert_eq!(q.len(), 50 - next as usize);
+        assert_eq!(q.iter().map(|p| p.flow).collect::<Vec<_>>(), (next..50).collect::<Vec<_>>());
+        assert_eq!(q.pop_back().map(|p| p.wire_len), Some(1049));
+        q.front_mut().expect("not empty").wire_len = 7;
+        assert_eq!(q.pop_front().map(|p| (p.flow, p.wire_len)), Some((next, 7)));
+        q.clear();
+        assert!(q.is_empty() && q.pop_front().is_none());
+    }
+}
