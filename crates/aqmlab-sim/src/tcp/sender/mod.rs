@@ -555,9 +555,10 @@ impl TcpSender {
     }
 
     /// A flow timer's event. Most pops at 1000 flows find the deadline moved or the timer
-    /// cancelled (`Timer::fire` false: about 0.35 per bottleneck packet at f1000,
-    /// docs/performance.md "Session 11"): those touch only the timer's line, not the socket's
-    /// clock (`tp.now`, read by nothing before the next ACK or timer sets it again).
+    /// cancelled (`Timer::fire` false: about 0.35 per bottleneck packet at f1000;
+    /// docs/performance.md, "Session 11: the event queue, flow timers and sampling at 1000
+    /// flows"): those touch only the timer's line, not the socket's clock (`tp.now`, which
+    /// nothing reads before the next ACK or timer sets it again).
     pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
         if let Some(a) = self.ns2.as_deref_mut() {
             self.tp.now = ctx.now;
