@@ -139,7 +139,7 @@ impl LineQueue {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    /// Empties the queue and puts its next packet in the buffer's first slot.
+    /// Empties the queue, keeping its buffer.
     #[inline]
     pub fn clear(&mut self) {
         self.0.clear();
