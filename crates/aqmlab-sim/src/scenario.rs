@@ -1378,7 +1378,7 @@ impl Scenario {
                 return err(&k("size"), "must be at least 1 byte".into());
             }
             // Client hosts are numbered host + 1 (the server side is 0): 65535 would wrap.
-            if f.host >= u16::MAX {
+            if f.host == u16::MAX {
                 return err(&k("host"), format!("{} is out of range 0..{}", f.host, u16::MAX - 1));
             }
             if let Some(r) = f.rwnd {
