@@ -1165,7 +1165,7 @@ impl Scream {
         self.rx_since_fb = 0;
         self.rx_hi_reported = Some(hi);
         self.last_fb = ctx.now;
-        self.fb_timer.cancel(ctx.event(FlowTimer::MediaFeedback), ctx.events);
+        self.fb_timer.cancel();
     }
 
     /// The sender processes a report: only arrivals no later than the report's generation.

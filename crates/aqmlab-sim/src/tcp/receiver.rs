@@ -277,7 +277,7 @@ impl TcpReceiver {
         self.acks_sent += 1;
         self.unacked = 0;
         self.quick = self.quick.saturating_sub(1);
-        self.delack.disarm();
+        self.delack.cancel();
     }
 
     pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {

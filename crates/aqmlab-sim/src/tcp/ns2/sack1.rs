@@ -342,7 +342,7 @@ impl Sack1Agent {
         if self.t_seqno > ack || ack < self.maxseq || self.cwnd < 1.0 {
             self.set_rtx_timer(ctx);
         } else {
-            self.rtx.cancel(ctx.event(FlowTimer::Retransmit), ctx.events);
+            self.rtx.cancel();
         }
     }
 
@@ -476,13 +476,13 @@ impl Sack1Agent {
         self.newtimer(ack, ctx);
     }
 
-    fn finish_check(&mut self, ctx: &mut EndpointCtx, stats: &mut SenderStats) {
+    fn finish_check(&mut self, now: Time, stats: &mut SenderStats) {
         if self.highest_ack >= self.curseq - 1 && !self.closed {
             self.closed = true;
-            stats.completed_at = Some(ctx.now);
+            stats.completed_at = Some(now);
             // ns-2 keeps re-arming the retransmission timer after the last ACK (newtimer
             // sees t_seqno_ > ack); its expiries send nothing, so the model stops it.
-            self.rtx.cancel(ctx.event(FlowTimer::Retransmit), ctx.events);
+            self.rtx.cancel();
         }
     }
 
@@ -521,7 +521,7 @@ impl Sack1Agent {
                 // recv_newack_helper: newack, opencwnd, finish.
                 self.newack(ack, ctx);
                 self.opencwnd();
-                self.finish_check(ctx, stats);
+                self.finish_check(ctx.now, stats);
                 self.timeout = false;
                 self.scb.clear();
                 if self.last_ack == 0 {
@@ -551,7 +551,7 @@ impl Sack1Agent {
                 self.recover = 0;
                 self.fastrecov = false;
                 self.newack(ack, ctx);
-                self.finish_check(ctx, stats);
+                self.finish_check(ctx.now, stats);
                 self.timeout = false;
                 self.scb.clear();
             } else if ack > self.highest_ack {

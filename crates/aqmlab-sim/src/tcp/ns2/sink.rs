@@ -147,7 +147,7 @@ impl DelAckSink {
                 return;
             }
         }
-        self.timer.cancel(ctx.event(FlowTimer::DelayedAck), ctx.events);
+        self.timer.cancel();
         self.ack(seq, ctx);
         self.save = None;
     }

@@ -11,7 +11,6 @@ use super::{EndpointCtx, TcpSender, TCP_REORDERING};
 #[cfg(test)]
 use super::tests;
 use crate::cc::{AckSample, CaState, CongestionControl, RateSample};
-use crate::event::FlowTimer;
 use crate::packet::Packet;
 use crate::packet::EcnMode;
 use crate::time::Time;
@@ -143,7 +142,7 @@ impl TcpSender {
         if self.trace.is_some() {
             self.record_ack(&st);
         }
-        self.check_complete(ctx);
+        self.check_complete();
         // tcp_data_snd_check.
         self.try_send(ctx);
     }
@@ -304,11 +303,11 @@ impl TcpSender {
     }
 
     /// A finite transfer whose last segment is ACKed is complete: no more timers.
-    fn check_complete(&mut self, ctx: &mut EndpointCtx) {
+    fn check_complete(&mut self) {
         if let Some(n) = self.total_segs {
             if self.tp.snd_una >= n && self.stats.completed_at.is_none() {
                 self.stats.completed_at = Some(self.tp.now);
-                self.rto_timer.cancel(ctx.event(FlowTimer::Retransmit), ctx.events);
+                self.rto_timer.cancel();
                 self.tlp_pending = false;
             }
         }

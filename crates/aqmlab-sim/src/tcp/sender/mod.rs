@@ -515,7 +515,7 @@ impl TcpSender {
         match pkt.kind {
             Kind::SynAck if self.phase == Phase::SynSent => {
                 self.phase = Phase::Established;
-                self.rto_timer.cancel(ctx.event(FlowTimer::Retransmit), ctx.events);
+                self.rto_timer.cancel();
                 // Karn: no sample if the SYN was retransmitted (Linux `tcp_synack_rtt_meas`);
                 // then the RTO falls back to 3 s and, after two or more SYN retransmissions,
                 // the initial window to 1 (Linux `tcp_init_metrics`, `tcp_init_transfer`).

@@ -94,7 +94,7 @@ impl TcpSender {
     /// the head's transmission.
     pub(super) fn rearm_rto(&mut self, ctx: &mut EndpointCtx) {
         if self.packets_out() == 0 {
-            self.rto_timer.cancel(ctx.event(FlowTimer::Retransmit), ctx.events);
+            self.rto_timer.cancel();
             self.tlp_pending = false;
             return;
         }

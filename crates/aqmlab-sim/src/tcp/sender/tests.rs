@@ -1,7 +1,7 @@
 use super::*;
 use crate::cc::{Reno, TsoSegs};
 use super::queue::*;
-use crate::event::{Event, EventQueue};
+use crate::event::EventQueue;
 use crate::packet::Direction;
 use crate::packet::{Ecn, EcnMode};
 
@@ -149,7 +149,7 @@ fn a_loss_probe_retransmits_the_last_segment_even_if_sacked() {
     let mut out = vec![];
     let mut ctx = EndpointCtx { flow: 0, now: Time::from_millis(20), events: &mut h.q, out: &mut out };
     assert!(h.tx.schedule_loss_probe(true, &mut ctx));
-    h.tx.reorder_timer.cancel(Event::Flow(0, FlowTimer::Reorder), &mut h.q);
+    h.tx.reorder_timer.cancel();
     let sent = h.sent.len();
     let deadline = h.tx.rto_timer.deadline().unwrap();
     h.run_timers(deadline);
@@ -183,7 +183,7 @@ fn the_reordering_timer_is_capped_at_the_rto() {
     h.ack(20, 0, &[(1, 2)], false);
     assert!(h.tx.reorder_timer.is_armed());
     // Re-run the detection with an RTO shorter than the remaining window.
-    h.tx.reorder_timer.cancel(Event::Flow(0, FlowTimer::Reorder), &mut h.q);
+    h.tx.reorder_timer.cancel();
     h.tx.rto = Time::from_micros(500);
     h.tx.rack_advanced = true;
     let mut out = vec![];
