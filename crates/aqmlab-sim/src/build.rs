@@ -181,9 +181,6 @@ fn schedule_changes(sc: &Scenario, bottleneck: usize, return_link: usize, mut ra
 pub struct Built {
     pub events: EventQueue,
     pub elements: Vec<Element>,
-    /// Per element: the link a delay line feeds, the delay line feeding a link
-    /// ([`feeding_pairs`]); [`NOT_FED`] otherwise.
-    pub feeds: Vec<u32>,
     pub endpoints: Endpoints,
     pub transients: Vec<TransientGroup>,
     pub tunnels: Tunnels,
@@ -387,7 +384,7 @@ impl Built {
             routes.push(route);
             endpoints.push(Endpoint::Udp(UdpFlow::new(name, kind, start, spec.stop, app, &mut recorder)));
         }
-        let configs: Vec<WorkloadConfig> = (sc.workloads.iter().enumerate())
+        let configs = (sc.workloads.iter().enumerate())
             .map(|(i, s)| {
                 let name = s.name.clone().unwrap_or_else(|| format!("workload-{i}"));
                 let route = shared.route(&mut elements, s.rtt, PathSides::default(), 0, s.direction == Way::Down, false);
@@ -410,7 +407,6 @@ impl Built {
                 route,
             })
             .collect();
-        let feeds = feeding_pairs(&elements, routes.iter().chain(configs.iter().map(|c| &c.route)));
         let base = endpoints.len() as u32;
         endpoints.push(Endpoint::Workloads(Box::new(Workloads::new(sc.seed, sc.stack, base, configs))));
 
@@ -429,50 +425,8 @@ impl Built {
         }
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
-        Built { events, elements, feeds, endpoints: Endpoints::new(endpoints, routes), transients, tunnels, links, changes, recorder }
+        Built { events, elements, endpoints: Endpoints::new(endpoints, routes), transients, tunnels, links, changes, recorder }
     }
-}
-
-/// [`Built::feeds`]: not a delay line feeding a link, nor a link fed by one.
-pub const NOT_FED: u32 = u32::MAX;
-
-/// The delay lines each of which is the only way into a link: every route through the line
-/// goes next to that link, and every route through the link comes to it from that line (no
-/// endpoint, netem, tunnel or other line hands it packets). Such a line's packets due while
-/// the link serialises are taken by the link's own wake-up instead of one of the line's
-/// (`DelayLine::feed_head`). Links that are HTB classes (nothing on a wire) are left out.
-/// Per element, the other one of its pair ([`NOT_FED`]: none).
-fn feeding_pairs<'a>(elements: &[Element], routes: impl Iterator<Item = &'a Route>) -> Vec<u32> {
-    /// Not seen yet, and seen with more than one neighbour (or an endpoint) on that side.
-    const UNSEEN: u32 = u32::MAX;
-    const MANY: u32 = u32::MAX - 1;
-    let meet = |slot: &mut u32, e: u32| {
-        *slot = match *slot {
-            UNSEEN => e,
-            s if s == e => s,
-            _ => MANY,
-        }
-    };
-    let (mut before, mut after) = (vec![UNSEEN; elements.len()], vec![UNSEEN; elements.len()]);
-    for route in routes {
-        for dir in [Direction::Forward, Direction::Reverse] {
-            let hops = route.hops(dir);
-            for (i, &e) in hops.iter().enumerate() {
-                meet(&mut before[e as usize], if i == 0 { MANY } else { hops[i - 1] });
-                meet(&mut after[e as usize], hops.get(i + 1).copied().unwrap_or(MANY));
-            }
-        }
-    }
-    let mut feeds = vec![NOT_FED; elements.len()];
-    for (l, e) in elements.iter().enumerate() {
-        let line = before[l];
-        let fed = matches!(e, Element::Link(link) if !link.is_htb()) && line < MANY && after[line as usize] == l as u32;
-        if fed && matches!(elements[line as usize], Element::Delay(_)) {
-            feeds[l] = line;
-            feeds[line as usize] = l as u32;
-        }
-    }
-    feeds
 }
 
 #[cfg(test)]

@@ -23,10 +23,10 @@ use crate::event::{Event, EventQueue};
 use crate::metrics::{jain_index, Series, SeriesRecorder, Tick};
 use crate::packet::Packet;
 use crate::packet_ext::{self, ExtStore};
-use crate::build::{Built, NOT_FED};
+use crate::build::Built;
 use crate::path::shared::{ScheduledChange, SharedLink, BOTTLENECK, RETURN};
 use crate::path::tunnel::{TunnelSummary, Tunnels};
-use crate::path::{DelayLine, Element, ElementCtx, Link};
+use crate::path::{Element, ElementCtx, Link};
 use crate::profile::Stack;
 use crate::qdisc::{self, FlowCounts};
 use crate::scenario::Scenario;
@@ -58,13 +58,6 @@ pub struct Simulation {
     name: Option<String>,
     events: EventQueue,
     elements: Vec<Element>,
-    /// Per element, the other one of a delay line and the link it alone feeds
-    /// (`build::feeding_pairs`; `NOT_FED`): their wake-ups go through
-    /// [`Simulation::wake_pair`].
-    feeds: Vec<u32>,
-    /// The links fed so, each with its line: their packets due are moved into the link
-    /// before anything reads the link ([`Simulation::feed_links`]).
-    fed_links: Vec<(u32, u32)>,
     /// Every endpoint, indexed by endpoint id; each carries its route.
     endpoints: Endpoints,
     /// Load-transient groups (their flows are TCP endpoints).
@@ -268,11 +261,7 @@ pub struct RunOutput {
 impl Simulation {
     /// Builds the run a scenario describes (`build.rs`).
     pub fn new(sc: &Scenario) -> Simulation {
-        let Built { events, elements, feeds, endpoints, transients, tunnels, links, changes, recorder } = Built::new(sc);
-        let fed_links = (elements.iter().enumerate())
-            .filter(|(i, e)| matches!(e, Element::Link(_)) && feeds[*i] != NOT_FED)
-            .map(|(i, _)| (i as u32, feeds[i]))
-            .collect();
+        let Built { events, elements, endpoints, transients, tunnels, links, changes, recorder } = Built::new(sc);
         Simulation {
             now: Time::ZERO,
             end: sc.duration,
@@ -284,8 +273,6 @@ impl Simulation {
             name: sc.name.clone(),
             events,
             elements,
-            feeds,
-            fed_links,
             endpoints,
             transients,
             tunnels,
@@ -438,9 +425,6 @@ impl Simulation {
             return;
         }
         let limit = t.min(self.end);
-        // The packets due by then reach the links fed by a line alone (at the end of the run
-        // only those due before it: the events at the end's instant do not run).
-        let mut fed_until = limit;
         loop {
             if self.events.processed() >= self.next_check {
                 self.check_limits();
@@ -458,12 +442,8 @@ impl Simulation {
             let Some((at, ev)) = self.events.pop_due(limit) else { break };
             self.advance_to(at);
             match ev {
-                Event::End => {
-                    fed_until = Time(at.0.saturating_sub(1));
-                    break;
-                }
+                Event::End => break,
                 Event::Sample => {
-                    self.feed_links(at);
                     self.sample();
                     let next = at + self.step;
                     if next < self.end {
@@ -472,7 +452,6 @@ impl Simulation {
                     self.forward_outbox();
                 }
                 Event::LinkChange(i) => {
-                    self.feed_links(at);
                     let c = &mut self.changes[i as usize];
                     c.apply(self.elements[self.links[c.link].element].as_link_mut(), at);
                     self.forward_outbox();
@@ -490,22 +469,6 @@ impl Simulation {
             }
         }
         self.now = self.now.max(t.min(self.end));
-        self.feed_links(fed_until);
-    }
-
-    /// Moves every packet due by `until` on a line that alone feeds a link into that link, at
-    /// its own exit time (`DelayLine::feed_head`): before anything reads or changes the link
-    /// (a sample, a link change, a qdisc replaced, the run's end or a pause in it). Between its
-    /// wake-ups nothing else reaches such a link, so it takes them as their own wake-ups would
-    /// have handed them over.
-    fn feed_links(&mut self, until: Time) {
-        let Simulation { events, out, elements, fed_links, .. } = self;
-        for &(link, line) in fed_links.iter() {
-            let mut ctx = ElementCtx { id: link, now: until, events, out };
-            let (l, d) = pair_mut(elements, link, line);
-            feed(d, l, until, &mut ctx);
-        }
-        debug_assert!(self.out.is_empty(), "a link emits nothing as packets arrive (HTB links are not fed)");
     }
 
     /// Moves simulated time to an event's instant.
@@ -520,43 +483,9 @@ impl Simulation {
     /// Element `id`'s wake-up at the current time, and the packets it lets go on their way.
     #[inline(always)]
     fn wake_element(&mut self, id: u32) {
-        let other = self.feeds[id as usize];
-        if other != NOT_FED {
-            return self.wake_pair(id, other);
-        }
         let Simulation { now, events, out, round, elements, endpoints, capture, .. } = self;
         let mut ctx = ElementCtx { id, now: *now, events, out };
         elements[id as usize].wake(&mut ctx);
-        forward(&mut ctx, Hops { round, elements, endpoints, capture });
-    }
-
-    /// The wake-up of a delay line that alone feeds a link, or of that link
-    /// (`DelayLine::feed_head`). The link's: it first takes the line's packets due, then ends
-    /// its serialisation and starts the next, and the line's head is then left to the link's
-    /// next wake-up if due by it. The line's: the packets due go to the link, and the head is
-    /// decided on once the link has them.
-    #[inline(always)]
-    fn wake_pair(&mut self, id: u32, other: u32) {
-        let Simulation { now, events, out, round, elements, endpoints, capture, .. } = self;
-        let mut ctx = ElementCtx { id, now: *now, events, out };
-        if let Element::Link(_) = &elements[id as usize] {
-            let (link, line) = pair_mut(elements, id, other);
-            feed(line, link, ctx.now, &mut ctx);
-            link.wake(&mut ctx);
-            let until = link.serialising_until();
-            ctx.id = other;
-            line.feed_head(until, &mut ctx);
-        } else {
-            let Element::Delay(line) = &mut elements[id as usize] else { unreachable!("a feeding pair is a delay line and a link") };
-            if !line.wake_feeding(&mut ctx) {
-                return;
-            }
-            forward(&mut ctx, Hops { round, elements, endpoints, capture });
-            let (link, line) = pair_mut(elements, other, id);
-            ctx.id = id;
-            line.feed_head(link.serialising_until(), &mut ctx);
-            return;
-        }
         forward(&mut ctx, Hops { round, elements, endpoints, capture });
     }
 
@@ -603,10 +532,7 @@ impl Simulation {
     /// Returns the packets dropped.
     pub fn replace_qdisc(&mut self, id: LinkId, qdisc: Box<dyn qdisc::Qdisc>) -> u64 {
         let element = self.links[self.link_index(id)].element;
-        self.with_ext(|s| {
-            s.feed_links(s.now);
-            s.elements[element].as_link_mut().replace_qdisc(qdisc, s.now)
-        })
+        self.with_ext(|s| s.elements[element].as_link_mut().replace_qdisc(qdisc, s.now))
     }
 
     /// [`Simulation::replace_qdisc`] of the bottleneck.
@@ -760,46 +686,6 @@ impl Simulation {
         };
         RunOutput { summary, series: self.recorder.finish() }
     }
-}
-
-/// The link and the delay line of a feeding pair (`build::feeding_pairs`), borrowed together.
-#[inline(always)]
-fn pair_mut(elements: &mut [Element], link: u32, line: u32) -> (&mut Link, &mut DelayLine) {
-    let (l, d) = (link as usize, line as usize);
-    let (a, b) = if l < d {
-        let (x, y) = elements.split_at_mut(d);
-        (&mut x[l], &mut y[0])
-    } else {
-        let (x, y) = elements.split_at_mut(l);
-        (&mut y[0], &mut x[d])
-    };
-    match (a, b) {
-        (Element::Link(link), Element::Delay(line)) => (&mut **link, line),
-        _ => unreachable!("a feeding pair is a link and a delay line"),
-    }
-}
-
-/// Hands `link` the packets of the `line` feeding it that are due by `until`, each at its
-/// exit time and as its next hop (the packet's route position advanced, as [`forward`] does).
-/// The link is serialising (or they are due now): it queues them.
-#[inline(always)]
-fn feed(line: &mut DelayLine, link: &mut Link, until: Time, ctx: &mut ElementCtx) {
-    if line.any_due(until) {
-        feed_due(line, link, until, ctx);
-    }
-}
-
-/// [`feed`] once a packet is due.
-#[inline(never)]
-fn feed_due(line: &mut DelayLine, link: &mut Link, until: Time, ctx: &mut ElementCtx) {
-    let now = ctx.now;
-    line.take_due(until, |due, pkt| {
-        let mut pkt = *pkt;
-        pkt.hop += 1;
-        ctx.now = due;
-        link.receive(pkt, ctx);
-    });
-    ctx.now = now;
 }
 
 /// What a packet's hops reach besides the event queue and the outbox (which the elements'

@@ -8,9 +8,6 @@ use crate::time::Time;
 
 /// No wake-up pending.
 const NONE: Time = Time(u64::MAX);
-/// No wake-up pending, and none needed: the link this line feeds is serialising, and its
-/// wake-up at the end takes the packets due ([`DelayLine::feed_head`]).
-const DEFERRED: Time = Time(u64::MAX - 1);
 
 /// A constant propagation delay, with the timing noise of the hosts that hand packets to it.
 ///
@@ -56,10 +53,9 @@ pub struct DelayLine {
     /// The packets in exit order; empty once the lanes are merged ([`Lanes::merge`] holds
     /// them then).
     line: ExitRing,
-    /// The earliest wake-up pending in the event queue ([`NONE`]: none; [`DEFERRED`]: none,
-    /// the link it feeds takes the head). An arrival that becomes the head before it (only
-    /// with jitter) asks for an earlier one; the later entry then finds `wake` moved and
-    /// does nothing.
+    /// The earliest wake-up pending in the event queue ([`NONE`]: none). An arrival that
+    /// becomes the head before it (only with jitter) asks for an earlier one; the later
+    /// entry then finds `wake` moved and does nothing.
     wake: Time,
     /// Boxed: the line stays 56 bytes, so an element stays one cache line.
     jitter: Option<Box<Jitter>>,
@@ -171,9 +167,7 @@ impl DelayLine {
             }
         }
         self.place(due, pkt);
-        // Deferred: the link this line feeds is serialising; its wake-up at the end takes
-        // what is due by then and decides about the rest.
-        if due < self.wake && self.wake != DEFERRED {
+        if due < self.wake {
             self.wake = due;
             ctx.wake_at(due);
         }
@@ -285,130 +279,42 @@ impl DelayLine {
         l.window_start = self.line.end();
     }
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
-        self.emit_due(ctx, true);
-    }
-    /// [`DelayLine::wake`] of a line that feeds a link ([`DelayLine::feed_head`]): the
-    /// packets due leave, and the engine decides about the next head once they have reached
-    /// the link. `false`: a superseded wake-up, nothing done.
-    #[inline(always)]
-    pub(crate) fn wake_feeding(&mut self, ctx: &mut ElementCtx) -> bool {
-        self.emit_due(ctx, false)
-    }
-    /// Moves the packets due to the outbox; then, if `schedule`, asks for a wake-up at the
-    /// next head's exit. `false`: a superseded wake-up.
-    #[inline(always)]
-    fn emit_due(&mut self, ctx: &mut ElementCtx, schedule: bool) -> bool {
         if ctx.now != self.wake {
-            // Superseded: an earlier wake-up ran and asked for the one now pending (or the
-            // link this line feeds took the packets it was for).
-            return false;
+            // Superseded: an earlier wake-up ran and asked for the one now pending.
+            return;
         }
         self.wake = NONE;
         if self.line.len() == 0 {
             // A wake-up due is for a packet on the line: merged lanes hold it.
-            self.wake_merged(ctx, schedule);
-            return true;
+            return self.wake_merged(ctx);
         }
         // The head's due time is read first, then its packet copied straight from its slot
         // into the outbox: not through a popped entry, nor (as `push` does, holding the value
         // across its possible growth) through the stack.
         while let Some(&(due, _)) = self.line.front() {
             if due > ctx.now {
-                if schedule {
-                    self.wake = due;
-                    ctx.wake_at(due);
-                }
-                return true;
+                self.wake = due;
+                ctx.wake_at(due);
+                return;
             }
             ctx.out.extend_from_slice(std::slice::from_ref(&self.line.get(0).1));
             self.line.drop_front();
         }
-        true
     }
     /// [`DelayLine::wake`] once the lanes are merged: the lanes' heads in (exit, arrival)
     /// order.
     #[inline(never)]
-    fn wake_merged(&mut self, ctx: &mut ElementCtx, schedule: bool) {
+    fn wake_merged(&mut self, ctx: &mut ElementCtx) {
         let Some(Jitter::Lanes(Lanes { merge: Some(m), .. })) = self.jitter.as_deref_mut() else { return };
         while let Some(&key) = m.heads.first() {
             let (due, pos) = (Time((key >> 64) as u64), key as usize);
             if due > ctx.now {
-                if schedule {
-                    self.wake = due;
-                    ctx.wake_at(due);
-                }
+                self.wake = due;
+                ctx.wake_at(due);
                 return;
             }
             ctx.out.extend_from_slice(std::slice::from_ref(&m.ring.at(pos).1));
             m.leave(pos);
-        }
-    }
-    /// The next packet's exit time, if the line holds one.
-    #[inline(always)]
-    fn head_due(&self) -> Option<Time> {
-        match self.line.front() {
-            Some(&(due, _)) => Some(due),
-            None => self.merged_head_due(),
-        }
-    }
-    #[inline(never)]
-    fn merged_head_due(&self) -> Option<Time> {
-        self.merged().and_then(|m| m.heads.first()).map(|&key| Time((key >> 64) as u64))
-    }
-    /// Whether a packet is due at or before `until` (most of a fed link's wake-ups find none
-    /// or one).
-    #[inline(always)]
-    pub(crate) fn any_due(&self, until: Time) -> bool {
-        self.head_due().is_some_and(|due| due <= until)
-    }
-    /// Hands `f` every packet due at or before `until`, with its exit time, in the order
-    /// they leave, and takes them off the line: the link this line feeds taking them
-    /// ([`DelayLine::feed_head`]).
-    pub(crate) fn take_due(&mut self, until: Time, mut f: impl FnMut(Time, &Packet)) {
-        if self.line.len() == 0 {
-            if let Some(Jitter::Lanes(Lanes { merge: Some(m), .. })) = self.jitter.as_deref_mut() {
-                while let Some(&key) = m.heads.first() {
-                    let (due, pos) = (Time((key >> 64) as u64), key as usize);
-                    if due > until {
-                        return;
-                    }
-                    f(due, &m.ring.at(pos).1);
-                    m.leave(pos);
-                }
-            }
-            return;
-        }
-        while let Some(&(due, _)) = self.line.front() {
-            if due > until {
-                return;
-            }
-            f(due, &self.line.get(0).1);
-            self.line.drop_front();
-        }
-    }
-    /// For a line every packet of which goes next to one link, that link's only source
-    /// (`build::feeding_pairs`): decides how the line's packets reach the link, given when the
-    /// link's serialisation under way ends (`None`: idle). While the link serialises, the line
-    /// needs no wake-up of its own: the link's wake-up at that end first takes every packet
-    /// due by then, each entering the link at its own exit time, as its own wake-up would
-    /// have had it enter (nothing else reaches the link in between, and whatever reads the
-    /// link first has the line's packets due moved in, `Simulation::feed_links`), and then
-    /// decides again. At a busy bottleneck this removes the line's wake-up per data packet or
-    /// burst (issue 15). An idle link gets the head's exit as a wake-up of the line.
-    #[inline(always)]
-    pub(crate) fn feed_head(&mut self, serialising_until: Option<Time>, ctx: &mut ElementCtx) {
-        if serialising_until.is_some() {
-            // A wake-up still pending is superseded: it pops and finds `wake` moved.
-            self.wake = DEFERRED;
-            return;
-        }
-        match self.head_due() {
-            Some(head) if head < self.wake => {
-                self.wake = head;
-                ctx.wake_at(head);
-            }
-            Some(_) => {}
-            None => self.wake = NONE,
         }
     }
     fn merged(&self) -> Option<&Merge> {

@@ -321,7 +321,6 @@ impl Link {
             s.observe(now, self.qdisc.backlog_bytes());
         }
     }
-    #[inline(always)]
     pub(crate) fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
         pkt.enqueued_at = ctx.now;
         pkt.ecn_at_enqueue = pkt.ecn;
@@ -408,15 +407,6 @@ impl Link {
             ctx.wake_at(t);
         }
     }
-    /// An HTB class ([`Link::set_htb_burst`]): packets pass at once, nothing is on a wire.
-    pub(crate) fn is_htb(&self) -> bool {
-        self.htb.is_some()
-    }
-    /// When the packet on the wire finishes (the link's pending wake-up), if one is.
-    #[inline]
-    pub(crate) fn serialising_until(&self) -> Option<Time> {
-        self.in_tx.is_some().then_some(self.tx_end)
-    }
     /// Time spent serialising up to `end`: the packet on the wire at `end` counts only for
     /// the part sent by then, so the busy fraction of a run never exceeds 1.
     pub fn busy_until(&self, end: Time) -> Time {
@@ -426,7 +416,6 @@ impl Link {
         }
     }
 
-    #[inline(always)]
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
         if self.in_tx.is_some() {
             if ctx.now < self.tx_end {
