@@ -384,7 +384,7 @@ impl Built {
             routes.push(route);
             endpoints.push(Endpoint::Udp(UdpFlow::new(name, kind, start, spec.stop, app, &mut recorder)));
         }
-        let configs: Vec<WorkloadConfig> = (sc.workloads.iter().enumerate())
+        let configs = (sc.workloads.iter().enumerate())
             .map(|(i, s)| {
                 let name = s.name.clone().unwrap_or_else(|| format!("workload-{i}"));
                 let route = shared.route(&mut elements, s.rtt, PathSides::default(), 0, s.direction == Way::Down, false);
@@ -407,9 +407,6 @@ impl Built {
                 route,
             })
             .collect();
-        let held = hold_feeding_lines(&mut elements, routes.iter().chain(configs.iter().map(|c| &c.route)));
-        let configs: Vec<WorkloadConfig> = if held.is_empty() { configs } else { configs.into_iter().map(|c| WorkloadConfig { route: c.route.without(|h, next| held.contains(&(h, next))), ..c }).collect() };
-        let routes: Vec<Route> = if held.is_empty() { routes } else { routes.iter().map(|r| r.without(|h, next| held.contains(&(h, next)))).collect() };
         let base = endpoints.len() as u32;
         endpoints.push(Endpoint::Workloads(Box::new(Workloads::new(sc.seed, sc.stack, base, configs))));
 
@@ -430,48 +427,6 @@ impl Built {
         events.schedule(sc.duration, Event::End);
         Built { events, elements, endpoints: Endpoints::new(endpoints, routes), transients, tunnels, links, changes, recorder }
     }
-}
-
-/// Finds each delay line that is a link's only way in (every route through the line goes
-/// next to that link, every route through the link comes to it from that line: no endpoint,
-/// netem, tunnel or other line hands it packets; HTB links left out) and moves it into the
-/// link (`Link::hold_line`); its slot in the element table (elements are addressed by index)
-/// keeps an empty line of the same delay, which no route reaches. Returns the (line, link)
-/// hops to merge in the routes.
-fn hold_feeding_lines<'a>(elements: &mut [Element], routes: impl Iterator<Item = &'a Route>) -> Vec<(u32, Option<u32>)> {
-    /// Not seen yet, and seen with more than one neighbour (or an endpoint) on that side.
-    const UNSEEN: u32 = u32::MAX;
-    const MANY: u32 = u32::MAX - 1;
-    let meet = |slot: &mut u32, e: u32| {
-        *slot = match *slot {
-            UNSEEN => e,
-            s if s == e => s,
-            _ => MANY,
-        }
-    };
-    let (mut before, mut after) = (vec![UNSEEN; elements.len()], vec![UNSEEN; elements.len()]);
-    for route in routes {
-        for dir in [Direction::Forward, Direction::Reverse] {
-            let hops = route.hops(dir);
-            for (i, &e) in hops.iter().enumerate() {
-                meet(&mut before[e as usize], if i == 0 { MANY } else { hops[i - 1] });
-                meet(&mut after[e as usize], hops.get(i + 1).copied().unwrap_or(MANY));
-            }
-        }
-    }
-    let mut held = Vec::new();
-    for l in 0..elements.len() {
-        let line = before[l];
-        let fed = matches!(&elements[l], Element::Link(link) if !link.is_htb()) && line < MANY && after[line as usize] == l as u32;
-        if !fed {
-            continue;
-        }
-        let Element::Delay(d) = &mut elements[line as usize] else { continue };
-        let taken = std::mem::replace(d, DelayLine::new(d.delay()));
-        elements[l].as_link_mut().hold_line(taken);
-        held.push((line, Some(l as u32)));
-    }
-    held
 }
 
 #[cfg(test)]

@@ -58,9 +58,6 @@ pub struct Simulation {
     name: Option<String>,
     events: EventQueue,
     elements: Vec<Element>,
-    /// The links holding their feeding line (`Link::hold_line`): its packets due are moved
-    /// into the link before anything reads it ([`Simulation::take_due`]).
-    holding: Vec<u32>,
     /// Every endpoint, indexed by endpoint id; each carries its route.
     endpoints: Endpoints,
     /// Load-transient groups (their flows are TCP endpoints).
@@ -265,7 +262,6 @@ impl Simulation {
     /// Builds the run a scenario describes (`build.rs`).
     pub fn new(sc: &Scenario) -> Simulation {
         let Built { events, elements, endpoints, transients, tunnels, links, changes, recorder } = Built::new(sc);
-        let holding = (elements.iter().enumerate()).filter(|(_, e)| matches!(e, Element::Link(l) if l.holds_line())).map(|(i, _)| i as u32).collect();
         Simulation {
             now: Time::ZERO,
             end: sc.duration,
@@ -277,7 +273,6 @@ impl Simulation {
             name: sc.name.clone(),
             events,
             elements,
-            holding,
             endpoints,
             transients,
             tunnels,
@@ -430,9 +425,6 @@ impl Simulation {
             return;
         }
         let limit = t.min(self.end);
-        // The held lines' packets due by then enter their links (at the end of the run only
-        // those due before it: the events at the end's instant do not run).
-        let mut due_until = limit;
         loop {
             if self.events.processed() >= self.next_check {
                 self.check_limits();
@@ -450,12 +442,8 @@ impl Simulation {
             let Some((at, ev)) = self.events.pop_due(limit) else { break };
             self.advance_to(at);
             match ev {
-                Event::End => {
-                    due_until = Time(at.0.saturating_sub(1));
-                    break;
-                }
+                Event::End => break,
                 Event::Sample => {
-                    self.take_due(at);
                     self.sample();
                     let next = at + self.step;
                     if next < self.end {
@@ -464,7 +452,6 @@ impl Simulation {
                     self.forward_outbox();
                 }
                 Event::LinkChange(i) => {
-                    self.take_due(at);
                     let c = &mut self.changes[i as usize];
                     c.apply(self.elements[self.links[c.link].element].as_link_mut(), at);
                     self.forward_outbox();
@@ -482,18 +469,6 @@ impl Simulation {
             }
         }
         self.now = self.now.max(t.min(self.end));
-        self.take_due(due_until);
-    }
-
-    /// Moves the packets due by `until` on the lines the links hold into those links, at
-    /// their exit times (`Link::hold_line`): before anything reads or changes a link (a
-    /// sample, a link change, a qdisc replaced, the end of the run or of a slice of it).
-    fn take_due(&mut self, until: Time) {
-        let Simulation { events, out, elements, holding, .. } = self;
-        for &id in holding.iter() {
-            let mut ctx = ElementCtx { id, now: until, events, out };
-            elements[id as usize].as_link_mut().take_due(until, &mut ctx);
-        }
     }
 
     /// Moves simulated time to an event's instant.
@@ -557,10 +532,7 @@ impl Simulation {
     /// Returns the packets dropped.
     pub fn replace_qdisc(&mut self, id: LinkId, qdisc: Box<dyn qdisc::Qdisc>) -> u64 {
         let element = self.links[self.link_index(id)].element;
-        self.with_ext(|s| {
-            s.take_due(s.now);
-            s.elements[element].as_link_mut().replace_qdisc(qdisc, s.now)
-        })
+        self.with_ext(|s| s.elements[element].as_link_mut().replace_qdisc(qdisc, s.now))
     }
 
     /// [`Simulation::replace_qdisc`] of the bottleneck.

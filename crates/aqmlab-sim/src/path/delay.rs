@@ -156,97 +156,25 @@ impl DelayLine {
         }
     }
     pub(crate) fn receive(&mut self, pkt: Packet, ctx: &mut ElementCtx) {
-        let due = self.place_arrival(pkt, ctx.now);
-        if due < self.wake {
-            self.wake = due;
-            ctx.wake_at(due);
-        }
-    }
-    /// Places a packet arriving at `now` and returns its exit time (the line held by a link,
-    /// `Link::hold_line`).
-    #[inline(never)]
-    pub(crate) fn admit(&mut self, pkt: Packet, now: Time) -> Time {
-        self.place_arrival(pkt, now)
-    }
-    #[inline(always)]
-    fn place_arrival(&mut self, pkt: Packet, now: Time) -> Time {
-        let mut due = now + self.delay;
+        let mut due = ctx.now + self.delay;
         match self.jitter.as_deref_mut() {
             None => {}
-            Some(Jitter::One(j)) => due = j.departure(now, due),
+            Some(Jitter::One(j)) => due = j.departure(ctx.now, due),
             Some(Jitter::Lanes(l)) => {
                 if let Some(Some(j)) = lane(pkt.flow, pkt.dir).checked_sub(l.first).and_then(|i| l.slots.get_mut(i)) {
-                    due = j.departure(now, due);
+                    due = j.departure(ctx.now, due);
                 }
             }
         }
         self.place(due, pkt);
-        due
-    }
-    /// A line held by its link (`Link::hold_line`): a wake-up at `due` (the link's) is asked
-    /// for, unless one pending comes earlier.
-    #[inline(always)]
-    pub(crate) fn wake_for(&mut self, due: Time, ctx: &mut ElementCtx) {
         if due < self.wake {
             self.wake = due;
             ctx.wake_at(due);
         }
     }
-    /// A line held by its link: the wake-up asked for by then has popped.
-    #[inline(always)]
-    pub(crate) fn woken(&mut self, now: Time) {
-        if self.wake <= now {
-            self.wake = NONE;
-        }
-    }
-    /// A line held by its link, which is idle: a wake-up at the head's exit.
-    #[inline(always)]
-    pub(crate) fn wake_for_head(&mut self, ctx: &mut ElementCtx) {
-        if let Some(due) = self.head_due() {
-            self.wake_for(due, ctx);
-        }
-    }
-    /// The next packet's exit time, if the line holds one.
-    #[inline(always)]
-    fn head_due(&self) -> Option<Time> {
-        match self.line.front() {
-            Some(&(due, _)) => Some(due),
-            None => self.merged_head_due(),
-        }
-    }
-    #[inline(never)]
-    fn merged_head_due(&self) -> Option<Time> {
-        self.merged().and_then(|m| m.heads.first()).map(|&key| Time((key >> 64) as u64))
-    }
-    /// The next packet if it is due at or before `until`, with its exit time, taken off the
-    /// line (its link taking it, `Link::hold_line`).
-    #[inline(always)]
-    pub(crate) fn pop_due(&mut self, until: Time) -> Option<(Time, Packet)> {
-        match self.line.front() {
-            Some(&(due, _)) if due <= until => {
-                let pkt = self.line.get(0).1;
-                self.line.drop_front();
-                Some((due, pkt))
-            }
-            Some(_) => None,
-            None => self.pop_due_merged(until),
-        }
-    }
-    #[inline(never)]
-    fn pop_due_merged(&mut self, until: Time) -> Option<(Time, Packet)> {
-        let Some(Jitter::Lanes(Lanes { merge: Some(m), .. })) = self.jitter.as_deref_mut() else { return None };
-        let &key = m.heads.first()?;
-        let (due, pos) = (Time((key >> 64) as u64), key as usize);
-        if due > until {
-            return None;
-        }
-        let pkt = m.ring.at(pos).1;
-        m.leave(pos);
-        Some((due, pkt))
-    }
     /// Places a packet after every packet due at or before `due`: usually (always without
     /// jitter) at the tail.
-    #[inline(always)]
+    #[inline]
     fn place(&mut self, due: Time, pkt: Packet) {
         match self.line.back() {
             Some(b) if b.0 <= due => self.line.push_back((due, pkt)),

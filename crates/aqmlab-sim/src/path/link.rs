@@ -83,10 +83,6 @@ pub struct Link {
     idle_dequeue: bool,
     in_tx: Option<Packet>,
     tx_end: Time,
-    /// The delay line that is this link's only way in, held here (`build::hold_feeding_lines`):
-    /// its packets enter the discipline at their exit times, taken by the link's own wake-ups
-    /// while it serialises ([`Link::hold_line`]).
-    line: Option<Box<super::DelayLine>>,
     /// A pending retry for a shaping discipline.
     retry_at: Option<Time>,
     /// `stats.queues` index of each of the current discipline's sub-queues.
@@ -197,7 +193,7 @@ impl Link {
     }
     pub fn new(rate: Rate, qdisc: Box<dyn Qdisc>) -> Self {
         let idle_dequeue = qdisc.dequeues_when_empty();
-        let mut link = Link { rate, htb: None, qdisc, idle_dequeue, in_tx: None, tx_end: Time::ZERO, line: None, retry_at: None, queue_slots: Vec::new(), tx_memo: (u32::MAX, Time::ZERO), stats: LinkStats::default() };
+        let mut link = Link { rate, htb: None, qdisc, idle_dequeue, in_tx: None, tx_end: Time::ZERO, retry_at: None, queue_slots: Vec::new(), tx_memo: (u32::MAX, Time::ZERO), stats: LinkStats::default() };
         link.map_queues();
         link
     }
@@ -257,48 +253,15 @@ impl Link {
             panic!("invariant violated: queue backlog: {kind}: {queued} packets queued hold {bytes} bytes");
         }
     }
-    /// Packets held: queued, the one being serialised and those on the line it holds.
+    /// Packets held: queued plus the one being serialised.
     pub fn held(&self) -> usize {
-        self.qdisc.len() + self.in_tx.is_some() as usize + self.line.as_ref().map_or(0, |l| l.held())
+        self.qdisc.len() + self.in_tx.is_some() as usize
     }
     /// Calls `f` for each packet [`Link::held`] counts.
     pub fn for_each_held(&self, f: &mut dyn FnMut(&Packet)) {
         self.qdisc.for_each_packet(f);
         if let Some(p) = &self.in_tx {
             f(p);
-        }
-        if let Some(l) = &self.line {
-            l.for_each_held(f);
-        }
-    }
-    /// An HTB class ([`Link::set_htb_burst`]): packets pass at once, nothing is on a wire.
-    pub(crate) fn is_htb(&self) -> bool {
-        self.htb.is_some()
-    }
-    /// Takes `line`, this link's only way in (every packet reaching the link comes off it and
-    /// every packet on it goes to the link; `build::hold_feeding_lines`), into the link: the
-    /// route's two hops become one, and the line's packets enter the discipline at their exit
-    /// times without an event of the line's. While the link serialises, its own wake-up at the
-    /// end first takes every packet due by then (each enqueued at its own exit time, before
-    /// the dequeue); while it is idle, the line's head gets a wake-up of the link at its exit.
-    /// The discipline so sees the same `enqueue(pkt, t)` and `dequeue(t)` calls, at the same
-    /// times and in the same order, as with the line's exits as events, for nothing else
-    /// reaches the link in between and whatever reads the link first takes the packets due
-    /// ([`Link::take_due`]). Only the order of operations at one nanosecond can differ
-    /// (docs/perf-s12-events.md).
-    pub(crate) fn hold_line(&mut self, line: super::DelayLine) {
-        self.line = Some(Box::new(line));
-    }
-    /// Whether this link holds its feeding line.
-    pub(crate) fn holds_line(&self) -> bool {
-        self.line.is_some()
-    }
-    /// Enqueues the held line's packets due by `until`, each at its exit time (before a
-    /// sample, a change of the link, the end of a run or of a slice of it).
-    #[inline(always)]
-    pub(crate) fn take_due(&mut self, until: Time, ctx: &mut ElementCtx) {
-        while let Some((due, pkt)) = self.line.as_mut().and_then(|l| l.pop_due(until)) {
-            self.arrive(pkt, due, ctx);
         }
     }
     /// [`Link::drops`] by flow, added to `into`.
@@ -359,15 +322,6 @@ impl Link {
         }
     }
     pub(crate) fn receive(&mut self, mut pkt: Packet, ctx: &mut ElementCtx) {
-        if let Some(line) = &mut self.line {
-            // Onto the held line; an idle link wakes at the exit, a busy one takes it at the
-            // end of its serialisation.
-            let due = line.admit(pkt, ctx.now);
-            if self.in_tx.is_none() {
-                line.wake_for(due, ctx);
-            }
-            return;
-        }
         pkt.enqueued_at = ctx.now;
         pkt.ecn_at_enqueue = pkt.ecn;
         self.stats.arrivals += 1;
@@ -375,21 +329,6 @@ impl Link {
             self.start_next(ctx);
         }
         self.observe_backlog(ctx.now);
-    }
-    /// A packet off the held line enters the discipline at its exit time `at` (at or before
-    /// now): as [`Link::receive`] at `at`.
-    #[inline(always)]
-    fn arrive(&mut self, mut pkt: Packet, at: Time, ctx: &mut ElementCtx) {
-        let now = ctx.now;
-        ctx.now = at;
-        pkt.enqueued_at = at;
-        pkt.ecn_at_enqueue = pkt.ecn;
-        self.stats.arrivals += 1;
-        if self.qdisc.enqueue(pkt, at) == Enqueued::Queued {
-            self.start_next(ctx);
-        }
-        self.observe_backlog(at);
-        ctx.now = now;
     }
     #[inline]
     fn start_next(&mut self, ctx: &mut ElementCtx) {
@@ -478,18 +417,6 @@ impl Link {
     }
 
     pub(crate) fn wake(&mut self, ctx: &mut ElementCtx) {
-        let Some(line) = &mut self.line else { return self.wake_link(ctx) };
-        line.woken(ctx.now);
-        self.take_due(ctx.now, ctx);
-        self.wake_link(ctx);
-        if self.in_tx.is_none() {
-            if let Some(line) = &mut self.line {
-                line.wake_for_head(ctx);
-            }
-        }
-    }
-    #[inline(always)]
-    fn wake_link(&mut self, ctx: &mut ElementCtx) {
         if self.in_tx.is_some() {
             if ctx.now < self.tx_end {
                 return; // A shaper retry that came while a packet is on the wire.

@@ -37,18 +37,6 @@ impl Route {
         let client = host + 1;
         let [up, down] = [(client, 0), (0, client)];
         let hosts = if data_down { [down, up] } else { [up, down] };
-        Route::with_hosts(hops, hosts)
-    }
-    /// The route with every hop `h` for which `skip(h, next hop)` holds left out (a delay line
-    /// whose link holds it, `build::hold_feeding_lines`).
-    pub fn without(&self, skip: impl Fn(u32, Option<u32>) -> bool) -> Route {
-        let hops = [Direction::Forward, Direction::Reverse].map(|dir| {
-            let h = self.hops(dir);
-            (0..h.len()).filter(|&i| !skip(h[i], h.get(i + 1).copied())).map(|i| h[i]).collect::<Box<[u32]>>()
-        });
-        Route::with_hosts(hops, self.hosts)
-    }
-    fn with_hosts(hops: [Box<[u32]>; 2], hosts: [(u16, u16); 2]) -> Route {
         let mut inline = [[0; INLINE_HOPS]; 2];
         let mut len = [0u8; 2];
         let fits = |h: &[u32]| h.len() <= INLINE_HOPS && h.iter().all(|&e| e <= u16::MAX as u32);
