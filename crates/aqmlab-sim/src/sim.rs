@@ -581,7 +581,8 @@ impl Simulation {
             self.collect_flow_drops();
         }
         let now = self.now;
-        let tick = Tick { now, t: now.as_secs_f64(), step_s: self.step.as_secs_f64() };
+        let horizon_s = crate::metrics::steady_horizon(self.steady_window.map(Time::as_secs_f64));
+        let tick = Tick { now, t: now.as_secs_f64(), step_s: self.step.as_secs_f64(), horizon_s };
         self.recorder.tick(tick.t);
         for e in self.endpoints.iter_mut() {
             e.sample(&tick, &mut self.recorder);

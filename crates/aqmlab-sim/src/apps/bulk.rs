@@ -34,32 +34,33 @@ impl FlowSeries {
 ///
 /// `repr(C)`, the receiver first: a data packet's dispatch reads the endpoint table entry's
 /// tag, and the receiver's first fields (its delayed-ACK timer and out-of-order list) then
-/// share that cache line (issue #15, session 7); what only the sampling pass and the
-/// summary read comes after both ends.
+/// share that cache line (issue #15, session 7). What the sampling pass reads at every tick
+/// comes after both ends, in two cache lines (with 1000s of flows each is a miss at every
+/// tick; session 12); what only the summary reads comes last.
 #[repr(C)]
 pub struct TcpFlow {
     pub receiver: TcpReceiver,
     pub sender: TcpSender,
+    pub start: Time,
+    pub stop: Option<Time>,
+    last_delivered: u64,
+    last_retransmits: u64,
+    /// Delivery-rate samples (s, Mbit/s) while the flow runs, for the steady-state rate:
+    /// those of the last [`steady_horizon`] seconds ([`Tick::horizon_s`]; older ones cannot
+    /// be in the window), so a flow's memory is flat in the simulated duration (issue #14: 16
+    /// bytes per flow and tick were 3.2 GB for 100,000 flows over 100 s), and the first one's
+    /// time.
+    rate_samples: VecDeque<(f64, f64)>,
+    first_sample_s: Option<f64>,
+    pub series: FlowSeries,
     pub name: String,
     /// Base RTT plus the shared links' delays.
     pub rtt: Time,
-    pub start: Time,
-    pub stop: Option<Time>,
     /// Whether the flow is listed under `flows[]` (a transient group's flows are reported
     /// under `transients[]` instead).
     pub listed: bool,
     /// The data crosses the return link (`direction = "down"`).
     pub down: bool,
-    pub series: FlowSeries,
-    last_delivered: u64,
-    last_retransmits: u64,
-    /// Delivery-rate samples (s, Mbit/s) while the flow runs, for the steady-state rate:
-    /// those of the last `horizon_s` seconds ([`steady_horizon`]; older ones cannot be in the
-    /// window), so a flow's memory is flat in the simulated duration (issue #14: 16 bytes
-    /// per flow and tick were 3.2 GB for 100,000 flows over 100 s), and the first one's time.
-    rate_samples: VecDeque<(f64, f64)>,
-    first_sample_s: Option<f64>,
-    horizon_s: f64,
 }
 
 /// Summary of one flow (`summary.json` → `flows[]`).
@@ -107,8 +108,7 @@ impl TcpFlow {
     /// steady-state window (`None`: auto), which bounds the rate samples kept.
     #[allow(clippy::too_many_arguments)]
     pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, down: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize, step_s: f64, window_s: Option<f64>) -> Self {
-        let horizon_s = steady_horizon(window_s);
-        let keep = ((horizon_s / step_s.max(1e-9)).ceil() as usize).saturating_add(2).min(ticks);
+        let keep = ((steady_horizon(window_s) / step_s.max(1e-9)).ceil() as usize).saturating_add(2).min(ticks);
         TcpFlow {
             name,
             rtt,
@@ -123,7 +123,6 @@ impl TcpFlow {
             last_retransmits: 0,
             rate_samples: VecDeque::with_capacity(keep),
             first_sample_s: None,
-            horizon_s,
         }
     }
 
@@ -171,8 +170,8 @@ impl TcpFlow {
             // No kept sample is older than the first one, so while the first is within the
             // horizon nothing is dropped, and the ring's front (a cache line of its own, cold
             // at every tick with 1000s of flows) is not read.
-            if first < t - self.horizon_s {
-                while self.rate_samples.front().is_some_and(|&(t0, _)| t0 < t - self.horizon_s) {
+            if first < t - tick.horizon_s {
+                while self.rate_samples.front().is_some_and(|&(t0, _)| t0 < t - tick.horizon_s) {
                     self.rate_samples.pop_front();
                 }
             }
