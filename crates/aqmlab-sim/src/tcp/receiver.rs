@@ -25,45 +25,54 @@ struct OooBlock {
     payload_bytes: u64,
 }
 
+/// One connection's receiver.
+///
+/// Layout (`repr(C)`, 160 bytes, three cache lines, all of them touched by a data packet):
+/// the delayed-ACK timer first (the endpoint table's entry keeps its tag in the timer's
+/// spare values, so a dispatch reads this line), then the out-of-order list and
+/// `delivered_bytes`, which the sampling pass reads at every tick with the tag: with 1000s of
+/// flows each line it reads is a cache miss (issue #15, session 12; test
+/// `the_sampling_pass_reads_the_receivers_first_line_only`).
 #[derive(Debug)]
+#[repr(C)]
 pub struct TcpReceiver {
-    flow: u32,
-    header_bytes: u32,
-    ecn: EcnMode,
-    delayed_ack: crate::time::Time,
-    /// Next segment expected.
-    pub rcv_nxt: u32,
+    delack: Timer,
     /// Out-of-order ranges above `rcv_nxt`, most recently changed first.
     ooo: Vec<OooBlock>,
+    /// Payload bytes delivered in order to the application.
+    pub delivered_bytes: u64,
+    delayed_ack: crate::time::Time,
+    pub acks_sent: u64,
+    /// Duplicate segments received (each reported by a D-SACK).
+    pub duplicates: u64,
+    /// The `ns2-2013` profile's ns-2 sink, which then handles every packet and timer (the
+    /// public counters above mirror its own).
+    ns2: Option<Box<super::ns2::DelAckSink>>,
+    /// D-SACK block to report on the next ACK (Linux `duplicate_sack[0]`).
+    dsack: Option<SackBlock>,
+    flow: u32,
+    header_bytes: u32,
+    /// Next segment expected.
+    pub rcv_nxt: u32,
     /// Full segments received since the last ACK sent.
     unacked: u32,
     quick: u32,
-    delack: Timer,
-    ece_latched: bool,
-    /// An ECT or CE packet has arrived (Linux TCP_ECN_SEEN).
-    ect_seen: bool,
     mss: u32,
     max_quickacks: u32,
     /// CE-marked data packets received (exact count, echoed in every ACK).
     pub ce_received: u32,
     /// SCE-marked (ECT(1)) data packets received on an SCE connection (echoed as a count).
     pub sce_received: u32,
-    /// (CE, SCE) marking of the last data packet, for change-triggered ACKs.
-    last_mark_state: (bool, bool),
-    /// Payload bytes delivered in order to the application.
-    pub delivered_bytes: u64,
-    pub acks_sent: u64,
     /// `rcv_nxt` when the last ACK was sent (Linux `rcv_wup`).
     rcv_wup: u32,
     /// TSval to echo (Linux `rx_opt.ts_recent`).
     ts_recent: u32,
-    /// D-SACK block to report on the next ACK (Linux `duplicate_sack[0]`).
-    dsack: Option<SackBlock>,
-    /// Duplicate segments received (each reported by a D-SACK).
-    pub duplicates: u64,
-    /// The `ns2-2013` profile's ns-2 sink, which then handles every packet and timer (the
-    /// public counters above mirror its own).
-    ns2: Option<Box<super::ns2::DelAckSink>>,
+    /// (CE, SCE) marking of the last data packet, for change-triggered ACKs.
+    last_mark_state: (bool, bool),
+    ece_latched: bool,
+    /// An ECT or CE packet has arrived (Linux TCP_ECN_SEEN).
+    ect_seen: bool,
+    ecn: EcnMode,
 }
 
 impl TcpReceiver {
