@@ -50,7 +50,7 @@ mod sack;
 mod tlp;
 mod undo;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use self::output::tso_autosize;
 use self::queue::{Scoreboard, NIL};

@@ -27,12 +27,14 @@ impl TcpSender {
         self.finish_rate_sample(&mut st.rs, st.prior, now);
     }
 
-    /// `tcpi_delivery_rate` in bits per second (0 before the first valid sample).
+    /// `tcpi_delivery_rate` in bits per second (0 before the first valid sample). The MSS is the
+    /// socket's copy (the configuration's, in another cache line): the sampling pass reads
+    /// this at every tick, next to `srtt` and `cwnd`.
     pub fn delivery_rate_bps(&self) -> f64 {
         if self.rate_interval == Time::ZERO {
             return 0.0;
         }
-        self.rate_delivered as f64 * self.cfg.mss as f64 * 8.0 / self.rate_interval.as_secs_f64()
+        self.rate_delivered as f64 * self.tp.mss as f64 * 8.0 / self.rate_interval.as_secs_f64()
     }
 
     /// Linux `tcp_rate_skb_delivered`: the most recently sent delivered packet sets the sample.

@@ -555,25 +555,32 @@ fn the_loss_state_lies_in_two_cache_lines() {
     assert_eq!(sack.len(), 1, "SACK and RACK: lines {sack:?}");
 }
 
-/// What the sampling pass (`TcpFlow::sample`, every flow at every tick) reads of the sender
-/// lies in five cache lines: the MSS, srtt and cwnd (the configuration's tail and the socket),
-/// the latest delivery-rate sample, the completion time and the retransmission count (seven
-/// lines before session 11: the rate sample straddled two, the two counters two more).
-#[test]
-fn what_the_sampling_pass_reads_of_the_sender_lies_in_five_cache_lines() {
+/// The fields of the sender the sampling pass (`TcpFlow::sample`, every flow at every tick)
+/// reads: (offset, size) in `TcpSender`.
+pub(crate) fn sampled_fields() -> Vec<(usize, usize)> {
     use crate::cc::TcpCcState;
     use std::mem::{offset_of, size_of};
-    let (cfg, tp, stats) = (offset_of!(TcpSender, cfg), offset_of!(TcpSender, tp), offset_of!(TcpSender, stats));
+    let (tp, stats) = (offset_of!(TcpSender, tp), offset_of!(TcpSender, stats));
     let mut spans = vec![
-        (cfg + offset_of!(TcpConfig, mss), size_of::<u32>()),
+        (tp + offset_of!(TcpCcState, mss), size_of::<u32>()),
         (tp + offset_of!(TcpCcState, srtt), size_of::<Time>()),
         (tp + offset_of!(TcpCcState, cwnd), size_of::<u32>()),
         (stats + offset_of!(SenderStats, completed_at), size_of::<Option<Time>>()),
         (stats + offset_of!(SenderStats, retransmits), size_of::<u64>()),
     ];
     spans.extend(sender_fields!(rate_delivered, rate_interval));
-    let lines = cache_lines(&spans);
-    assert!(lines.len() <= 5, "lines {lines:?}");
+    spans
+}
+
+/// What the sampling pass reads of the sender lies in three cache lines: the socket's MSS,
+/// srtt and cwnd (adjacent in `TcpCcState`), the latest delivery-rate sample, the completion
+/// time and the retransmission count (seven lines before session 11, five before session
+/// 12: the MSS was the configuration's, srtt and cwnd in two lines of the socket).
+#[test]
+fn what_the_sampling_pass_reads_of_the_sender_lies_in_three_cache_lines() {
+    let lines = cache_lines(&sampled_fields());
+    assert!(lines.len() <= 3, "lines {lines:?}");
+    assert_eq!(std::mem::size_of::<crate::cc::TcpCcState>(), 152, "the socket grew");
 }
 
 /// The send-ordered list as RACK walks it.
