@@ -57,10 +57,10 @@ pub enum CaEvent {
 /// the sender ([`crate::tcp::sender`]) updates in place and a congestion control reads and
 /// writes through the hooks below; nothing is copied between the two. Windows are in packets.
 ///
-/// Layout (`repr(C)`, 152 bytes, the 8-byte fields, the 4-byte ones, the flags): every field
-/// is read per ACK, so the order matters only for the sampling pass, which reads `srtt`,
-/// `cwnd` and `mss` at every tick; they are adjacent, so one cache line of the sender holds
-/// them (issue #15, session 12).
+/// Layout (`repr(C)`, 168 bytes, the 8-byte fields, the 4-byte ones, the flags): every field
+/// is read per ACK, so the order matters only for the sampling pass, which reads the latest
+/// rate sample, `srtt`, `cwnd` and `mss` at every tick; they are adjacent, so one cache line
+/// of the sender holds them (issue #15, session 12).
 #[derive(Clone, Copy, Debug)]
 #[repr(C)]
 pub struct TcpCcState {
@@ -89,6 +89,10 @@ pub struct TcpCcState {
     pub app_limited: u64,
     /// Earliest departure time of the next paced packet (Linux `tcp_wstamp_ns`).
     pub edt: Time,
+    /// The latest delivery-rate sample kept (Linux `tp->rate_delivered`, `tp->rate_interval_us`;
+    /// `tcp_rate_gen`): packets delivered over the interval, zero before the first.
+    pub rate_delivered: u64,
+    pub rate_interval: Time,
     /// Smoothed RTT; zero before the first sample.
     pub srtt: Time,
     pub cwnd: u32,
@@ -160,6 +164,8 @@ impl TcpCcState {
             delivered_mstamp: Time::ZERO,
             app_limited: 0,
             edt: Time::ZERO,
+            rate_delivered: 0,
+            rate_interval: Time::ZERO,
             ecn,
             write_queue_empty: true,
         }

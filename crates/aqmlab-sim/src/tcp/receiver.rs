@@ -32,7 +32,7 @@ struct OooBlock {
 /// spare values, so a dispatch reads this line), then the out-of-order list and
 /// `delivered_bytes`, which the sampling pass reads at every tick with the tag: with 1000s of
 /// flows each line it reads is a cache miss (issue #15, session 12; test
-/// `what_the_sampling_pass_reads_of_a_flow_lies_in_six_cache_lines`).
+/// `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`).
 #[derive(Debug)]
 #[repr(C)]
 pub struct TcpReceiver {

@@ -191,10 +191,8 @@ pub struct TcpSender {
     wq_left: u32,
     /// `tcp_tso_autosize`'s last step (see [`output::TsoStep`]).
     tso_step: std::cell::Cell<output::TsoStep>,
-    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`): the
-    // latest sample's two fields in one line, which the sampling pass reads too.
-    rate_delivered: u64,
-    rate_interval: Time,
+    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`, the
+    // latest sample in `tp.rate_delivered` and `tp.rate_interval`).
     first_tx_time: Time,
     /// The `ns2-2013` profile's ns-2 agent, which then handles every event (`tp` and
     /// `stats` mirror its state for the metrics).
@@ -349,8 +347,6 @@ impl TcpSender {
             wq_left: 0,
             tso_step: std::cell::Cell::default(),
             first_tx_time: Time::ZERO,
-            rate_delivered: 0,
-            rate_interval: Time::ZERO,
             stats: SenderStats::default(),
             trace: None,
         }
