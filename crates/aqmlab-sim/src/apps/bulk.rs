@@ -32,12 +32,10 @@ impl FlowSeries {
 
 /// Both ends of one TCP connection.
 ///
-/// `repr(C)`, the receiver first: a data packet's dispatch reads the endpoint table entry's
-/// tag, and the receiver's first fields (its delayed-ACK timer and out-of-order list) then
-/// share that cache line (issue #15, session 7). What the sampling pass reads at every tick
-/// comes after both ends, in two cache lines (with 1000s of flows each is a miss at every
-/// tick; session 12, test `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`);
-/// what only the summary reads comes last.
+/// `repr(C)`: the receiver, the sender, then what the sampling pass reads at every tick
+/// in two cache lines (with 1000s of flows each is a miss at every tick; issue #15, session
+/// 12, test `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`), and last
+/// what only the summary reads.
 #[repr(C)]
 pub struct TcpFlow {
     pub receiver: TcpReceiver,
@@ -245,19 +243,16 @@ pub fn check_tcp_invariants(name: impl std::fmt::Display, tx: &TcpSender, rx: &T
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::endpoint::Endpoint;
     use std::mem::{offset_of, size_of};
 
-    /// What the sampling pass reads of a flow at every tick lies in five cache lines: the first
-    /// line of the entry (the endpoint table's tag, in the receiver's delayed-ACK timer, and
-    /// `delivered_bytes`), two of the sender's, and two after both ends (`start` to `series`).
+    /// What the sampling pass reads of a flow at every tick lies in five cache lines: the
+    /// receiver's first (`delivered_bytes`), two of the sender's, and two after both ends
+    /// (`start` to `series`).
     /// With 1000s of flows none of them is still cached at the next tick, so each is a miss
     /// per flow and tick (session 11 measured about 13 lines a flow; session 12 brought them
     /// to five, plus the rate ring's newest entry).
     #[test]
     fn what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines() {
-        // The tag lives in a niche of the flow (no word of its own), at the entry's start.
-        assert_eq!(size_of::<Endpoint>(), size_of::<TcpFlow>());
         assert_eq!(std::mem::align_of::<TcpFlow>(), 64);
         fn size<F>(_: fn(&TcpFlow) -> &F) -> usize {
             size_of::<F>()
@@ -272,7 +267,6 @@ mod tests {
         assert_eq!(lines(&tail).len(), 2, "tail {tail:?}");
         let sender = offset_of!(TcpFlow, sender);
         let mut all: Vec<(usize, usize)> = crate::tcp::sender::tests::sampled_fields().into_iter().map(|(at, n)| (sender + at, n)).collect();
-        all.push((0, 8));
         all.push(receiver);
         all.extend(tail);
         assert_eq!(lines(&all).len(), 5, "lines {:?}", lines(&all));

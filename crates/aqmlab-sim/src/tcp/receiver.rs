@@ -28,11 +28,10 @@ struct OooBlock {
 /// One connection's receiver.
 ///
 /// Layout (`repr(C)`, 160 bytes, three cache lines, all of them touched by a data packet):
-/// the delayed-ACK timer first (the endpoint table's entry keeps its tag in the timer's
-/// spare values, so a dispatch reads this line), then the out-of-order list and
-/// `delivered_bytes`, which the sampling pass reads at every tick with the tag: with 1000s of
-/// flows each line it reads is a cache miss (issue #15, session 12; test
-/// `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`).
+/// `delivered_bytes`, which the sampling pass reads at every tick, shares the first line with
+/// the delayed-ACK timer and the out-of-order list, so the pass reads one line of the
+/// receiver: with 1000s of flows each line it reads is a cache miss (issue #15, session 12;
+/// test `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`).
 #[derive(Debug)]
 #[repr(C)]
 pub struct TcpReceiver {
