@@ -27,11 +27,14 @@ struct OooBlock {
 
 /// One connection's receiver.
 ///
-/// Layout (`repr(C)`, 160 bytes, three cache lines, all of them touched by a data packet):
-/// `delivered_bytes`, which the sampling pass reads at every tick, shares the first line with
-/// the delayed-ACK timer and the out-of-order list, so the pass reads one line of the
-/// receiver: with 1000s of flows each line it reads is a cache miss (issue #15, session 12;
-/// test `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`).
+/// Layout (`repr(C)`, 144 bytes): what a data packet and the ACK it may send read and write
+/// fills the first two cache lines (128 bytes exactly), the delayed-ACK timer, the
+/// out-of-order list and `delivered_bytes` in the first, which the sampling pass reads at
+/// every tick; the duplicate count, `max_quickacks` and the ECN-seen flag (duplicates, ECN)
+/// come after. With 1000s of flows each line a packet touches is a cache miss (issue #15,
+/// session 12: three lines before; tests
+/// `a_data_packets_receiver_fields_lie_in_two_cache_lines`,
+/// `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`).
 #[derive(Debug)]
 #[repr(C)]
 pub struct TcpReceiver {
@@ -42,8 +45,6 @@ pub struct TcpReceiver {
     pub delivered_bytes: u64,
     delayed_ack: crate::time::Time,
     pub acks_sent: u64,
-    /// Duplicate segments received (each reported by a D-SACK).
-    pub duplicates: u64,
     /// The `ns2-2013` profile's ns-2 sink, which then handles every packet and timer (the
     /// public counters above mirror its own).
     ns2: Option<Box<super::ns2::DelAckSink>>,
@@ -57,7 +58,6 @@ pub struct TcpReceiver {
     unacked: u32,
     quick: u32,
     mss: u32,
-    max_quickacks: u32,
     /// CE-marked data packets received (exact count, echoed in every ACK).
     pub ce_received: u32,
     /// SCE-marked (ECT(1)) data packets received on an SCE connection (echoed as a count).
@@ -69,9 +69,13 @@ pub struct TcpReceiver {
     /// (CE, SCE) marking of the last data packet, for change-triggered ACKs.
     last_mark_state: (bool, bool),
     ece_latched: bool,
+    ecn: EcnMode,
+    // Read on duplicates and on ECN connections only.
+    /// Duplicate segments received (each reported by a D-SACK).
+    pub duplicates: u64,
+    max_quickacks: u32,
     /// An ECT or CE packet has arrived (Linux TCP_ECN_SEEN).
     ect_seen: bool,
-    ecn: EcnMode,
 }
 
 impl TcpReceiver {
@@ -449,5 +453,29 @@ mod tests {
         assert_eq!(last.sce_count, 2);
         assert!(acks.iter().any(|a| a.tcp.esce));
         assert!(acks.iter().all(|a| !a.tcp.ece));
+    }
+
+    /// What a data packet in order (no ECN) and the ACK it may send read and write lies in the
+    /// first two cache lines of the receiver (three before session 12: the delayed-ACK timer
+    /// was 32 bytes, and the compiler's order put `rcv_wup` and `ts_recent`, which every data
+    /// packet tests, in the third line with the cold fields). A per-packet field added after
+    /// the cold ones, or a cold one placed before them, fails it.
+    #[test]
+    fn a_data_packets_receiver_fields_lie_in_two_cache_lines() {
+        use std::mem::{offset_of, size_of};
+        fn size<F>(_: fn(&TcpReceiver) -> &F) -> usize {
+            size_of::<F>()
+        }
+        macro_rules! fields {
+            ($($f:ident),*) => { [$((offset_of!(TcpReceiver, $f), size(|r| &r.$f))),*] };
+        }
+        let hot = fields!(
+            delack, ooo, delivered_bytes, delayed_ack, acks_sent, ns2, dsack, flow, header_bytes, rcv_nxt, unacked, quick, mss, ce_received,
+            sce_received, rcv_wup, ts_recent, last_mark_state, ece_latched, ecn
+        );
+        let end = hot.iter().map(|&(at, n)| at + n).max().unwrap();
+        assert!(end <= 128, "the per-packet fields end at byte {end}");
+        assert_eq!(size_of::<Timer>(), 16);
+        assert!(offset_of!(TcpReceiver, delivered_bytes) + 8 <= 64, "the sampling pass reads delivered_bytes with the first line");
     }
 }
