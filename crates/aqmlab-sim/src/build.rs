@@ -282,6 +282,8 @@ impl Built {
             }
             transients.push(TransientGroup { name, start, flows: first..plans.len() });
         }
+        // The TCP flows (ids from 0), then the other entries (ids from `tcp.len()`).
+        let mut tcp = Vec::new();
         let mut endpoints = Vec::new();
         let mut routes = Vec::new();
         let tcp_flows = plans.len();
@@ -305,10 +307,10 @@ impl Built {
             let series = FlowSeries::register(&mut recorder, &p.name);
             let (sender, receiver) = (TcpSender::new(id, p.cfg.clone(), cc), TcpReceiver::new(id, &p.cfg));
             routes.push(route);
-            endpoints.push(Endpoint::Tcp(TcpFlow::new(p.name, p.rtt + path_delay, p.start, p.stop, p.listed, data_down, sender, receiver, series, ticks, sc.metrics.step.as_secs_f64(), sc.metrics.steady_window.map(Time::as_secs_f64))));
+            tcp.push(TcpFlow::new(p.name, p.rtt + path_delay, p.start, p.stop, p.listed, data_down, sender, receiver, series, ticks, sc.metrics.step.as_secs_f64(), sc.metrics.steady_window.map(Time::as_secs_f64)));
         }
         for (i, spec) in sc.probes.iter().enumerate() {
-            let id = endpoints.len() as u32;
+            let id = (tcp.len() + endpoints.len()) as u32;
             let name = spec.name.clone().unwrap_or_else(|| format!("probe-{i}"));
             let mut sides = PathSides::tunnelled(&tunnels, spec.tunnel.as_deref());
             if let Some(n) = &spec.netem {
@@ -329,7 +331,7 @@ impl Built {
             endpoints.push(Endpoint::Probe(ProbeFlow::new(name, kind, spec.rtt + path_delay, start, Probe::new(id, cfg), &mut recorder)));
         }
         for (i, spec) in sc.media.iter().enumerate() {
-            let id = endpoints.len() as u32;
+            let id = (tcp.len() + endpoints.len()) as u32;
             let kind = match spec.kind {
                 MediaKind::Scream => "scream",
             };
@@ -364,7 +366,7 @@ impl Built {
             endpoints.push(Endpoint::Media(Box::new(MediaFlow::new(name, ecn, spec.rtt + path_delay, start, spec.stop, app, &mut recorder))));
         }
         for (i, spec) in sc.udp.iter().enumerate() {
-            let id = endpoints.len() as u32;
+            let id = (tcp.len() + endpoints.len()) as u32;
             let kind = spec.kind.name();
             let name = spec.name.clone().unwrap_or_else(|| format!("{kind}-{i}"));
             let data_down = spec.direction == Way::Down;
@@ -407,25 +409,21 @@ impl Built {
                 route,
             })
             .collect();
-        let base = endpoints.len() as u32;
+        let base = (tcp.len() + endpoints.len()) as u32;
         endpoints.push(Endpoint::Workloads(Box::new(Workloads::new(sc.seed, sc.stack, base, configs))));
 
         let mut events = EventQueue::with_capacity(1024 + 4 * tcp_flows);
-        let mut changes_scheduled = false;
-        for (id, e) in endpoints.iter().enumerate() {
-            // The link changes are scheduled after the media's starts and before the UDP
-            // sources' (an equal-time tie runs in this order).
-            if !changes_scheduled && matches!(e, Endpoint::Udp(_) | Endpoint::Workloads(_)) {
-                for (i, c) in changes.iter().enumerate() {
-                    events.schedule(c.at, Event::LinkChange(i as u32));
-                }
-                changes_scheduled = true;
+        let endpoints = Endpoints::new(tcp, endpoints, routes);
+        // The link changes are scheduled after the media's starts and before the UDP
+        // sources' (an equal-time tie runs in this order).
+        endpoints.schedule(&mut events, |events| {
+            for (i, c) in changes.iter().enumerate() {
+                events.schedule(c.at, Event::LinkChange(i as u32));
             }
-            e.schedule(id as u32, &mut events);
-        }
+        });
         events.schedule(Time::ZERO, Event::Sample);
         events.schedule(sc.duration, Event::End);
-        Built { events, elements, endpoints: Endpoints::new(endpoints, routes), transients, tunnels, links, changes, recorder }
+        Built { events, elements, endpoints, transients, tunnels, links, changes, recorder }
     }
 }
 

@@ -459,7 +459,7 @@ impl Simulation {
                 Event::Element(id) => self.wake_element(id),
                 Event::Flow(f, timer) => {
                     let mut ctx = EndpointCtx { flow: f, now: at, events: &mut self.events, out: &mut self.out };
-                    self.endpoints.get_mut(f).on_timer(timer, &mut ctx);
+                    self.endpoints.on_timer(f, timer, &mut ctx);
                     // Most timer events send nothing (at 1000 flows 284 k of 310 k: a timer
                     // whose deadline moved, or one cancelled): no call, no context built.
                     if !self.out.is_empty() {
@@ -581,9 +581,13 @@ impl Simulation {
             self.collect_flow_drops();
         }
         let now = self.now;
-        let tick = Tick { now, t: now.as_secs_f64(), step_s: self.step.as_secs_f64() };
+        let horizon_s = crate::metrics::steady_horizon(self.steady_window.map(Time::as_secs_f64));
+        let tick = Tick { now, t: now.as_secs_f64(), step_s: self.step.as_secs_f64(), horizon_s };
         self.recorder.tick(tick.t);
-        for e in self.endpoints.iter_mut() {
+        for f in self.endpoints.tcp_flows_mut() {
+            f.sample(&tick, &mut self.recorder);
+        }
+        for e in self.endpoints.others_mut() {
             e.sample(&tick, &mut self.recorder);
         }
         for link in &mut self.links {
@@ -597,18 +601,19 @@ impl Simulation {
         let end = self.end;
         let window_s = self.steady_window.map(Time::as_secs_f64);
         let (mut flows, mut probes, mut media, mut udp, mut workloads) = (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for e in self.endpoints.iter_mut() {
-            match e.summary(end, window_s) {
-                Some(EndpointSummary::Flow(s)) => flows.push(s),
-                Some(EndpointSummary::Probe(s)) => probes.push(s),
-                Some(EndpointSummary::Media(s)) => media.push(s),
-                Some(EndpointSummary::Udp(s)) => udp.push(s),
-                Some(EndpointSummary::Workloads(s)) => workloads = s,
-                None => {}
+        // A transient group's flows are reported by their group.
+        flows.extend(self.endpoints.tcp_flows().iter().filter(|f| f.listed).map(|f| f.summary(end, window_s)));
+        for e in self.endpoints.others_mut() {
+            match e.summary(end) {
+                EndpointSummary::Probe(s) => probes.push(s),
+                EndpointSummary::Media(s) => media.push(s),
+                EndpointSummary::Udp(s) => udp.push(s),
+                EndpointSummary::Workloads(s) => workloads = s,
             }
         }
         let (jain_steady, jain_steady_by_direction) = jain_of(&flows);
-        let first_start = self.endpoints.iter().filter_map(Endpoint::first_start).min().unwrap_or(Time::ZERO);
+        let tcp_starts = self.endpoints.tcp_flows().iter().map(|f| f.start);
+        let first_start = tcp_starts.chain(self.endpoints.others().iter().filter_map(Endpoint::first_start)).min().unwrap_or(Time::ZERO);
         let mut links: Vec<BottleneckSummary> = (self.links.iter())
             .map(|l| BottleneckSummary::of(self.elements[l.element].as_link(), &l.qdisc_text, l.start_rate, first_start, end))
             .collect();
@@ -638,17 +643,9 @@ impl Simulation {
             }
         }
         let endpoints = &self.endpoints;
-        check_flow_conservation(&flow_sent, &flow_delivered, flow_dropped, &self.elements, |f| match endpoints.get(f) {
-            Endpoint::Tcp(_) => "TCP",
-            Endpoint::Probe(_) => "probe",
-            Endpoint::Media(_) => "media",
-            Endpoint::Udp(_) => "UDP",
-            Endpoint::Workloads(_) => "workload transfer",
-        });
-        for e in self.endpoints.iter() {
-            if let Endpoint::Tcp(f) = e {
-                f.check_invariants();
-            }
+        check_flow_conservation(&flow_sent, &flow_delivered, flow_dropped, &self.elements, |f| endpoints.kind_name(f));
+        for f in self.endpoints.tcp_flows() {
+            f.check_invariants();
         }
         for e in &self.elements {
             if let Element::Link(l) = e {
@@ -738,7 +735,7 @@ fn forward(ctx: &mut ElementCtx, hops: Hops) {
                     c.tap(pkt, now, endpoints, false);
                 }
                 let mut ectx = EndpointCtx { flow: pkt.flow, now, events: &mut *ctx.events, out: &mut *ctx.out };
-                endpoints.get_mut(pkt.flow).on_packet(pkt, &mut ectx);
+                endpoints.on_packet(pkt.flow, pkt, &mut ectx);
                 // The packet ends here: its out-of-line slot, if any, goes back.
                 pkt.release();
             }

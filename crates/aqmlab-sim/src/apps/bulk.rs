@@ -32,34 +32,34 @@ impl FlowSeries {
 
 /// Both ends of one TCP connection.
 ///
-/// `repr(C)`, the receiver first: a data packet's dispatch reads the endpoint table entry's
-/// tag, and the receiver's first fields (its delayed-ACK timer and out-of-order list) then
-/// share that cache line (issue #15, session 7); what only the sampling pass and the
-/// summary read comes after both ends.
+/// `repr(C)`: the receiver, the sender, then what the sampling pass reads at every tick
+/// in two cache lines (with 1000s of flows each is a miss at every tick; issue #15, session
+/// 12, test `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`), and last
+/// what only the summary reads.
 #[repr(C)]
 pub struct TcpFlow {
     pub receiver: TcpReceiver,
     pub sender: TcpSender,
+    pub start: Time,
+    pub stop: Option<Time>,
+    last_delivered: u64,
+    last_retransmits: u64,
+    /// Delivery-rate samples (s, Mbit/s) while the flow runs, for the steady-state rate:
+    /// those of the last [`steady_horizon`] seconds ([`Tick::horizon_s`]; older ones cannot
+    /// be in the window), so a flow's memory is flat in the simulated duration (issue #14: 16
+    /// bytes per flow and tick were 3.2 GB for 100,000 flows over 100 s), and the first one's
+    /// time.
+    rate_samples: VecDeque<(f64, f64)>,
+    first_sample_s: Option<f64>,
+    pub series: FlowSeries,
     pub name: String,
     /// Base RTT plus the shared links' delays.
     pub rtt: Time,
-    pub start: Time,
-    pub stop: Option<Time>,
     /// Whether the flow is listed under `flows[]` (a transient group's flows are reported
     /// under `transients[]` instead).
     pub listed: bool,
     /// The data crosses the return link (`direction = "down"`).
     pub down: bool,
-    pub series: FlowSeries,
-    last_delivered: u64,
-    last_retransmits: u64,
-    /// Delivery-rate samples (s, Mbit/s) while the flow runs, for the steady-state rate:
-    /// those of the last `horizon_s` seconds ([`steady_horizon`]; older ones cannot be in the
-    /// window), so a flow's memory is flat in the simulated duration (issue #14: 16 bytes
-    /// per flow and tick were 3.2 GB for 100,000 flows over 100 s), and the first one's time.
-    rate_samples: VecDeque<(f64, f64)>,
-    first_sample_s: Option<f64>,
-    horizon_s: f64,
 }
 
 /// Summary of one flow (`summary.json` → `flows[]`).
@@ -107,8 +107,7 @@ impl TcpFlow {
     /// steady-state window (`None`: auto), which bounds the rate samples kept.
     #[allow(clippy::too_many_arguments)]
     pub fn new(name: String, rtt: Time, start: Time, stop: Option<Time>, listed: bool, down: bool, sender: TcpSender, receiver: TcpReceiver, series: FlowSeries, ticks: usize, step_s: f64, window_s: Option<f64>) -> Self {
-        let horizon_s = steady_horizon(window_s);
-        let keep = ((horizon_s / step_s.max(1e-9)).ceil() as usize).saturating_add(2).min(ticks);
+        let keep = ((steady_horizon(window_s) / step_s.max(1e-9)).ceil() as usize).saturating_add(2).min(ticks);
         TcpFlow {
             name,
             rtt,
@@ -123,7 +122,6 @@ impl TcpFlow {
             last_retransmits: 0,
             rate_samples: VecDeque::with_capacity(keep),
             first_sample_s: None,
-            horizon_s,
         }
     }
 
@@ -167,9 +165,14 @@ impl TcpFlow {
         self.last_delivered = delivered;
         let rate = self.sender.delivery_rate_bps() / 1e6;
         if active {
-            self.first_sample_s.get_or_insert(t);
-            while self.rate_samples.front().is_some_and(|&(t0, _)| t0 < t - self.horizon_s) {
-                self.rate_samples.pop_front();
+            let first = *self.first_sample_s.get_or_insert(t);
+            // No kept sample is older than the first one, so while the first is within the
+            // horizon nothing is dropped, and the ring's front (a cache line of its own, cold
+            // at every tick with 1000s of flows) is not read.
+            if first < t - tick.horizon_s {
+                while self.rate_samples.front().is_some_and(|&(t0, _)| t0 < t - tick.horizon_s) {
+                    self.rate_samples.pop_front();
+                }
             }
             self.rate_samples.push_back((t, rate));
         }
@@ -234,5 +237,38 @@ pub fn check_tcp_invariants(name: impl std::fmt::Display, tx: &TcpSender, rx: &T
         if tx.is_complete() && delivered != size {
             panic!("invariant violated: TCP delivery: flow \"{name}\": the transfer completed with {delivered} of {size} bytes delivered (a hole)");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::mem::{offset_of, size_of};
+
+    /// What the sampling pass reads of a flow at every tick lies in five cache lines: the
+    /// receiver's first (`delivered_bytes`), two of the sender's, and two after both ends
+    /// (`start` to `series`).
+    /// With 1000s of flows none of them is still cached at the next tick, so each is a miss
+    /// per flow and tick (session 11 measured about 13 lines a flow; session 12 brought them
+    /// to five, plus the rate ring's newest entry).
+    #[test]
+    fn what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines() {
+        assert_eq!(std::mem::align_of::<TcpFlow>(), 64);
+        fn size<F>(_: fn(&TcpFlow) -> &F) -> usize {
+            size_of::<F>()
+        }
+        macro_rules! flow_fields {
+            ($($f:ident),*) => { [$((offset_of!(TcpFlow, $f), size(|s| &s.$f))),*] };
+        }
+        let receiver = (offset_of!(TcpFlow, receiver) + offset_of!(TcpReceiver, delivered_bytes), size_of::<u64>());
+        assert!(receiver.0 + receiver.1 <= 64, "delivered_bytes at {}", receiver.0);
+        let tail = flow_fields!(start, stop, last_delivered, last_retransmits, rate_samples, first_sample_s, series);
+        let lines = |spans: &[(usize, usize)]| spans.iter().flat_map(|&(at, n)| at / 64..=(at + n - 1) / 64).collect::<std::collections::BTreeSet<_>>();
+        assert_eq!(lines(&tail).len(), 2, "tail {tail:?}");
+        let sender = offset_of!(TcpFlow, sender);
+        let mut all: Vec<(usize, usize)> = crate::tcp::sender::tests::sampled_fields().into_iter().map(|(at, n)| (sender + at, n)).collect();
+        all.push(receiver);
+        all.extend(tail);
+        assert_eq!(lines(&all).len(), 5, "lines {:?}", lines(&all));
     }
 }

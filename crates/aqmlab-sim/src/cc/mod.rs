@@ -56,50 +56,28 @@ pub enum CaEvent {
 /// The socket (Linux `struct tcp_sock`): the sender's one copy of the connection state, which
 /// the sender ([`crate::tcp::sender`]) updates in place and a congestion control reads and
 /// writes through the hooks below; nothing is copied between the two. Windows are in packets.
+///
+/// Layout (`repr(C)`, 168 bytes, the 8-byte fields, the 4-byte ones, the flags): every field
+/// is read per ACK, so the order matters only for the sampling pass, which reads the latest
+/// rate sample, `srtt`, `cwnd` and `mss` at every tick; they are adjacent, so one cache line
+/// of the sender holds them (issue #15, session 12).
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 pub struct TcpCcState {
     /// The clock of the event being processed (Linux `tp->tcp_mstamp`, refreshed when a
     /// packet arrives or a timer fires).
     pub now: Time,
-    pub cwnd: u32,
-    pub ssthresh: u32,
-    /// Linux `snd_cwnd_cnt`: ACKed packets counted towards the next +1 in congestion avoidance.
-    pub cwnd_cnt: u32,
-    /// Largest cwnd allowed (`snd_cwnd_clamp`).
-    pub cwnd_clamp: u32,
-    pub mss: u32,
-    /// Smoothed RTT; zero before the first sample.
-    pub srtt: Time,
     /// Minimum RTT seen (Linux keeps a windowed min; the flows here never change path).
     pub min_rtt: Time,
-    /// Segments sent and not yet cumulatively acknowledged (`packets_out`).
-    pub packets_out: u32,
-    /// Of `packets_out`: SACKed (`sacked_out`), marked lost (`lost_out`), and retransmissions
-    /// in flight (`retrans_out`).
-    pub sacked_out: u32,
-    pub lost_out: u32,
-    pub retrans_out: u32,
     /// Packets delivered (cumulatively or selectively ACKed) since the start.
     pub delivered: u64,
     /// Of `delivered`, packets that arrived CE-marked (exact, AccECN-style feedback).
     pub delivered_ce: u64,
     /// Packets that arrived SCE-marked (ECT(1) on an SCE connection), as echoed.
     pub delivered_sce: u64,
-    /// First segment not cumulatively acknowledged, next segment to send (segment numbers).
-    pub snd_una: u32,
-    pub snd_nxt: u32,
-    /// Linux `tcp_is_cwnd_limited()`: growth is only allowed while cwnd is the limit. The
-    /// sender evaluates it once per ACK, at the `tcp_cong_control` stage; the hooks called
-    /// before that stage (`pkts_acked`) see the previous ACK's value.
-    pub is_cwnd_limited: bool,
-    /// The raw `tp->is_cwnd_limited` flag, kept by `tcp_cwnd_validate` (BBRv3 reads it).
-    pub cwnd_limited_flag: bool,
     /// Time of the last data transmission (`lsndtime`); during a `TxStart` event it is still
     /// the previous one, as in Linux `tcp_event_data_sent`.
     pub lsndtime: Time,
-    pub ca_state: CaState,
-    /// True when the socket paces (changes HyStart's ACK-train threshold, as in Linux).
-    pub paced: bool,
     /// Current pacing rate in bytes per second (0 before the first RTT sample).
     pub pacing_rate: f64,
     /// Packets marked lost since the start (Linux `tp->lost`).
@@ -111,6 +89,38 @@ pub struct TcpCcState {
     pub app_limited: u64,
     /// Earliest departure time of the next paced packet (Linux `tcp_wstamp_ns`).
     pub edt: Time,
+    /// The latest delivery-rate sample kept (Linux `tp->rate_delivered`, `tp->rate_interval_us`;
+    /// `tcp_rate_gen`): packets delivered over the interval, zero before the first.
+    pub rate_delivered: u64,
+    pub rate_interval: Time,
+    /// Smoothed RTT; zero before the first sample.
+    pub srtt: Time,
+    pub cwnd: u32,
+    pub mss: u32,
+    pub ssthresh: u32,
+    /// Linux `snd_cwnd_cnt`: ACKed packets counted towards the next +1 in congestion avoidance.
+    pub cwnd_cnt: u32,
+    /// Largest cwnd allowed (`snd_cwnd_clamp`).
+    pub cwnd_clamp: u32,
+    /// Segments sent and not yet cumulatively acknowledged (`packets_out`).
+    pub packets_out: u32,
+    /// Of `packets_out`: SACKed (`sacked_out`), marked lost (`lost_out`), and retransmissions
+    /// in flight (`retrans_out`).
+    pub sacked_out: u32,
+    pub lost_out: u32,
+    pub retrans_out: u32,
+    /// First segment not cumulatively acknowledged, next segment to send (segment numbers).
+    pub snd_una: u32,
+    pub snd_nxt: u32,
+    /// Linux `tcp_is_cwnd_limited()`: growth is only allowed while cwnd is the limit. The
+    /// sender evaluates it once per ACK, at the `tcp_cong_control` stage; the hooks called
+    /// before that stage (`pkts_acked`) see the previous ACK's value.
+    pub is_cwnd_limited: bool,
+    /// The raw `tp->is_cwnd_limited` flag, kept by `tcp_cwnd_validate` (BBRv3 reads it).
+    pub cwnd_limited_flag: bool,
+    pub ca_state: CaState,
+    /// True when the socket paces (changes HyStart's ACK-train threshold, as in Linux).
+    pub paced: bool,
     /// The connection's ECN mode (negotiated at the handshake).
     pub ecn: EcnMode,
     /// Linux `tcp_write_queue_empty()`: the application has no data queued that was not yet
@@ -154,6 +164,8 @@ impl TcpCcState {
             delivered_mstamp: Time::ZERO,
             app_limited: 0,
             edt: Time::ZERO,
+            rate_delivered: 0,
+            rate_interval: Time::ZERO,
             ecn,
             write_queue_empty: true,
         }

@@ -41,6 +41,10 @@ pub struct Tick {
     pub t: f64,
     /// The grid step in seconds.
     pub step_s: f64,
+    /// How far back a flow keeps its delivery-rate samples ([`super::steady_horizon`] of the
+    /// run's `[metrics] steady_window`): the same for every flow, so it is the run's, not
+    /// stored in each flow's sampled fields.
+    pub horizon_s: f64,
 }
 
 /// A block of consecutive ticks drained from a [`SeriesRecorder`] while the run goes on

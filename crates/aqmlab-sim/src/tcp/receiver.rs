@@ -25,45 +25,57 @@ struct OooBlock {
     payload_bytes: u64,
 }
 
+/// One connection's receiver.
+///
+/// Layout (`repr(C)`, 144 bytes): what a data packet and the ACK it may send read and write
+/// fills the first two cache lines (128 bytes exactly), the delayed-ACK timer, the
+/// out-of-order list and `delivered_bytes` in the first, which the sampling pass reads at
+/// every tick; the duplicate count, `max_quickacks` and the ECN-seen flag (duplicates, ECN)
+/// come after. With 1000s of flows each line a packet touches is a cache miss (issue #15,
+/// session 12: three lines before; tests
+/// `a_data_packets_receiver_fields_lie_in_two_cache_lines`,
+/// `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`).
 #[derive(Debug)]
+#[repr(C)]
 pub struct TcpReceiver {
-    flow: u32,
-    header_bytes: u32,
-    ecn: EcnMode,
-    delayed_ack: crate::time::Time,
-    /// Next segment expected.
-    pub rcv_nxt: u32,
+    delack: Timer,
     /// Out-of-order ranges above `rcv_nxt`, most recently changed first.
     ooo: Vec<OooBlock>,
+    /// Payload bytes delivered in order to the application.
+    pub delivered_bytes: u64,
+    delayed_ack: crate::time::Time,
+    pub acks_sent: u64,
+    /// The `ns2-2013` profile's ns-2 sink, which then handles every packet and timer (the
+    /// public counters above mirror its own).
+    ns2: Option<Box<super::ns2::DelAckSink>>,
+    /// D-SACK block to report on the next ACK (Linux `duplicate_sack[0]`).
+    dsack: Option<SackBlock>,
+    flow: u32,
+    header_bytes: u32,
+    /// Next segment expected.
+    pub rcv_nxt: u32,
     /// Full segments received since the last ACK sent.
     unacked: u32,
     quick: u32,
-    delack: Timer,
-    ece_latched: bool,
-    /// An ECT or CE packet has arrived (Linux TCP_ECN_SEEN).
-    ect_seen: bool,
     mss: u32,
-    max_quickacks: u32,
     /// CE-marked data packets received (exact count, echoed in every ACK).
     pub ce_received: u32,
     /// SCE-marked (ECT(1)) data packets received on an SCE connection (echoed as a count).
     pub sce_received: u32,
-    /// (CE, SCE) marking of the last data packet, for change-triggered ACKs.
-    last_mark_state: (bool, bool),
-    /// Payload bytes delivered in order to the application.
-    pub delivered_bytes: u64,
-    pub acks_sent: u64,
     /// `rcv_nxt` when the last ACK was sent (Linux `rcv_wup`).
     rcv_wup: u32,
     /// TSval to echo (Linux `rx_opt.ts_recent`).
     ts_recent: u32,
-    /// D-SACK block to report on the next ACK (Linux `duplicate_sack[0]`).
-    dsack: Option<SackBlock>,
+    /// (CE, SCE) marking of the last data packet, for change-triggered ACKs.
+    last_mark_state: (bool, bool),
+    ece_latched: bool,
+    ecn: EcnMode,
+    // Read on duplicates and on ECN connections only.
     /// Duplicate segments received (each reported by a D-SACK).
     pub duplicates: u64,
-    /// The `ns2-2013` profile's ns-2 sink, which then handles every packet and timer (the
-    /// public counters above mirror its own).
-    ns2: Option<Box<super::ns2::DelAckSink>>,
+    max_quickacks: u32,
+    /// An ECT or CE packet has arrived (Linux TCP_ECN_SEEN).
+    ect_seen: bool,
 }
 
 impl TcpReceiver {
@@ -441,5 +453,29 @@ mod tests {
         assert_eq!(last.sce_count, 2);
         assert!(acks.iter().any(|a| a.tcp.esce));
         assert!(acks.iter().all(|a| !a.tcp.ece));
+    }
+
+    /// What a data packet in order (no ECN) and the ACK it may send read and write lies in the
+    /// first two cache lines of the receiver (three before session 12: the delayed-ACK timer
+    /// was 32 bytes, and the compiler's order put `rcv_wup` and `ts_recent`, which every data
+    /// packet tests, in the third line with the cold fields). A per-packet field added after
+    /// the cold ones, or a cold one placed before them, fails it.
+    #[test]
+    fn a_data_packets_receiver_fields_lie_in_two_cache_lines() {
+        use std::mem::{offset_of, size_of};
+        fn size<F>(_: fn(&TcpReceiver) -> &F) -> usize {
+            size_of::<F>()
+        }
+        macro_rules! fields {
+            ($($f:ident),*) => { [$((offset_of!(TcpReceiver, $f), size(|r| &r.$f))),*] };
+        }
+        let hot = fields!(
+            delack, ooo, delivered_bytes, delayed_ack, acks_sent, ns2, dsack, flow, header_bytes, rcv_nxt, unacked, quick, mss, ce_received,
+            sce_received, rcv_wup, ts_recent, last_mark_state, ece_latched, ecn
+        );
+        let end = hot.iter().map(|&(at, n)| at + n).max().unwrap();
+        assert!(end <= 128, "the per-packet fields end at byte {end}");
+        assert_eq!(size_of::<Timer>(), 16);
+        assert!(offset_of!(TcpReceiver, delivered_bytes) + 8 <= 64, "the sampling pass reads delivered_bytes with the first line");
     }
 }

@@ -262,7 +262,11 @@ impl TcpSender {
     fn ecn_rcv_echo(&mut self, pkt: &Packet, st: &mut AckState) {
         let ce_delta = pkt.tcp.ce_count.wrapping_sub(self.ce_count_seen);
         self.ce_count_seen = pkt.tcp.ce_count;
-        self.stats.ce_echoed += ce_delta as u64;
+        // Written only when there is something to add: the counter is out of the per-ACK
+        // lines (with 1000s of flows a write per ACK would cost its line).
+        if ce_delta != 0 {
+            self.stats.ce_echoed += ce_delta as u64;
+        }
         self.tp.delivered_ce += ce_delta as u64;
         let sce_delta = pkt.tcp.sce_count.wrapping_sub(self.sce_count_seen);
         self.sce_count_seen = pkt.tcp.sce_count;

@@ -50,7 +50,7 @@ mod sack;
 mod tlp;
 mod undo;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use self::output::tso_autosize;
 use self::queue::{Scoreboard, NIL};
@@ -84,11 +84,11 @@ enum Phase {
 
 /// Counters reported per flow.
 ///
-/// `repr(C)`, the three counters an ACK and its sends update first: the sender places the
-/// counters at the end of its per-ACK fields, so that these three share their last line.
-/// Then the completion time (read with them on each ACK of a finite transfer) and the loss
-/// counters, so that what the sampling pass reads (`completed_at`, `retransmits`) lies in
-/// one line.
+/// `repr(C)`, the two counters every sent skb updates first: the sender places the counters
+/// at the end of its per-ACK fields, so that these two share their last line; then the
+/// completion time (read with them on each ACK of a finite transfer) and `retransmits`, which
+/// the sampling pass reads with the socket's line at every tick, in that line too (session
+/// 12); then the ECN and loss counters, which only ECN marks and losses write.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct SenderStats {
@@ -96,11 +96,11 @@ pub struct SenderStats {
     /// Sends of data (skbs handed to the device): `data_packets_sent / data_skbs_sent` is the
     /// mean GSO burst.
     pub data_skbs_sent: u64,
-    /// Data packets that reached the receiver CE-marked, as fed back.
-    pub ce_echoed: u64,
     /// Time the transfer's last byte was acknowledged (finite transfers).
     pub completed_at: Option<Time>,
     pub retransmits: u64,
+    /// Data packets that reached the receiver CE-marked, as fed back.
+    pub ce_echoed: u64,
     pub rto_events: u64,
     pub fast_recoveries: u64,
     pub cwr_reductions: u64,
@@ -119,10 +119,12 @@ pub struct SenderStats {
 /// flows' senders take turns in the cache: the congestion control (CUBIC's per-ACK state in
 /// its first two lines), the per-ACK tail of the configuration, the socket, then the
 /// sender's own per-ACK state in the order of `tcp_ack`'s stages, its RTO timer and the
-/// counters, the pacing timer; then what only D-SACKs and the handshake read, and the loss
-/// state in two lines (RACK's reordering timer, the SACK cache and the send-ordered list's
-/// ends; the recovery and undo state). Tests `an_acks_sender_fields_lie_in_ten_cache_lines`,
-/// `the_loss_state_lies_in_two_cache_lines`.
+/// counters (the ones sends update, then the two the sampling pass reads); then the D-SACK
+/// count, and the loss state in two lines (RACK's reordering timer, the SACK cache, the
+/// send-ordered list's ends and the pacing timer; the handshake's times, the recovery and
+/// undo state). Tests `an_acks_sender_fields_lie_in_ten_cache_lines`,
+/// `the_loss_state_lies_in_two_cache_lines`,
+/// `what_the_sampling_pass_reads_of_the_sender_lies_in_two_cache_lines`.
 #[repr(C, align(64))]
 pub struct TcpSender {
     cc: Cc,
@@ -191,10 +193,8 @@ pub struct TcpSender {
     wq_left: u32,
     /// `tcp_tso_autosize`'s last step (see [`output::TsoStep`]).
     tso_step: std::cell::Cell<output::TsoStep>,
-    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`): the
-    // latest sample's two fields in one line, which the sampling pass reads too.
-    rate_delivered: u64,
-    rate_interval: Time,
+    // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`, the
+    // latest sample in `tp.rate_delivered` and `tp.rate_interval`).
     first_tx_time: Time,
     /// The `ns2-2013` profile's ns-2 agent, which then handles every event (`tp` and
     /// `stats` mirror its state for the metrics).
@@ -205,15 +205,8 @@ pub struct TcpSender {
     trace: Option<Box<Vec<AckTrace>>>,
     rto_timer: Timer,
     pub stats: SenderStats,
-    // Pacing (the earliest departure time is `tp.edt`): after the counters, since only a
-    // paced flow arms it.
-    pacing_timer: Timer,
-    // Read on rare paths only: D-SACKs, the handshake.
     /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
     dsack_dups: u64,
-    syn_sent_at: Time,
-    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
-    no_sample_rto: Time,
     // The loss state, in two lines: RACK's reordering timer, the SACK cache and the
     // send-ordered list's ends (linked only while it is not the sequence order), then the
     // recovery and undo state.
@@ -224,6 +217,13 @@ pub struct TcpSender {
     /// the entries only while it is not the sequence order ([`TcpSender::ts_in_sequence`]).
     ts_head: u32,
     ts_tail: u32,
+    // Pacing (the earliest departure time is `tp.edt`): out of the per-ACK lines, since only
+    // a paced flow arms it (in the loss state's first line, whose 16 bytes it fills).
+    pacing_timer: Timer,
+    // The handshake's, then the recovery and undo state.
+    syn_sent_at: Time,
+    /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
+    no_sample_rto: Time,
     // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
     undo_marker: Option<u32>,
     undo_retrans: i32,
@@ -349,8 +349,6 @@ impl TcpSender {
             wq_left: 0,
             tso_step: std::cell::Cell::default(),
             first_tx_time: Time::ZERO,
-            rate_delivered: 0,
-            rate_interval: Time::ZERO,
             stats: SenderStats::default(),
             trace: None,
         }

@@ -27,12 +27,14 @@ impl TcpSender {
         self.finish_rate_sample(&mut st.rs, st.prior, now);
     }
 
-    /// `tcpi_delivery_rate` in bits per second (0 before the first valid sample).
+    /// `tcpi_delivery_rate` in bits per second (0 before the first valid sample). The MSS is the
+    /// socket's copy (the configuration's, in another cache line): the sampling pass reads
+    /// this at every tick, next to `srtt` and `cwnd`.
     pub fn delivery_rate_bps(&self) -> f64 {
-        if self.rate_interval == Time::ZERO {
+        if self.tp.rate_interval == Time::ZERO {
             return 0.0;
         }
-        self.rate_delivered as f64 * self.cfg.mss as f64 * 8.0 / self.rate_interval.as_secs_f64()
+        self.tp.rate_delivered as f64 * self.tp.mss as f64 * 8.0 / self.tp.rate_interval.as_secs_f64()
     }
 
     /// Linux `tcp_rate_skb_delivered`: the most recently sent delivered packet sets the sample.
@@ -69,9 +71,9 @@ impl TcpSender {
             return;
         }
         let d = rs.delivered as u64;
-        if !rs.is_app_limited || d as u128 * self.rate_interval.0 as u128 >= self.rate_delivered as u128 * rs.interval.0 as u128 {
-            self.rate_delivered = d;
-            self.rate_interval = rs.interval;
+        if !rs.is_app_limited || d as u128 * self.tp.rate_interval.0 as u128 >= self.tp.rate_delivered as u128 * rs.interval.0 as u128 {
+            self.tp.rate_delivered = d;
+            self.tp.rate_interval = rs.interval;
         }
     }
 }
