@@ -259,17 +259,21 @@ impl TcpSender {
     /// The ECN echo: the receiver's CE and SCE counters (exact, AccECN-style feedback), and
     /// the echo that starts a CWR reduction (Linux `FLAG_ECE`): the ECE flag, or with
     /// accurate feedback an increase of the CE counter.
+    ///
+    /// An ACK overtaken on the return path by a later one (netem jitter, reordering) carries
+    /// older counts than those already seen: it adds nothing and the counts seen stay. Linux
+    /// ignores the ACE field of such an ACK too (`__tcp_accecn_process`, "Reordered ACK":
+    /// no forward progress, no delta). Taken as a wrapped u32 the backward step would add
+    /// 2^32 - 1 marks.
     fn ecn_rcv_echo(&mut self, pkt: &Packet, st: &mut AckState) {
-        let ce_delta = pkt.tcp.ce_count.wrapping_sub(self.ce_count_seen);
-        self.ce_count_seen = pkt.tcp.ce_count;
+        let ce_delta = counter_advance(pkt.tcp.ce_count, &mut self.ce_count_seen);
         // Written only when there is something to add: the counter is out of the per-ACK
         // lines (with 1000s of flows a write per ACK would cost its line).
         if ce_delta != 0 {
             self.stats.ce_echoed += ce_delta as u64;
         }
         self.tp.delivered_ce += ce_delta as u64;
-        let sce_delta = pkt.tcp.sce_count.wrapping_sub(self.sce_count_seen);
-        self.sce_count_seen = pkt.tcp.sce_count;
+        let sce_delta = counter_advance(pkt.tcp.sce_count, &mut self.sce_count_seen);
         self.tp.delivered_sce += sce_delta as u64;
         st.ce_delta = ce_delta;
         st.sce_delta = sce_delta;
@@ -317,3 +321,16 @@ impl TcpSender {
         }
     }
 }
+
+/// How far an ACK's cumulative echo counter moves past `seen` (wrapping at 2^32), which it
+/// then becomes; an older count (a reordered ACK, behind by less than 2^31) moves nothing.
+#[inline(always)]
+fn counter_advance(count: u32, seen: &mut u32) -> u32 {
+    let delta = count.wrapping_sub(*seen);
+    if (delta as i32) < 0 {
+        return 0;
+    }
+    *seen = count;
+    delta
+}
+

@@ -787,3 +787,23 @@ fn the_in_order_ack_path_leaves_the_state_the_segment_walk_leaves() {
         assert_eq!(w, f, "step {i}");
     }
 }
+
+/// An ACK overtaken on the return path carries older CE and SCE counts than one already
+/// processed: it adds no marks and does not move the counts seen back, so the next ACK adds
+/// only its own increase; counts that wrap past 2^32 still count forward. (Taken as a wrapped
+/// difference, the older count added 2^32 - 1 marks.)
+#[test]
+fn a_reordered_acks_older_ecn_counts_add_nothing() {
+    let mut h = Harness::new(EcnMode::L4s);
+    let ack = |h: &mut Harness, now_ms: u64, seq: u32, ce: u32, sce: u32| {
+        let mut p = Packet::new(0, Direction::Reverse, Kind::Ack, 52);
+        (p.tcp.seq, p.tcp.ce_count, p.tcp.sce_count) = (seq, ce, sce);
+        h.with_ctx(now_ms, |tx, ctx| tx.on_ack(&p, ctx));
+        (h.tx.tp.delivered_ce, h.tx.tp.delivered_sce)
+    };
+    assert_eq!(ack(&mut h, 20, 2, 1, 1), (1, 1));
+    assert_eq!(ack(&mut h, 21, 2, 0, 0), (1, 1), "the overtaken ACK");
+    assert_eq!(ack(&mut h, 22, 3, 3, 2), (3, 2));
+    h.tx.ce_count_seen = u32::MAX - 1;
+    assert_eq!(ack(&mut h, 23, 4, 1, 2), (6, 2), "u32::MAX - 1 -> 1 is three marks");
+}
