@@ -451,10 +451,11 @@ impl EventQueue {
 /// does not push a new event: the queued one fires early, sees the later deadline and
 /// re-queues itself. Cancelling just clears the deadline.
 ///
-/// The deadline and the queued entry's time are `Time::MAX` when unset ([`Timer::UNSET`]), not
+/// The deadline and the queued entry's time are `Time::MAX` when unset (`Timer::UNSET`), not
 /// `Option`s: 16 bytes instead of 32, so that the fields a TCP receiver touches per data
-/// packet fit two cache lines (issue #15, session 12). No timer is armed at `Time::MAX`
-/// (`arm` checks it; nothing runs that late).
+/// packet fit two cache lines without ECN (an ECN flow's `ect_seen` is in the third; issue
+/// #15, session 12). No timer is armed at `Time::MAX` (`arm` asserts it: parsed times are
+/// capped far below it and `Time` sums saturate).
 #[derive(Clone, Copy, Debug)]
 pub struct Timer {
     deadline: Time,

@@ -90,7 +90,8 @@ pub struct TcpCcState {
     /// Earliest departure time of the next paced packet (Linux `tcp_wstamp_ns`).
     pub edt: Time,
     /// The latest delivery-rate sample kept (Linux `tp->rate_delivered`, `tp->rate_interval_us`;
-    /// `tcp_rate_gen`): packets delivered over the interval, zero before the first.
+    /// `tcp_rate_gen`): packets delivered over the interval, zero before the first. Written by
+    /// the sender only (the reported delivery rate); congestion controls read them.
     pub rate_delivered: u64,
     pub rate_interval: Time,
     /// Smoothed RTT; zero before the first sample.

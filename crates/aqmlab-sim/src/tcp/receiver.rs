@@ -477,5 +477,8 @@ mod tests {
         assert!(end <= 128, "the per-packet fields end at byte {end}");
         assert_eq!(size_of::<Timer>(), 16);
         assert!(offset_of!(TcpReceiver, delivered_bytes) + 8 <= 64, "the sampling pass reads delivered_bytes with the first line");
+        // Two lines only where the receiver starts one: in a flow, at a line boundary.
+        use crate::apps::bulk::TcpFlow;
+        assert_eq!((std::mem::align_of::<TcpFlow>(), offset_of!(TcpFlow, receiver) % 64), (64, 0));
     }
 }

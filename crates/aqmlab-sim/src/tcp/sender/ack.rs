@@ -267,11 +267,6 @@ impl TcpSender {
     /// 2^32 - 1 marks.
     fn ecn_rcv_echo(&mut self, pkt: &Packet, st: &mut AckState) {
         let ce_delta = counter_advance(pkt.tcp.ce_count, &mut self.ce_count_seen);
-        // Written only when there is something to add: the counter is out of the per-ACK
-        // lines (with 1000s of flows a write per ACK would cost its line).
-        if ce_delta != 0 {
-            self.stats.ce_echoed += ce_delta as u64;
-        }
         self.tp.delivered_ce += ce_delta as u64;
         let sce_delta = counter_advance(pkt.tcp.sce_count, &mut self.sce_count_seen);
         self.tp.delivered_sce += sce_delta as u64;

@@ -88,7 +88,7 @@ enum Phase {
 /// at the end of its per-ACK fields, so that these two share their last line; then the
 /// completion time (read with them on each ACK of a finite transfer) and `retransmits`, which
 /// the sampling pass reads with the socket's line at every tick, in that line too (session
-/// 12); then the ECN and loss counters, which only ECN marks and losses write.
+/// 12); then the loss and CWR counters, which only losses and ECN echoes write.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct SenderStats {
@@ -99,8 +99,6 @@ pub struct SenderStats {
     /// Time the transfer's last byte was acknowledged (finite transfers).
     pub completed_at: Option<Time>,
     pub retransmits: u64,
-    /// Data packets that reached the receiver CE-marked, as fed back.
-    pub ce_echoed: u64,
     pub rto_events: u64,
     pub fast_recoveries: u64,
     pub cwr_reductions: u64,
@@ -207,6 +205,9 @@ pub struct TcpSender {
     pub stats: SenderStats,
     /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
     dsack_dups: u64,
+    /// When the SYN left (the handshake's RTT sample): here, so that the loss state below
+    /// starts on a cache line.
+    syn_sent_at: Time,
     // The loss state, in two lines: RACK's reordering timer, the SACK cache and the
     // send-ordered list's ends (linked only while it is not the sequence order), then the
     // recovery and undo state.
@@ -220,8 +221,7 @@ pub struct TcpSender {
     // Pacing (the earliest departure time is `tp.edt`): out of the per-ACK lines, since only
     // a paced flow arms it (in the loss state's first line, whose 16 bytes it fills).
     pacing_timer: Timer,
-    // The handshake's, then the recovery and undo state.
-    syn_sent_at: Time,
+    // The recovery and undo state.
     /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
     no_sample_rto: Time,
     // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
@@ -392,6 +392,10 @@ impl TcpSender {
         self.trace = Some(trace);
     }
 
+    /// The endpoint id the sender's packets carry.
+    pub fn flow(&self) -> u32 {
+        self.flow
+    }
     pub fn cc_name(&self) -> &'static str {
         self.cc.name()
     }

@@ -507,8 +507,8 @@ macro_rules! sender_fields {
 /// session 11 to ten: RACK's reordering timer, the send-ordered list's ends and
 /// `reord_seen` (all used only around losses) moved to the loss state, the pacing timer
 /// after the counters, the trace boxed, the ECN CWR flag each new-data skb reads among the
-/// per-ACK fields. Session 12: `ce_echoed` is written only by an ACK that echoes CE, so it
-/// left the group, and the 16-byte timers let the sampled counters into its last line. A
+/// per-ACK fields. Session 12: the 16-byte timers let the sampled counters into its last line
+/// (and the write-only `ce_echoed` counter is gone). A
 /// field added to the per-ACK group, or a cold one placed among them, fails it.
 #[test]
 fn an_acks_sender_fields_lie_in_ten_cache_lines() {
