@@ -590,9 +590,9 @@ class _LocalPool:
         self.workers = []
 
 
-#: With Dask, one task runs a batch of runs (:func:`execute_batch`): each task costs tens of ms
-#: of CPU in the client, the scheduler and the worker (messages, transitions, serialisation),
-#: against a few ms of engine for a short run. A batch is sized to take about this long on
+#: With Dask, one task runs a batch of runs (:func:`execute_batch`): each task costs about 20 ms
+#: of CPU in the client, the scheduler and the worker (messages, transitions, serialisation;
+#: measured on J-K runs), as much as a short run. A batch is sized to take about this long on
 #: its worker, from the seconds per run of the last batch that came back (the runs of a cell,
 #: next to each other in the plan, take about as long as each other).
 DASK_BATCH_SECONDS = 1.0
@@ -640,8 +640,8 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     The runs go in batches, one Dask task each (:func:`dask_batch_size`), answered run by run
     when their task comes back. At most two tasks per worker are out at once (one running,
     one queued on the scheduler), so each batch is sized when a worker is about to need it,
-    from the workers the cluster has then (refreshed at most once a second: a cluster that
-    grows gets more tasks). A batch that fails (its worker died on every attempt, or any other
+    from the worker threads the cluster has then (a cluster of the user's own is asked again
+    when a batch comes back, at most once a second: one that grows gets more tasks). A batch that fails (its worker died on every attempt, or any other
     error) is the verdict on none of its runs: they go again one task each, so that a run that
     kills its workers fails alone and the others finish."""
     try:
@@ -659,7 +659,7 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
         # Bound to loopback: the cluster aqmlab starts for itself accepts no outside connection.
         # One task per worker at a time (worker-saturation 1.0), so that a worker that dies
         # takes only its own task; that task is tried on a fresh worker once more
-        # (allowed-failures 1) and then fails (its runs then go one by one, above).
+        # (allowed-failures 1) and then fails (a batch's runs then go one task each).
         import dask
 
         with dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.scheduler.allowed-failures": 1,
