@@ -590,26 +590,80 @@ class _LocalPool:
         self.workers = []
 
 
+#: With Dask, one task runs a batch of runs (:func:`execute_batch`): each task costs about 20 ms
+#: of CPU in the client, the scheduler and the worker (messages, transitions, serialisation;
+#: measured on J-K runs), as much as a short run. A batch is sized to take about this long on
+#: its worker, from the seconds per run of the last batch that came back (the runs of a cell,
+#: next to each other in the plan, take about as long as each other).
+DASK_BATCH_SECONDS = 1.0
+#: ... and to hold at most 1 / DASK_ROUNDS of the runs not yet sent per worker, so that the
+#: batches shrink towards the end and the last ones end together on every worker.
+DASK_ROUNDS = 4
+
+
+#: Dask settings of the cluster aqmlab starts for itself (its workers get them from their
+#: nanny): off, Dask's sampling profiler, which takes the GIL every 10 ms to walk each
+#: worker's stack for a dashboard aqmlab does not open; less often, the event loop's health
+#: tick (20 ms) and the system monitor (500 ms). An idle cluster of 2 workers used 0.14 CPU-s
+#: a second with Dask's defaults, 0.04 with these. The memory monitor (100 ms), which
+#: restarts a worker near its memory limit, keeps its default.
+DASK_QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
+              "distributed.admin.system-monitor.interval": "1s"}
+
+
+def execute_batch(tasks: Sequence[Mapping[str, Any]], keep_freed_memory: bool = False) -> list[dict[str, Any]]:
+    """Runs the runs of one Dask task one after another (:func:`execute_run` each); their
+    answers in the same order. ``keep_freed_memory``: the worker is one of the cluster aqmlab
+    started for itself, tuned like a local pool's worker (:func:`_keep_freed_memory`, set
+    again by every batch: a worker that died is replaced by a fresh process); a worker of
+    a cluster of the user's own is left as it is."""
+    if keep_freed_memory:
+        _keep_freed_memory()
+    return [execute_run(t) for t in tasks]
+
+
+def dask_batch_size(remaining: int, workers: int, run_seconds: float | None) -> int:
+    """Runs in the next Dask task: enough for :data:`DASK_BATCH_SECONDS` at ``run_seconds`` a
+    run (one while no run has come back), at most ``remaining / (DASK_ROUNDS x workers)``,
+    at least one."""
+    if run_seconds is None:
+        return 1
+    by_time = int(DASK_BATCH_SECONDS / max(run_seconds, 1e-6))
+    by_balance = remaining // (DASK_ROUNDS * max(1, workers))
+    return max(1, min(by_time, by_balance))
+
+
 def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None, host: str = "127.0.0.1") -> None:
     """Runs tasks on a Dask cluster (``address``), or a local one with ``jobs`` workers whose
-    scheduler and workers listen on ``host`` only (loopback unless asked otherwise)."""
+    scheduler and workers listen on ``host`` only (loopback unless asked otherwise).
+
+    The runs go in batches, one Dask task each (:func:`dask_batch_size`), answered run by run
+    when their task comes back. At most two tasks per worker are out at once (one running,
+    one queued on the scheduler), so each batch is sized when a worker is about to need it,
+    from the worker threads the cluster has then (a cluster of the user's own is asked again
+    when a batch comes back, at most once a second: one that grows gets more tasks). A batch that fails (its worker died on every attempt, or any other
+    error) is the verdict on none of its runs: they go again one task each, so that a run that
+    kills its workers fails alone and the others finish."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
         raise ExecutorUnavailable(
             "the dask executor needs dask.distributed: pip install 'dask[distributed]'"
         ) from None
+    from collections import deque
+
     cluster = None
     if address:
         client = Client(address)
     else:
         # Bound to loopback: the cluster aqmlab starts for itself accepts no outside connection.
-        # One run per worker at a time (worker-saturation 1.0), so that a worker that dies
-        # takes only its own run; that run is tried on a fresh worker once more
-        # (allowed-failures 1) and then fails alone, as on the local pool.
+        # One task per worker at a time (worker-saturation 1.0), so that a worker that dies
+        # takes only its own task; that task is tried on a fresh worker once more
+        # (allowed-failures 1) and then fails (a batch's runs then go one task each).
         import dask
 
-        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.scheduler.allowed-failures": 1}):
+        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.scheduler.allowed-failures": 1,
+                              **DASK_QUIET}):
             # Its log (a restarted worker, a rescheduled run) stays off stderr: a run that
             # fails is reported as one line like any other failed run.
             cluster = LocalCluster(
@@ -618,19 +672,49 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
             )
         client = Client(cluster)
     try:
-        futures = client.map(execute_run, tasks, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        for f in as_completed(futures):
-            i = index[f.key]
+        fresh = deque(range(len(tasks)))  # not sent yet, in plan order
+        alone: deque[int] = deque()  # runs of a failed batch, one task each
+        out: dict[Any, list[int]] = {}  # future -> the runs of its task
+        pending = as_completed()
+        run_seconds: float | None = None
+        workers, counted = max(1, jobs), -1.0
+
+        def send() -> None:
+            nonlocal workers, counted
+            if address and time.monotonic() - counted > 1.0:
+                workers = max(1, sum(client.nthreads().values()))
+                counted = time.monotonic()
+            while (fresh or alone) and len(out) < 2 * workers:
+                if alone:
+                    batch = [alone.popleft()]
+                else:
+                    n = dask_batch_size(len(fresh), workers, run_seconds)
+                    batch = [fresh.popleft() for _ in range(min(n, len(fresh)))]
+                f = client.submit(execute_batch, [tasks[i] for i in batch], cluster is not None, pure=False)
+                out[f] = batch
+                pending.add(f)
+
+        send()
+        while out:
+            f = next(pending)
+            batch = out.pop(f)
             try:
-                res = f.result()
+                results = f.result()
             except Exception as e:  # noqa: BLE001
+                if len(batch) > 1:
+                    alone.extend(batch)
+                    send()
+                    continue
                 if type(e).__name__ == "KilledWorker":
                     msg = "its Dask worker died on every attempt (killed, or out of memory?)"
                 else:
                     msg = "dask task failed: " + (" ".join(str(e).split()) or type(e).__name__)
-                res = {"ok": False, "run_dir": tasks[i]["run_dir"], "error": msg}
-            on_done(i, res)
+                results = [{"ok": False, "run_dir": tasks[batch[0]]["run_dir"], "error": msg}]
+            else:
+                run_seconds = sum(r.get("seconds", 0.0) for r in results) / len(results)
+            send()  # before the answers are handled: the workers need their next batch now
+            for i, res in zip(batch, results):
+                on_done(i, res)
     finally:
         client.close()
         if cluster is not None:

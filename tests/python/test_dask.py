@@ -1,0 +1,131 @@
+"""The Dask executor's batches (runner.run_dask): several runs per Dask task, sized from the
+seconds a run takes and the workers there are; every run answered exactly once, with the
+files the local pool writes; a batch whose worker died puts no innocent run in the failed
+list (its runs go again one task each, and only the run that kills its workers fails)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aqmlab import runner
+from aqmlab import suite as S
+
+KILL_SUITE = Path(__file__).resolve().parent / "data" / "kills-suite.toml"
+#: The run of KILL_SUITE that kills its worker in test_a_batch_whose_worker_died_fails_only_its_culprit.
+CULPRIT = "cell=pie_reno/seed=1"
+
+
+def test_batch_size_from_run_seconds_and_what_is_left_per_worker(monkeypatch):
+    monkeypatch.setattr(runner, "DASK_BATCH_SECONDS", 1.0)
+    monkeypatch.setattr(runner, "DASK_ROUNDS", 4)
+    size = runner.dask_batch_size
+    assert size(5600, 2, None) == 1  # no run back yet: its length is unknown
+    assert size(5600, 2, 0.02) == 50  # a second of 20 ms runs
+    assert size(5600, 64, 0.02) == 21  # 64 workers: 5600 / (4 x 64), else some would starve
+    assert size(100, 2, 0.02) == 12  # the last batches shrink...
+    assert size(7, 2, 0.02) == 1  # ... to single runs
+    assert size(5600, 2, 30.0) == 1  # runs of more than a second: one a task
+    assert size(5600, 2, 0.0) == 700  # failed runs take no time: the balance bound alone
+    assert size(5600, 0, 0.02) == 50  # no worker seen yet: counted as one
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture(scope="module")
+def local_run(tmp_path_factory) -> Path:
+    """KILL_SUITE (16 runs) run by the local pool in this process: the files Dask must write."""
+    out = tmp_path_factory.mktemp("local") / "s"
+    res = runner.run_suite(S.load_suite(str(KILL_SUITE)), out, jobs=1, plots=False, progress=False)
+    assert res.ran == 16 and not res.failed
+    return out
+
+
+def _dask_suite(out: Path, monkeypatch, batch: int) -> tuple[runner.SuiteOutcome, list[int], list[int]]:
+    """KILL_SUITE run on a local Dask cluster of 2 workers in batches of ``batch`` runs; the
+    outcome, the batch sizes asked for and the index of every run answered, in order."""
+    sizes: list[int] = []
+    answered: list[int] = []
+    real_run_dask = runner.run_dask
+
+    def fixed_size(remaining: int, workers: int, run_seconds: float | None) -> int:
+        sizes.append(batch)
+        return batch
+
+    def recording_run_dask(tasks, jobs, on_done, address, host="127.0.0.1"):
+        def on_done_recorded(i, res):
+            answered.append(i)
+            on_done(i, res)
+
+        real_run_dask(tasks, jobs, on_done_recorded, address, host=host)
+
+    monkeypatch.setattr(runner, "dask_batch_size", fixed_size)
+    monkeypatch.setattr(runner, "run_dask", recording_run_dask)
+    res = runner.run_suite(S.load_suite(str(KILL_SUITE)), out, jobs=2, plots=False, progress=False, executor="dask")
+    return res, sizes, answered
+
+
+def test_batches_answer_every_run_once_with_the_local_pools_files(tmp_path, monkeypatch, local_run):
+    distributed = pytest.importorskip("dask.distributed")
+    sent: list[tuple[int, bool]] = []
+    submit = distributed.Client.submit
+
+    def recording_submit(self, fn, *args, **kw):
+        sent.append((len(args[0]), args[1]))  # runs in the batch, keep_freed_memory
+        return submit(self, fn, *args, **kw)
+
+    monkeypatch.setattr(distributed.Client, "submit", recording_submit)
+    res, sizes, answered = _dask_suite(tmp_path / "s", monkeypatch, batch=3)
+    assert sizes and set(sizes) == {3}
+    # 16 runs: five batches of 3, then one of 1, to workers tuned like the local pool's
+    assert sent == [(3, True)] * 5 + [(1, True)], sent
+    assert sorted(answered) == list(range(16)), answered
+    assert res.ran == 16 and not res.failed
+    assert _files(tmp_path / "s") == _files(local_run)  # runs, results.csv, REPORT.md, index.html
+
+
+def test_a_batch_whose_worker_died_fails_only_its_culprit(tmp_path, monkeypatch, local_run):
+    """The culprit kills every worker that starts it (as the OOM killer would): its batch of 4
+    dies on two workers (allowed-failures 1), then its four runs go one task each; the culprit
+    alone fails (after two more workers), the three others in its batch and every other run
+    finish with the local pool's files."""
+    pytest.importorskip("dask.distributed")
+    monkeypatch.setenv(runner.KILL_HOOK_ENV, CULPRIT)  # the workers the cluster starts inherit it
+    out = tmp_path / "s"
+    res, sizes, answered = _dask_suite(out, monkeypatch, batch=4)
+    assert sizes and set(sizes) == {4}
+    assert sorted(answered) == list(range(16)), answered
+    assert [(r.rel_dir, why) for r, why in res.failed] == [
+        (f"runs/{CULPRIT}", "its Dask worker died on every attempt (killed, or out of memory?)")
+    ]
+    assert res.ran == 15
+    want = {k: v for k, v in _files(local_run).items() if CULPRIT not in k}
+    got = _files(out)
+    runs = {k: v for k, v in got.items() if k.startswith("runs/") and CULPRIT not in k}
+    assert runs == {k: v for k, v in want.items() if k.startswith("runs/")}
+    assert not (out / "runs" / CULPRIT / "summary.json").exists()
+
+
+def test_a_batch_tunes_malloc_only_on_the_cluster_aqmlab_started(monkeypatch):
+    """execute_batch(keep_freed_memory=True), as sent to the workers of the cluster aqmlab
+    starts for itself, sets glibc's mmap and trim thresholds like a local pool's worker
+    (runner._keep_freed_memory: about 2,300 page faults and 6 ms of system CPU less per J-K
+    run); as sent to a cluster of the user's own (--dask ADDRESS), it leaves malloc alone."""
+    import ctypes
+
+    from aqmlab import api
+
+    calls: list = []
+
+    class FakeLibc:
+        def __init__(self, *a, **k) -> None:
+            self.mallopt = lambda option, value: calls.append((option, value))
+
+    monkeypatch.setattr(ctypes, "CDLL", FakeLibc)
+    monkeypatch.setattr(api, "_TRIM", api._TRIM)  # api.keep_freed_memory() is undone after the test
+    assert runner.execute_batch([], keep_freed_memory=False) == [] and calls == []
+    assert runner.execute_batch([], keep_freed_memory=True) == []
+    assert calls == [(-3, runner.MALLOC_KEEP_BYTES), (-1, 2 * runner.MALLOC_KEEP_BYTES)]
