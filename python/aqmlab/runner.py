@@ -222,7 +222,8 @@ def _remove_temporaries_below(out_dir: Path, runs: Sequence[RunSpec]) -> None:
 
 
 def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
-    """Runs one scenario and writes its files; the unit of work sent to every executor.
+    """Runs one scenario and writes its files: the unit of work of the local pool (Dask sends
+    them in batches, :func:`execute_batch`).
 
     ``task`` holds only plain values: ``text`` (scenario TOML), ``run_dir`` (absolute),
     ``plot``, ``flent`` (write the run's ``<name>.flent.gz``; default off in suites), ``html``
@@ -266,7 +267,7 @@ def execute_run(task: Mapping[str, Any]) -> dict[str, Any]:
                 "summary": summary_document(result.summary)}
     except Exception as e:  # noqa: BLE001 - reported per run, the suite goes on
         msg = str(e).replace("\n", " ").strip() or type(e).__name__
-        return {"ok": False, "run_dir": str(run_dir), "error": f"{type(e).__name__}: {msg}", "seconds": 0.0}
+        return {"ok": False, "run_dir": str(run_dir), "error": f"{type(e).__name__}: {msg}", "seconds": time.perf_counter() - t0}
 
 
 #: Test hook: a run whose directory path contains this environment variable's value kills
@@ -638,12 +639,15 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     scheduler and workers listen on ``host`` only (loopback unless asked otherwise).
 
     The runs go in batches, one Dask task each (:func:`dask_batch_size`), answered run by run
-    when their task comes back. At most two tasks per worker are out at once (one running,
-    one queued on the scheduler), so each batch is sized when a worker is about to need it,
-    from the worker threads the cluster has then (a cluster of the user's own is asked again
-    when a batch comes back, at most once a second: one that grows gets more tasks). A batch that fails (its worker died on every attempt, or any other
-    error) is the verdict on none of its runs: they go again one task each, so that a run that
-    kills its workers fails alone and the others finish."""
+    when their task comes back. At most two tasks per worker thread are out at once (one
+    running, one queued on the scheduler), so each batch is sized when a worker is about to
+    need it, from the threads the cluster has then (a cluster of the user's own is asked again
+    when a batch comes back, at most once a second: one that grows gets more tasks). A batch
+    whose worker died on every attempt (``KilledWorker``) is the verdict on none of its runs:
+    they go again one task each, so that a run that kills its workers fails alone and the
+    others finish. Any other failure of a task (a lost scheduler, aqmlab missing on a remote
+    worker) fails each of its runs with that one line, as a task of one run did: such a task
+    may still be running, and a second one writing the same run directories would race it."""
     try:
         from dask.distributed import Client, LocalCluster, as_completed
     except ImportError:
@@ -677,20 +681,23 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
         out: dict[Any, list[int]] = {}  # future -> the runs of its task
         pending = as_completed()
         run_seconds: float | None = None
-        workers, counted = max(1, jobs), -1.0
+        threads, counted = max(1, jobs), -1.0
 
         def send() -> None:
-            nonlocal workers, counted
+            nonlocal threads, counted
             if address and time.monotonic() - counted > 1.0:
-                workers = max(1, sum(client.nthreads().values()))
+                # A scheduler that does not answer now keeps the last count: the answers of
+                # the batch just back must still be handed on.
+                with contextlib.suppress(OSError, TimeoutError):
+                    threads = max(1, sum(client.nthreads().values()))
                 counted = time.monotonic()
-            while (fresh or alone) and len(out) < 2 * workers:
+            while (fresh or alone) and len(out) < 2 * threads:
                 if alone:
                     batch = [alone.popleft()]
                 else:
-                    n = dask_batch_size(len(fresh), workers, run_seconds)
+                    n = dask_batch_size(len(fresh), threads, run_seconds)
                     batch = [fresh.popleft() for _ in range(min(n, len(fresh)))]
-                f = client.submit(execute_batch, [tasks[i] for i in batch], cluster is not None, pure=False)
+                f = client.submit(execute_batch, [tasks[i] for i in batch], keep_freed_memory=cluster is not None, pure=False)
                 out[f] = batch
                 pending.add(f)
 
@@ -701,19 +708,20 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
             try:
                 results = f.result()
             except Exception as e:  # noqa: BLE001
-                if len(batch) > 1:
+                killed = type(e).__name__ == "KilledWorker"
+                if killed and len(batch) > 1:
                     alone.extend(batch)
                     send()
                     continue
-                if type(e).__name__ == "KilledWorker":
+                if killed:
                     msg = "its Dask worker died on every attempt (killed, or out of memory?)"
                 else:
                     msg = "dask task failed: " + (" ".join(str(e).split()) or type(e).__name__)
-                results = [{"ok": False, "run_dir": tasks[batch[0]]["run_dir"], "error": msg}]
+                results = [{"ok": False, "run_dir": tasks[i]["run_dir"], "error": msg} for i in batch]
             else:
                 run_seconds = sum(r.get("seconds", 0.0) for r in results) / len(results)
             send()  # before the answers are handled: the workers need their next batch now
-            for i, res in zip(batch, results):
+            for i, res in zip(batch, results, strict=True):
                 on_done(i, res)
     finally:
         client.close()

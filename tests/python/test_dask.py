@@ -74,7 +74,7 @@ def test_batches_answer_every_run_once_with_the_local_pools_files(tmp_path, monk
     submit = distributed.Client.submit
 
     def recording_submit(self, fn, *args, **kw):
-        sent.append((len(args[0]), args[1]))  # runs in the batch, keep_freed_memory
+        sent.append((len(args[0]), kw["keep_freed_memory"]))  # runs in the batch, keep_freed_memory
         return submit(self, fn, *args, **kw)
 
     monkeypatch.setattr(distributed.Client, "submit", recording_submit)
@@ -92,11 +92,21 @@ def test_a_batch_whose_worker_died_fails_only_its_culprit(tmp_path, monkeypatch,
     dies on two workers (allowed-failures 1), then its four runs go one task each; the culprit
     alone fails (after two more workers), the three others in its batch and every other run
     finish with the local pool's files."""
-    pytest.importorskip("dask.distributed")
+    distributed = pytest.importorskip("dask.distributed")
+    sent: list[int] = []
+    submit = distributed.Client.submit
+
+    def recording_submit(self, fn, *args, **kw):
+        sent.append(len(args[0]))
+        return submit(self, fn, *args, **kw)
+
+    monkeypatch.setattr(distributed.Client, "submit", recording_submit)
     monkeypatch.setenv(runner.KILL_HOOK_ENV, CULPRIT)  # the workers the cluster starts inherit it
     out = tmp_path / "s"
     res, sizes, answered = _dask_suite(out, monkeypatch, batch=4)
     assert sizes and set(sizes) == {4}
+    # Four batches, then the culprit's batch again as four tasks of one run.
+    assert sent == [4, 4, 4, 4, 1, 1, 1, 1], sent
     assert sorted(answered) == list(range(16)), answered
     assert [(r.rel_dir, why) for r, why in res.failed] == [
         (f"runs/{CULPRIT}", "its Dask worker died on every attempt (killed, or out of memory?)")
