@@ -119,6 +119,34 @@ def test_a_batch_whose_worker_died_fails_only_its_culprit(tmp_path, monkeypatch,
     assert not (out / "runs" / CULPRIT / "summary.json").exists()
 
 
+def test_a_batch_that_fails_otherwise_fails_each_of_its_runs_once(tmp_path, monkeypatch):
+    """A batch whose task fails for another reason than its workers dying (here the task
+    raises in the worker; in use a lost scheduler or aqmlab missing on a worker) is not sent
+    again, run by run: the task may still be running, and a second writer of the same run
+    directories would race it. Each of its runs fails with the one line, once; the others
+    finish."""
+    distributed = pytest.importorskip("dask.distributed")
+    sent: list[int] = []
+    submit = distributed.Client.submit
+
+    def failing_batch(tasks, keep_freed_memory=False):
+        raise RuntimeError("no aqmlab here")
+
+    def culprit_fails(self, fn, *args, **kw):
+        sent.append(len(args[0]))
+        if any(CULPRIT in t["run_dir"] for t in args[0]):
+            fn = failing_batch  # a local function: cloudpickle sends it by value
+        return submit(self, fn, *args, **kw)
+
+    monkeypatch.setattr(distributed.Client, "submit", culprit_fails)
+    res, _, answered = _dask_suite(tmp_path / "s", monkeypatch, batch=4)
+    assert sent == [4, 4, 4, 4], sent
+    assert sorted(answered) == list(range(16)), answered
+    assert res.ran == 12 and len(res.failed) == 4
+    assert CULPRIT in {r.rel_dir.removeprefix("runs/") for r, _ in res.failed}
+    assert {why for _, why in res.failed} == {"dask task failed: no aqmlab here"}
+
+
 def test_a_batch_tunes_malloc_only_on_the_cluster_aqmlab_started(monkeypatch):
     """execute_batch(keep_freed_memory=True), as sent to the workers of the cluster aqmlab
     starts for itself, sets glibc's mmap and trim thresholds like a local pool's worker
