@@ -675,10 +675,11 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                 silence_logs=logging.CRITICAL,
             )
         client = Client(cluster)
+    out: dict[Any, list[int]] = {}  # future -> the runs of its task
+    left: list[int] = []  # failed runs, whose temporaries the owned cluster's close frees
+    alone: deque[int] = deque()  # runs of a batch whose workers died, one task each
     try:
         fresh = deque(range(len(tasks)))  # not sent yet, in plan order
-        alone: deque[int] = deque()  # runs of a failed batch, one task each
-        out: dict[Any, list[int]] = {}  # future -> the runs of its task
         pending = as_completed()
         run_seconds: float | None = None
         threads, counted = max(1, jobs), -1.0
@@ -723,10 +724,17 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
             send()  # before the answers are handled: the workers need their next batch now
             for i, res in zip(batch, results, strict=True):
                 on_done(i, res)
+                if not res["ok"]:
+                    left.append(i)
     finally:
         client.close()
         if cluster is not None:
             cluster.close()
+            # Its workers are gone now: the runs they held (the suite interrupted), died in or
+            # were to run again leave no temporary files, as with the local pool. A cluster of the user's own
+            # may still be writing: its leftovers go at the next run of the command.
+            for i in [*left, *alone, *(i for batch in out.values() for i in batch)]:
+                remove_temporaries(Path(tasks[i]["run_dir"]))
 
 
 # --------------------------------------------------------------------------------------
