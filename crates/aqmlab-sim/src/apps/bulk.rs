@@ -263,10 +263,10 @@ mod tests {
         let receiver = (offset_of!(TcpFlow, receiver) + offset_of!(TcpReceiver, delivered_bytes), size_of::<u64>());
         assert!(receiver.0 + receiver.1 <= 64, "delivered_bytes at {}", receiver.0);
         let tail = flow_fields!(start, stop, last_delivered, last_retransmits, rate_samples, first_sample_s, series);
-        let lines = |spans: &[(usize, usize)]| spans.iter().flat_map(|&(at, n)| at / 64..=(at + n - 1) / 64).collect::<std::collections::BTreeSet<_>>();
+        use crate::tcp::sender::tests::{cache_lines as lines, sampled_fields};
         assert_eq!(lines(&tail).len(), 2, "tail {tail:?}");
         let sender = offset_of!(TcpFlow, sender);
-        let mut all: Vec<(usize, usize)> = crate::tcp::sender::tests::sampled_fields().into_iter().map(|(at, n)| (sender + at, n)).collect();
+        let mut all: Vec<(usize, usize)> = sampled_fields().into_iter().map(|(at, n)| (sender + at, n)).collect();
         all.push(receiver);
         all.extend(tail);
         assert_eq!(lines(&all).len(), 5, "lines {:?}", lines(&all));

@@ -484,8 +484,9 @@ fn tcp_window_invariant_catches_a_zero_cwnd() {
     assert!(msg.starts_with("invariant violated: TCP window: flow 0: cwnd fell to 0"), "{msg}");
 }
 
-/// The cache lines of the sender that fields at `spans` ((offset, size) pairs) occupy.
-fn cache_lines(spans: &[(usize, usize)]) -> std::collections::BTreeSet<usize> {
+/// The cache lines that fields at `spans` ((offset, size) pairs, from a line-aligned start)
+/// occupy.
+pub(crate) fn cache_lines(spans: &[(usize, usize)]) -> std::collections::BTreeSet<usize> {
     spans.iter().flat_map(|&(at, n)| at / 64..=(at + n - 1) / 64).collect()
 }
 
