@@ -3,6 +3,19 @@
 //!
 //! See `docs/architecture.md` for what each module owns and how a packet moves.
 
+/// Layout tests: the `(offset, size)` in bytes of each named field of `$ty`, each offset
+/// plus `$base` (where that `$ty` lies in the struct the test measures; `0` for the struct
+/// itself).
+#[cfg(test)]
+macro_rules! field_spans {
+    ($ty:ty, $base:expr; $($f:ident),* $(,)?) => {{
+        fn size<F>(_: fn(&$ty) -> &F) -> usize {
+            std::mem::size_of::<F>()
+        }
+        [$(($base + std::mem::offset_of!($ty, $f), size(|s| &s.$f))),*]
+    }};
+}
+
 pub mod apps;
 pub mod build;
 pub mod capture;

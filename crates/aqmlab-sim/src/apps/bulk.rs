@@ -254,15 +254,9 @@ mod tests {
     #[test]
     fn what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines() {
         assert_eq!(std::mem::align_of::<TcpFlow>(), 64);
-        fn size<F>(_: fn(&TcpFlow) -> &F) -> usize {
-            size_of::<F>()
-        }
-        macro_rules! flow_fields {
-            ($($f:ident),*) => { [$((offset_of!(TcpFlow, $f), size(|s| &s.$f))),*] };
-        }
         let receiver = (offset_of!(TcpFlow, receiver) + offset_of!(TcpReceiver, delivered_bytes), size_of::<u64>());
         assert!(receiver.0 + receiver.1 <= 64, "delivered_bytes at {}", receiver.0);
-        let tail = flow_fields!(start, stop, last_delivered, last_retransmits, rate_samples, first_sample_s, series);
+        let tail = field_spans!(TcpFlow, 0; start, stop, last_delivered, last_retransmits, rate_samples, first_sample_s, series);
         use crate::tcp::sender::tests::{cache_lines as lines, sampled_fields};
         assert_eq!(lines(&tail).len(), 2, "tail {tail:?}");
         let sender = offset_of!(TcpFlow, sender);

@@ -463,13 +463,7 @@ mod tests {
     #[test]
     fn a_data_packets_receiver_fields_lie_in_two_cache_lines() {
         use std::mem::{offset_of, size_of};
-        fn size<F>(_: fn(&TcpReceiver) -> &F) -> usize {
-            size_of::<F>()
-        }
-        macro_rules! fields {
-            ($($f:ident),*) => { [$((offset_of!(TcpReceiver, $f), size(|r| &r.$f))),*] };
-        }
-        let hot = fields!(
+        let hot = field_spans!(TcpReceiver, 0;
             delack, ooo, delivered_bytes, delayed_ack, acks_sent, ns2, dsack, flow, header_bytes, rcv_nxt, unacked, quick, mss, ce_received,
             sce_received, rcv_wup, ts_recent, last_mark_state, ece_latched, ecn
         );

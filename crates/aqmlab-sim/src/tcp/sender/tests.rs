@@ -490,14 +490,9 @@ pub(crate) fn cache_lines(spans: &[(usize, usize)]) -> std::collections::BTreeSe
     spans.iter().flat_map(|&(at, n)| at / 64..=(at + n - 1) / 64).collect()
 }
 
-/// A field of the sender: (offset, size).
+/// Fields of the sender: (offset, size) each.
 macro_rules! sender_fields {
-    ($($f:ident),*) => {{
-        fn size<F>(_: fn(&TcpSender) -> &F) -> usize {
-            std::mem::size_of::<F>()
-        }
-        [$((std::mem::offset_of!(TcpSender, $f), size(|s| &s.$f))),*]
-    }};
+    ($($f:ident),*) => { field_spans!(TcpSender, 0; $($f),*) };
 }
 
 /// The fields an ACK of a flow in Open reads or writes (with the sends it releases, CUBIC,
@@ -513,29 +508,17 @@ macro_rules! sender_fields {
 /// field added to the per-ACK group, or a cold one placed among them, fails it.
 #[test]
 fn an_acks_sender_fields_lie_in_ten_cache_lines() {
-    use std::mem::{align_of, offset_of, size_of};
-    fn cfg_size<F>(_: fn(&TcpConfig) -> &F) -> usize {
-        size_of::<F>()
-    }
-    fn st_size<F>(_: fn(&SenderStats) -> &F) -> usize {
-        size_of::<F>()
-    }
-    macro_rules! cfg_fields {
-        ($($f:ident),*) => { [$((offset_of!(TcpSender, cfg) + offset_of!(TcpConfig, $f), cfg_size(|c| &c.$f))),*] };
-    }
-    macro_rules! stats_fields {
-        ($($f:ident),*) => { [$((offset_of!(TcpSender, stats) + offset_of!(SenderStats, $f), st_size(|c| &c.$f))),*] };
-    }
+    use std::mem::{align_of, offset_of};
     assert_eq!(align_of::<TcpSender>(), 64);
     let mut spans = vec![(offset_of!(TcpSender, cc), 128)];
-    spans.extend(cfg_fields!(rto_min, rto_max, mss, header_bytes, pacing_ss_ratio, pacing_ca_ratio, rwnd_packets, ecn, gso, cwnd_validate));
+    spans.extend(field_spans!(TcpConfig, offset_of!(TcpSender, cfg); rto_min, rto_max, mss, header_bytes, pacing_ss_ratio, pacing_ca_ratio, rwnd_packets, ecn, gso, cwnd_validate));
     spans.extend(sender_fields!(
         tp, sb, retransmit_hint, ts_in_order_from, highest_sack, flow, phase, app_open, queue_cwr, total_segs, last_seg_payload, rack_mstamp,
         rack_rtt, rack_last_delivered, rack_end_seq, reo_wnd_steps, reo_wnd_persist, rack_advanced, rack_dsack_seen, reordering, rcv_tsecr,
         tlp_pending, tlp_high_seq, ce_count_seen, sce_count_seen, mdev, mdev_max, rttvar, rto, rtt_seq, backoff, peer_ts, max_packets_out,
         cwnd_usage_seq, wq_left, tso_step, first_tx_time, ns2, trace, rto_timer
     ));
-    spans.extend(stats_fields!(data_packets_sent, data_skbs_sent));
+    spans.extend(field_spans!(SenderStats, offset_of!(TcpSender, stats); data_packets_sent, data_skbs_sent));
     let lines = cache_lines(&spans);
     // At most: taking fields out of the group (the timers, to a per-flow table) may only
     // lower the count.
@@ -561,17 +544,10 @@ fn the_loss_state_lies_in_two_cache_lines() {
 /// reads: (offset, size) in `TcpSender`.
 pub(crate) fn sampled_fields() -> Vec<(usize, usize)> {
     use crate::cc::TcpCcState;
-    use std::mem::{offset_of, size_of};
-    let (tp, stats) = (offset_of!(TcpSender, tp), offset_of!(TcpSender, stats));
-    vec![
-        (tp + offset_of!(TcpCcState, rate_delivered), size_of::<u64>()),
-        (tp + offset_of!(TcpCcState, rate_interval), size_of::<Time>()),
-        (tp + offset_of!(TcpCcState, srtt), size_of::<Time>()),
-        (tp + offset_of!(TcpCcState, cwnd), size_of::<u32>()),
-        (tp + offset_of!(TcpCcState, mss), size_of::<u32>()),
-        (stats + offset_of!(SenderStats, completed_at), size_of::<Option<Time>>()),
-        (stats + offset_of!(SenderStats, retransmits), size_of::<u64>()),
-    ]
+    use std::mem::offset_of;
+    let mut spans = field_spans!(TcpCcState, offset_of!(TcpSender, tp); rate_delivered, rate_interval, srtt, cwnd, mss).to_vec();
+    spans.extend(field_spans!(SenderStats, offset_of!(TcpSender, stats); completed_at, retransmits));
+    spans
 }
 
 /// What the sampling pass reads of the sender lies in two cache lines: the socket's latest
