@@ -84,6 +84,14 @@ impl Wake {
 /// 11 of them: each entry was inserted 6.6 times over its life.
 const SCAN_IN_PLACE: usize = 16;
 
+/// The word of [`EventQueue`]'s bucket mask and the bit in it that stand for bucket `b`
+/// (1..=128).
+#[inline(always)]
+fn mask_bit(b: usize) -> (usize, u64) {
+    let i = b - 1;
+    ((i >> 6) & 1, 1 << (i & 63))
+}
+
 /// The most element wake-ups [`EventQueue`] keeps as a sorted list (a schedule moves up to
 /// this many entries); beyond, a heap.
 const SORTED_WAKES: usize = 8;
@@ -204,8 +212,8 @@ impl EventQueue {
         let b = self.bucket_of(e.key());
         debug_assert!(b > 0, "keys are unique and above the last popped");
         self.buckets[b].push(e);
-        let i = b - 1;
-        self.mask[(i >> 6) & 1] |= 1 << (i & 63);
+        let (word, bit) = mask_bit(b);
+        self.mask[word] |= bit;
         b
     }
     #[inline]
@@ -314,8 +322,8 @@ impl EventQueue {
     /// Clears the mask's bit of bucket `b` (emptied).
     #[inline(always)]
     fn unmark(&mut self, b: usize) {
-        let i = b - 1;
-        self.mask[(i >> 6) & 1] &= !(1 << (i & 63));
+        let (word, bit) = mask_bit(b);
+        self.mask[word] &= !bit;
     }
     /// The radix heap's smallest key, its bucket (the lowest non-empty one) and its index
     /// there; `u128::MAX` when the radix heap is empty.
