@@ -859,7 +859,16 @@ def run_suite(
     try:
         with prog:
 
+            # pyplot for the report's figures is imported while the workers run, once the first
+            # run is back: not while the workers start (a Dask cluster's start, which this
+            # process drives, then took 0.5-1 s longer: the import thread held the GIL).
+            import_plotting = bool(tasks and report and (jobs > 1 or executor == "dask" or dask_address))
+
             def on_done(i: int, res: dict[str, Any]) -> None:
+                nonlocal import_plotting
+                if import_plotting:
+                    import_plotting = False
+                    _import_report_plotting_meanwhile(suite)
                 if res.get("ok") and not todo[i].summary_path.is_file():
                     res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
                            "(do the workers share this filesystem?)"}
@@ -884,8 +893,6 @@ def run_suite(
                     failed.append((todo[i], str(res.get("error"))))
                 prog.advance(ok=bool(res.get("ok")))
 
-            if tasks and report and (jobs > 1 or executor == "dask" or dask_address):
-                _import_report_plotting_meanwhile(suite)
             if tasks:
                 if executor == "dask" or dask_address:
                     run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
@@ -909,8 +916,8 @@ def run_suite(
 
 
 def _import_report_plotting_meanwhile(suite: Suite) -> None:
-    """Imports matplotlib's pyplot (about 1 s of CPU) in a thread while the workers run, when
-    the suite's report draws a figure (a ``cdf`` table): after the last run this process
+    """Imports matplotlib's pyplot (about 1 s of CPU) in a thread while the workers run (from
+    the first run back), when the suite's report draws a figure (a ``cdf`` table): after the last run this process
     would import it alone, with the workers idle. The import system's locks make the report's
     own ``import matplotlib.pyplot`` wait for this one; the workers hold their next run in
     their pipe (``_LocalPool.DEPTH``), so they do not wait for this process meanwhile."""
