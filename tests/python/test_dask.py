@@ -167,3 +167,32 @@ def test_a_batch_tunes_malloc_only_on_the_cluster_aqmlab_started(monkeypatch):
     assert runner.execute_batch([], keep_freed_memory=False) == [] and calls == []
     assert runner.execute_batch([], keep_freed_memory=True) == []
     assert calls == [(-3, runner.MALLOC_KEEP_BYTES), (-1, 2 * runner.MALLOC_KEEP_BYTES)]
+
+
+def test_a_cluster_of_ones_own_by_address_writes_the_local_pools_files(tmp_path, monkeypatch, local_run):
+    """``--dask ADDRESS``: a cluster started apart from aqmlab (here by the test: a scheduler in
+    this process, two single-threaded workers in processes of their own, Dask's default
+    settings). The suite's files are byte-identical to the local pool's, every run answered
+    once, the batches sent without malloc tuning (processes aqmlab does not own), and the
+    cluster is left running with its workers."""
+    import logging
+
+    distributed = pytest.importorskip("dask.distributed")
+    sent: list[bool] = []
+    submit = distributed.Client.submit
+
+    def recording_submit(self, fn, *args, **kw):
+        sent.append(kw["keep_freed_memory"])
+        return submit(self, fn, *args, **kw)
+
+    monkeypatch.setattr(distributed.Client, "submit", recording_submit)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  host="127.0.0.1", silence_logs=logging.CRITICAL) as cluster:
+        out = tmp_path / "s"
+        res = runner.run_suite(S.load_suite(str(KILL_SUITE)), out, jobs=1, plots=False, progress=False,
+                               dask_address=cluster.scheduler_address)
+        with distributed.Client(cluster) as c:
+            assert sum(c.nthreads().values()) == 2  # still there: aqmlab closed only its client
+    assert res.ran == 16 and not res.failed
+    assert sent and set(sent) == {False}, sent
+    assert _files(out) == _files(local_run)
