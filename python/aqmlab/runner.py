@@ -634,6 +634,29 @@ def dask_batch_size(remaining: int, workers: int, run_seconds: float | None) -> 
     return max(1, min(by_time, by_balance))
 
 
+def _finished_since(task: Mapping[str, Any], since_ns: int) -> dict[str, Any] | None:
+    """The answer to ``task`` from its files when a worker finished it after ``since_ns``
+    (``time.time_ns()`` when its batch was sent), else None: its scenario.toml is the task's,
+    its manifest.json holds (:func:`manifest_problem`), its captures are there when asked for,
+    and its summary.json was written after the batch was sent, so that a finished run of an
+    earlier command (``--force`` runs it again) is not taken for this one. A run killed while
+    writing has no summary.json (written last). The summary is summary.json read back, what
+    the worker would have sent (:func:`execute_run`). A file system whose clock lags the
+    client's (a remote NFS server) makes the run go again: what would happen without this."""
+    run_dir = Path(task["run_dir"])
+    try:
+        if (run_dir / SCENARIO).read_text(encoding="utf-8") != task["text"]:
+            return None
+        if (run_dir / SUMMARY).stat().st_mtime_ns < since_ns or manifest_problem(run_dir) is not None:
+            return None
+        if task.get("pcap") and not all((run_dir / f).is_file() for f in (CLI_PCAP, SRV_PCAP)):
+            return None
+        summary = json.loads((run_dir / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {"ok": True, "run_dir": str(run_dir), "summary": summary}
+
+
 def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None, host: str = "127.0.0.1") -> None:
     """Runs tasks on a Dask cluster (``address``), or a local one with ``jobs`` workers whose
     scheduler and workers listen on ``host`` only (loopback unless asked otherwise).
@@ -644,8 +667,9 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     need it, from the threads the cluster has then (a cluster of the user's own is asked again
     when a batch comes back, at most once a second: one that grows gets more tasks). A batch
     whose worker died on every attempt (``KilledWorker``) is the verdict on none of its runs:
-    they go again one task each, so that a run that kills its workers fails alone and the
-    others finish. Any other failure of a task (a lost scheduler, aqmlab missing on a remote
+    those whose files a worker finished meanwhile are answered from them
+    (:func:`_finished_since`), the others go again one task each, so that a run that kills its
+    workers fails alone and the others finish. Any other failure of a task (a lost scheduler, aqmlab missing on a remote
     worker) fails each of its runs with that one line, as a task of one run did: such a task
     may still be running, and a second one writing the same run directories would race it."""
     try:
@@ -676,6 +700,7 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
             )
         client = Client(cluster)
     out: dict[Any, list[int]] = {}  # future -> the runs of its task
+    sent_ns: dict[Any, int] = {}  # future -> when it was submitted (time.time_ns())
     left: list[int] = []  # failed runs, whose temporaries the owned cluster's close frees
     alone: deque[int] = deque()  # runs of a batch whose workers died, one task each
     try:
@@ -700,19 +725,27 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                     batch = [fresh.popleft() for _ in range(min(n, len(fresh)))]
                 f = client.submit(execute_batch, [tasks[i] for i in batch], keep_freed_memory=cluster is not None, pure=False)
                 out[f] = batch
+                sent_ns[f] = time.time_ns()
                 pending.add(f)
 
         send()
         while out:
             f = next(pending)
             batch = out.pop(f)
+            since = sent_ns.pop(f)
             try:
                 results = f.result()
             except Exception as e:  # noqa: BLE001
                 killed = type(e).__name__ == "KilledWorker"
                 if killed and len(batch) > 1:
-                    alone.extend(batch)
+                    # The runs its workers finished before dying are answered from their files;
+                    # the others go again one task each.
+                    finished = {i: _finished_since(tasks[i], since) for i in batch}
+                    alone.extend(i for i in batch if finished[i] is None)
                     send()
+                    for i in batch:
+                        if finished[i] is not None:
+                            on_done(i, finished[i])
                     continue
                 if killed:
                     msg = "its Dask worker died on every attempt (killed, or out of memory?)"

@@ -89,9 +89,10 @@ def test_batches_answer_every_run_once_with_the_local_pools_files(tmp_path, monk
 
 def test_a_batch_whose_worker_died_fails_only_its_culprit(tmp_path, monkeypatch, local_run):
     """The culprit kills every worker that starts it (as the OOM killer would): its batch of 4
-    dies on two workers (allowed-failures 1), then its four runs go one task each; the culprit
-    alone fails (after two more workers), the three others in its batch and every other run
-    finish with the local pool's files."""
+    (runs 8-11, the culprit third) dies on two workers (allowed-failures 1); the two runs
+    before it, finished by those workers, are answered from their files, the culprit and the
+    run after it go one task each; the culprit alone fails (after two more workers), the
+    three others in its batch and every other run finish with the local pool's files."""
     distributed = pytest.importorskip("dask.distributed")
     sent: list[int] = []
     submit = distributed.Client.submit
@@ -105,8 +106,9 @@ def test_a_batch_whose_worker_died_fails_only_its_culprit(tmp_path, monkeypatch,
     out = tmp_path / "s"
     res, sizes, answered = _dask_suite(out, monkeypatch, batch=4)
     assert sizes and set(sizes) == {4}
-    # Four batches, then the culprit's batch again as four tasks of one run.
-    assert sent == [4, 4, 4, 4, 1, 1, 1, 1], sent
+    # Four batches, then the culprit and the run after it, one task each.
+    assert sent == [4, 4, 4, 4, 1, 1], sent
+    assert [r.rel_dir for r in S.plan_runs(S.load_suite(str(KILL_SUITE)), out)][8:12].index(f"runs/{CULPRIT}") == 2
     assert sorted(answered) == list(range(16)), answered
     assert [(r.rel_dir, why) for r, why in res.failed] == [
         (f"runs/{CULPRIT}", "its Dask worker died on every attempt (killed, or out of memory?)")
@@ -196,3 +198,26 @@ def test_a_cluster_of_ones_own_by_address_writes_the_local_pools_files(tmp_path,
     assert res.ran == 16 and not res.failed
     assert sent and set(sent) == {False}, sent
     assert _files(out) == _files(local_run)
+
+
+def test_a_killed_batchs_run_is_taken_from_its_files_only_when_finished_after_the_batch_was_sent(tmp_path, local_run):
+    """runner._finished_since, which answers a run of a batch whose workers died from its files:
+    only a finished run (scenario.toml the task's, manifest.json holding, captures when asked
+    for) whose summary.json was written after the batch was sent (not one of an earlier
+    command, which --force runs again); its answer is summary.json as the worker sends it."""
+    import json
+    import shutil
+    import time
+
+    run = next(p.parent for p in sorted((local_run / "runs").rglob("summary.json")))
+    d = tmp_path / "r"
+    before = time.time_ns()
+    shutil.copytree(run, d, copy_function=shutil.copy)  # written now (copy2 would keep the mtimes)
+    task = {"text": (d / "scenario.toml").read_text(encoding="utf-8"), "run_dir": str(d)}
+    got = runner._finished_since(task, before)
+    assert got == {"ok": True, "run_dir": str(d), "summary": json.loads((run / "summary.json").read_text(encoding="utf-8"))}
+    assert runner._finished_since(task, time.time_ns() + 10**9) is None  # written before the batch was sent
+    assert runner._finished_since({**task, "text": task["text"] + "\n"}, before) is None  # another scenario
+    assert runner._finished_since({**task, "pcap": True}, before) is None  # no captures
+    (d / "manifest.json").unlink()
+    assert runner._finished_since(task, before) is None  # not a finished run
