@@ -602,14 +602,147 @@ DASK_BATCH_SECONDS = 1.0
 DASK_ROUNDS = 4
 
 
-#: Dask settings of the cluster aqmlab starts for itself (its workers get them from their
-#: nanny): off, Dask's sampling profiler, which takes the GIL every 10 ms to walk each
+#: Dask settings of the cluster aqmlab starts for itself (set in each of its workers,
+#: :func:`_dask_worker_main`): off, Dask's sampling profiler, which takes the GIL every 10 ms to walk each
 #: worker's stack for a dashboard aqmlab does not open; less often, the event loop's health
 #: tick (20 ms) and the system monitor (500 ms). An idle cluster of 2 workers used 0.14 CPU-s
-#: a second with Dask's defaults, 0.04 with these. The memory monitor (100 ms), which
-#: restarts a worker near its memory limit, keeps its default.
+#: a second with Dask's defaults, 0.04 with these.
 DASK_QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
               "distributed.admin.system-monitor.interval": "1s"}
+
+
+def _dask_worker_main(conn: Any, host: str) -> None:
+    """A worker of the Dask cluster aqmlab starts for itself (:class:`_DaskWorkers`). Started
+    before the suite process has imported Dask, it imports Dask meanwhile (about 0.5 CPU-s, the
+    bulk of a worker's start), then takes the scheduler's address from ``conn``, says ``"up"``
+    once its Dask worker (one thread, listening on ``host``, no memory limit: ``--max-memory``
+    bounds a run) has joined the scheduler, and serves until it is stopped. It dies with the
+    suite process (:func:`_die_with_parent`; SIGTERM's default action: the run it was writing
+    leaves temporary files, removed by the suite process or the next run of the command, as
+    with Dask's own workers). Its batches tune its malloc (:func:`execute_batch`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the suite process stops it
+    _die_with_parent()
+    import asyncio
+
+    import dask
+    from dask.distributed import Worker
+
+    try:
+        address = conn.recv()
+    except (EOFError, OSError):
+        return
+    dask.config.set(DASK_QUIET)
+    # Its log (joining, a lost connection when stopped) stays off stderr, as the scheduler's:
+    # a run that fails is reported as one line like any other failed run.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+    async def serve() -> None:
+        async with Worker(address, nthreads=1, host=host, memory_limit=0) as worker:
+            conn.send("up")
+            await worker.finished()
+
+    asyncio.run(serve())
+
+
+class _DaskWorkers:
+    """The worker processes of the Dask cluster aqmlab starts for itself: started first (they
+    import Dask while the suite process imports it and starts the scheduler, instead of after),
+    without Dask's nanny; a thread replaces a worker that dies (the scheduler, seeing its
+    connection close, sends its task elsewhere or fails it as with a nanny's restart)."""
+
+    def __init__(self, n: int, host: str) -> None:
+        import multiprocessing as mp
+        import threading
+
+        self.ctx = mp.get_context("spawn")
+        self.host = host
+        self.address: str | None = None
+        self.lock = threading.Lock()
+        self.closing = False
+        self.procs: list[tuple[Any, Any]] = []  # (process, its end of the pipe)
+        self.wake_r, self.wake_w = self.ctx.Pipe(duplex=False)
+        for _ in range(n):
+            self.procs.append(self._spawn())  # one by one: an interruption stops those started
+
+    def _spawn(self) -> tuple[Any, Any]:
+        parent_end, child_end = self.ctx.Pipe()
+        p = self.ctx.Process(target=_dask_worker_main, args=(child_end, self.host), name="aqmlab-dask-worker", daemon=True)
+        p.start()
+        child_end.close()
+        if self.address is not None:
+            with contextlib.suppress(OSError):  # died already: the watch replaces it
+                parent_end.send(self.address)
+        return p, parent_end
+
+    def start(self, address: str, timeout: float = 120.0) -> None:
+        """Gives the workers the scheduler's address and waits until each has joined it, as
+        Dask's LocalCluster does; a worker that dies first (or none within ``timeout``) makes
+        this raise :class:`ExecutorUnavailable`. Then watches them."""
+        import threading
+        from multiprocessing.connection import wait
+
+        self.address = address
+        waiting = {}
+        for p, conn in self.procs:
+            with contextlib.suppress(OSError):
+                conn.send(address)
+            waiting[conn] = p
+            waiting[p.sentinel] = p
+        deadline = time.monotonic() + timeout
+        up: set[Any] = set()
+        while len(up) < len(self.procs):
+            ready = wait([c for c, p in waiting.items() if p not in up], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise ExecutorUnavailable(f"the Dask workers did not start within {timeout:.0f} s")
+            for r in ready:
+                p = waiting[r]
+                if r is p.sentinel or not p.is_alive():
+                    p.join()
+                    raise ExecutorUnavailable(f"a Dask worker died while starting ({_death(p.exitcode)})")
+                with contextlib.suppress(EOFError, OSError):
+                    r.recv()
+                    up.add(p)
+        threading.Thread(target=self._watch, name="aqmlab-dask-workers", daemon=True).start()
+
+    def _watch(self) -> None:
+        from multiprocessing.connection import wait
+
+        while True:
+            with self.lock:
+                if self.closing:
+                    return
+                by_sentinel = {w[0].sentinel: w for w in self.procs}
+            ready = wait([*by_sentinel, self.wake_r])
+            with self.lock:
+                if self.closing:
+                    return
+                for r in ready:
+                    if r in by_sentinel:
+                        p, conn = by_sentinel[r]
+                        p.join()
+                        conn.close()
+                        self.procs.remove((p, conn))
+                        self.procs.append(self._spawn())
+
+    def close(self) -> None:
+        """Stops the workers (SIGTERM, SIGKILL after a second) and the watch."""
+        with self.lock:
+            self.closing = True
+            procs = list(self.procs)
+        with contextlib.suppress(OSError):
+            self.wake_w.send(None)
+        for p, _ in procs:
+            if p.is_alive():
+                p.terminate()
+        deadline = time.monotonic() + 1.0
+        for p, conn in procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join()
+            conn.close()
+        self.wake_r.close()
+        self.wake_w.close()
 
 
 def execute_batch(tasks: Sequence[Mapping[str, Any]], keep_freed_memory: bool = False) -> list[dict[str, Any]]:
@@ -672,33 +805,46 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     workers fails alone and the others finish. Any other failure of a task (a lost scheduler, aqmlab missing on a remote
     worker) fails each of its runs with that one line, as a task of one run did: such a task
     may still be running, and a second one writing the same run directories would race it."""
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ExecutorUnavailable(
-            "the dask executor needs dask.distributed: pip install 'dask[distributed]'"
-        ) from None
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None:
+        raise ExecutorUnavailable("the dask executor needs dask.distributed: pip install 'dask[distributed]'")
     from collections import deque
 
-    cluster = None
-    if address:
-        client = Client(address)
-    else:
-        # Bound to loopback: the cluster aqmlab starts for itself accepts no outside connection.
-        # One task per worker at a time (worker-saturation 1.0), so that a worker that dies
-        # takes only its own task; that task is tried on a fresh worker once more
-        # (allowed-failures 1) and then fails (a batch's runs then go one task each).
-        import dask
+    # Started before this process imports Dask: their imports run beside its own.
+    workers = None if address else _DaskWorkers(max(1, jobs), host)
+    cluster = client = None
+    try:
+        try:
+            from dask.distributed import Client, LocalCluster, as_completed
+        except ImportError as e:
+            raise ExecutorUnavailable(f"the dask executor needs dask.distributed ({e}): pip install 'dask[distributed]'") from None
+        if address:
+            client = Client(address)
+        else:
+            # Bound to loopback: the cluster aqmlab starts for itself accepts no outside
+            # connection. One task per worker at a time (worker-saturation 1.0), so that a
+            # worker that dies takes only its own task; that task is tried on a fresh worker
+            # once more (allowed-failures 1) and then fails (a batch's runs then go one task
+            # each). The scheduler runs here, the workers are :class:`_DaskWorkers`.
+            import dask
 
-        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.scheduler.allowed-failures": 1,
-                              **DASK_QUIET}):
-            # Its log (a restarted worker, a rescheduled run) stays off stderr: a run that
-            # fails is reported as one line like any other failed run.
-            cluster = LocalCluster(
-                n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None, host=host,
-                silence_logs=logging.CRITICAL,
-            )
-        client = Client(cluster)
+            with dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.scheduler.allowed-failures": 1,
+                                  **DASK_QUIET}):
+                # Its log (a lost worker, a rescheduled run) stays off stderr: a run that
+                # fails is reported as one line like any other failed run.
+                cluster = LocalCluster(n_workers=0, processes=True, dashboard_address=None, host=host, silence_logs=logging.CRITICAL)
+            assert workers is not None
+            workers.start(cluster.scheduler_address)
+            client = Client(cluster)
+    except BaseException:
+        if client is not None:
+            client.close()
+        if workers is not None:
+            workers.close()
+        if cluster is not None:
+            cluster.close()
+        raise
     out: dict[Any, list[int]] = {}  # future -> the runs of its task
     sent_ns: dict[Any, int] = {}  # future -> when it was submitted (time.time_ns())
     left: list[int] = []  # failed runs, whose temporaries the owned cluster's close frees
@@ -761,6 +907,8 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                     left.append(i)
     finally:
         client.close()
+        if workers is not None:
+            workers.close()
         if cluster is not None:
             cluster.close()
             # Its workers are gone now: the runs they held (the suite interrupted), died in or

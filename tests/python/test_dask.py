@@ -221,3 +221,21 @@ def test_a_killed_batchs_run_is_taken_from_its_files_only_when_finished_after_th
     assert runner._finished_since({**task, "pcap": True}, before) is None  # no captures
     (d / "manifest.json").unlink()
     assert runner._finished_since(task, before) is None  # not a finished run
+
+
+def test_a_worker_of_aqmlabs_own_cluster_that_dies_while_starting_makes_the_executor_unavailable():
+    """aqmlab's own workers (runner._DaskWorkers, started before the scheduler exists) must
+    each join the scheduler before any run is sent, as Dask's LocalCluster required of its
+    nanny's workers: one that dies first is an error (exit status 2 from the CLI), not a
+    sweep that waits for workers forever."""
+    pytest.importorskip("dask.distributed")
+    workers = runner._DaskWorkers(1, "127.0.0.1")
+    try:
+        p, _ = workers.procs[0]
+        p.kill()
+        p.join()
+        with pytest.raises(runner.ExecutorUnavailable, match=r"a Dask worker died while starting \(killed by SIGKILL\)"):
+            workers.start("tcp://127.0.0.1:9")
+    finally:
+        workers.close()
+    assert not p.is_alive()
