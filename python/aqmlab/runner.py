@@ -790,6 +790,9 @@ def _finished_since(task: Mapping[str, Any], since_ns: int) -> dict[str, Any] | 
     return {"ok": True, "run_dir": str(run_dir), "summary": summary}
 
 
+MISSING_DASK = "the dask executor needs dask.distributed: pip install 'dask[distributed]'"
+
+
 def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None, host: str = "127.0.0.1") -> None:
     """Runs tasks on a Dask cluster (``address``), or a local one with ``jobs`` workers whose
     scheduler and workers listen on ``host`` only (loopback unless asked otherwise).
@@ -808,7 +811,7 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     import importlib.util
 
     if importlib.util.find_spec("distributed") is None:
-        raise ExecutorUnavailable("the dask executor needs dask.distributed: pip install 'dask[distributed]'")
+        raise ExecutorUnavailable(MISSING_DASK)
     from collections import deque
 
     # Started before this process imports Dask: their imports run beside its own.
@@ -817,8 +820,8 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     try:
         try:
             from dask.distributed import Client, LocalCluster, as_completed
-        except ImportError as e:
-            raise ExecutorUnavailable(f"the dask executor needs dask.distributed ({e}): pip install 'dask[distributed]'") from None
+        except ImportError:
+            raise ExecutorUnavailable(MISSING_DASK) from None
         if address:
             client = Client(address)
         else:
@@ -1040,10 +1043,12 @@ def run_suite(
     try:
         with prog:
 
-            # pyplot for the report's figures is imported while the workers run, once the first
-            # run is back: not while the workers start (a Dask cluster's start, which this
-            # process drives, then took 0.5-1 s longer: the import thread held the GIL).
-            import_plotting = bool(tasks and report and (jobs > 1 or executor == "dask" or dask_address))
+            # pyplot for the report's figures is imported while the workers run: with Dask once
+            # the first run is back, not while the cluster starts (its start, which this process
+            # drives, took 0.5-1 s longer: the import thread held the GIL); with the local pool
+            # at once, while its workers start.
+            on_dask = executor == "dask" or bool(dask_address)
+            import_plotting = bool(tasks and report and on_dask)
 
             def on_done(i: int, res: dict[str, Any]) -> None:
                 nonlocal import_plotting
@@ -1074,8 +1079,10 @@ def run_suite(
                     failed.append((todo[i], str(res.get("error"))))
                 prog.advance(ok=bool(res.get("ok")))
 
+            if tasks and report and jobs > 1 and not on_dask:
+                _import_report_plotting_meanwhile(suite)
             if tasks:
-                if executor == "dask" or dask_address:
+                if on_dask:
                     run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
                 elif executor == "local":
                     run_local(tasks, jobs, on_done, owns_process=owns_process)
@@ -1097,8 +1104,8 @@ def run_suite(
 
 
 def _import_report_plotting_meanwhile(suite: Suite) -> None:
-    """Imports matplotlib's pyplot (about 1 s of CPU) in a thread while the workers run (from
-    the first run back), when the suite's report draws a figure (a ``cdf`` table): after the last run this process
+    """Imports matplotlib's pyplot (about 1 s of CPU) in a thread while the workers run, when
+    the suite's report draws a figure (a ``cdf`` table): after the last run this process
     would import it alone, with the workers idle. The import system's locks make the report's
     own ``import matplotlib.pyplot`` wait for this one; the workers hold their next run in
     their pipe (``_LocalPool.DEPTH``), so they do not wait for this process meanwhile."""
