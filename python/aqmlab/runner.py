@@ -661,6 +661,7 @@ class _DaskWorkers:
         self.closing = False
         self.procs: list[tuple[Any, Any]] = []  # (process, its end of the pipe)
         self.wake_r, self.wake_w = self.ctx.Pipe(duplex=False)
+        self.watch: Any = None  # the thread that replaces dead workers, once they are up
         for _ in range(n):
             self.procs.append(self._spawn())  # one by one: an interruption stops those started
 
@@ -702,7 +703,8 @@ class _DaskWorkers:
                 with contextlib.suppress(EOFError, OSError):
                     r.recv()
                     up.add(p)
-        threading.Thread(target=self._watch, name="aqmlab-dask-workers", daemon=True).start()
+        self.watch = threading.Thread(target=self._watch, name="aqmlab-dask-workers", daemon=True)
+        self.watch.start()
 
     def _watch(self) -> None:
         from multiprocessing.connection import wait
@@ -731,6 +733,8 @@ class _DaskWorkers:
             procs = list(self.procs)
         with contextlib.suppress(OSError):
             self.wake_w.send(None)
+        if self.watch is not None:
+            self.watch.join()  # before its pipe is closed
         for p, _ in procs:
             if p.is_alive():
                 p.terminate()
