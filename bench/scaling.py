@@ -8,8 +8,13 @@
    of the whole command (start-up, pool or cluster start, runs, REPORT.md) and the efficiency
    ``throughput(N) / (N x throughput(1))`` of the same executor, and the CPU time of all the
    command's processes (per run: the per-run cost that wall time hides when the machine has
-   fewer free cores than workers). Dask rows are skipped with a
-   note when ``dask[distributed]`` is not installed (``make bench-deps``).
+   fewer free cores than workers). Then Dask on a running cluster, as sweeps on a real
+   cluster run: ``dask scheduler`` and ``dask worker --nworkers N --nthreads 1`` started
+   before the sweeps (Dask's defaults: nanny, no malloc tuning) and the command run with
+   ``--dask ADDRESS``; the cluster's start is not timed, its processes' CPU is counted (these
+   rows' efficiency is against the running cluster of 1 worker; the minimum of ``--repeat``
+   sweeps on the same cluster, whose workers have imported aqmlab after the first). Dask rows
+   are skipped with a note when ``dask[distributed]`` is not installed (``make bench-deps``).
 2. **Link rate** 10 Mbit/s .. 100 Gbit/s: 2 CUBIC flows, 20 ms, fq_codel, durations shortened
    as the rate grows so that each run is a few million packets at most.
 3. **Flow count** 1 .. 10,000 CUBIC flows at 1 Gbit/s, 20 ms, fq_codel, 5 s.
@@ -27,6 +32,7 @@ on has 2 cores shared with other jobs, and the minimum is the least disturbed ru
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -179,7 +185,76 @@ def sweep_table(work: Path, repeat: int, suite: str, seeds: int) -> None:
                 f"| {executor} | {n} | {runs} | {min(walls):.1f} | {thr:.2f} | {eff:.2f} | {cpu:.1f} | {cpu / max(runs, 1) * 1e3:.0f} |",
                 flush=True,
             )
+    if have_dask:
+        for n in (1, 2):
+            with running_cluster(work, n) as (address, cluster_cpu):
+                walls, cpus = [], []
+                for _ in range(repeat):
+                    out = work / "sweep"
+                    shutil.rmtree(out, ignore_errors=True)
+                    c0 = cluster_cpu()
+                    wall, _, cpu = timed([*aqmlab_cmd(), "suite", "run", suite, "--seeds", str(seeds), "--no-plots", "--out", str(out),
+                                          "--dask", address])
+                    walls.append(wall)
+                    cpus.append(cpu + cluster_cpu() - c0)
+                    runs = sum(1 for _ in out.rglob("summary.json"))
+                shutil.rmtree(work / "sweep", ignore_errors=True)
+            thr = runs / min(walls)
+            base.setdefault("running", thr)
+            cpu = min(cpus)
+            print(
+                f"| dask, running cluster | {n} | {runs} | {min(walls):.1f} | {thr:.2f} | {thr / (n * base['running']):.2f} | "
+                f"{cpu:.1f} | {cpu / max(runs, 1) * 1e3:.0f} |",
+                flush=True,
+            )
     print()
+
+
+@contextlib.contextmanager
+def running_cluster(work: Path, n: int):
+    """A Dask cluster started apart from the sweeps, as on a real cluster (`dask scheduler`, and
+    `dask worker --nworkers N --nthreads 1` with its nanny, Dask's default settings, on
+    127.0.0.1), its workers connected; yields its address and a function giving the CPU
+    seconds its processes (scheduler, nanny process, workers) have used so far. Stopped after."""
+    import psutil
+    from dask.distributed import Client
+
+    sched_file = work / "scheduler.json"
+    sched_file.unlink(missing_ok=True)
+    dask_cmd = [str(Path(sys.executable).parent / "dask")]
+    procs = [subprocess.Popen([*dask_cmd, "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
+                               "--scheduler-file", str(sched_file)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    try:
+        procs.append(subprocess.Popen([*dask_cmd, "worker", "--scheduler-file", str(sched_file), "--nworkers", str(n), "--nthreads", "1",
+                                       "--no-dashboard"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        deadline = time.monotonic() + 60
+        while not sched_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with Client(scheduler_file=str(sched_file)) as c:
+            c.wait_for_workers(n, timeout=60)
+            address = c.scheduler.address
+
+        def cluster_cpu() -> float:
+            total = 0.0
+            for p in procs:
+                try:
+                    pp = psutil.Process(p.pid)
+                    for q in [pp, *pp.children(recursive=True)]:
+                        t = q.cpu_times()
+                        total += t.user + t.system
+                except psutil.NoSuchProcess:
+                    pass
+            return total
+
+        yield address, cluster_cpu
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -602,14 +602,151 @@ DASK_BATCH_SECONDS = 1.0
 DASK_ROUNDS = 4
 
 
-#: Dask settings of the cluster aqmlab starts for itself (its workers get them from their
-#: nanny): off, Dask's sampling profiler, which takes the GIL every 10 ms to walk each
+#: Dask settings of the cluster aqmlab starts for itself (set in each of its workers,
+#: :func:`_dask_worker_main`): off, Dask's sampling profiler, which takes the GIL every 10 ms to walk each
 #: worker's stack for a dashboard aqmlab does not open; less often, the event loop's health
 #: tick (20 ms) and the system monitor (500 ms). An idle cluster of 2 workers used 0.14 CPU-s
-#: a second with Dask's defaults, 0.04 with these. The memory monitor (100 ms), which
-#: restarts a worker near its memory limit, keeps its default.
+#: a second with Dask's defaults, 0.04 with these.
 DASK_QUIET = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "1s",
               "distributed.admin.system-monitor.interval": "1s"}
+
+
+def _dask_worker_main(conn: Any, host: str) -> None:
+    """A worker of the Dask cluster aqmlab starts for itself (:class:`_DaskWorkers`). Started
+    before the suite process has imported Dask, it imports Dask meanwhile (about 0.5 CPU-s, the
+    bulk of a worker's start), then takes the scheduler's address from ``conn``, says ``"up"``
+    once its Dask worker (one thread, listening on ``host``, no memory limit: ``--max-memory``
+    bounds a run) has joined the scheduler, and serves until it is stopped. It dies with the
+    suite process (:func:`_die_with_parent`; SIGTERM's default action: the run it was writing
+    leaves temporary files, removed by the suite process or the next run of the command, as
+    with Dask's own workers). Its batches tune its malloc (:func:`execute_batch`)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the process group: the suite process stops it
+    _die_with_parent()
+    import asyncio
+
+    import dask
+    from dask.distributed import Worker
+
+    try:
+        address = conn.recv()
+    except (EOFError, OSError):
+        return
+    dask.config.set(DASK_QUIET)
+    # Its log (joining, a lost connection when stopped) stays off stderr, as the scheduler's:
+    # a run that fails is reported as one line like any other failed run.
+    logging.getLogger("distributed").setLevel(logging.CRITICAL)
+
+    async def serve() -> None:
+        async with Worker(address, nthreads=1, host=host, memory_limit=0) as worker:
+            conn.send("up")
+            await worker.finished()
+
+    asyncio.run(serve())
+
+
+class _DaskWorkers:
+    """The worker processes of the Dask cluster aqmlab starts for itself: started first (they
+    import Dask while the suite process imports it and starts the scheduler, instead of after),
+    without Dask's nanny; a thread replaces a worker that dies (the scheduler, seeing its
+    connection close, sends its task elsewhere or fails it as with a nanny's restart)."""
+
+    def __init__(self, n: int, host: str) -> None:
+        import multiprocessing as mp
+        import threading
+
+        self.ctx = mp.get_context("spawn")
+        self.host = host
+        self.address: str | None = None
+        self.lock = threading.Lock()
+        self.closing = False
+        self.procs: list[tuple[Any, Any]] = []  # (process, its end of the pipe)
+        self.wake_r, self.wake_w = self.ctx.Pipe(duplex=False)
+        self.watch: Any = None  # the thread that replaces dead workers, once they are up
+        for _ in range(n):
+            self.procs.append(self._spawn())  # one by one: an interruption stops those started
+
+    def _spawn(self) -> tuple[Any, Any]:
+        parent_end, child_end = self.ctx.Pipe()
+        p = self.ctx.Process(target=_dask_worker_main, args=(child_end, self.host), name="aqmlab-dask-worker", daemon=True)
+        p.start()
+        child_end.close()
+        if self.address is not None:
+            with contextlib.suppress(OSError):  # died already: the watch replaces it
+                parent_end.send(self.address)
+        return p, parent_end
+
+    def start(self, address: str, timeout: float = 120.0) -> None:
+        """Gives the workers the scheduler's address and waits until each has joined it, as
+        Dask's LocalCluster does; a worker that dies first (or none within ``timeout``) makes
+        this raise :class:`ExecutorUnavailable`. Then watches them."""
+        import threading
+        from multiprocessing.connection import wait
+
+        self.address = address
+        waiting = {}
+        for p, conn in self.procs:
+            with contextlib.suppress(OSError):
+                conn.send(address)
+            waiting[conn] = p
+            waiting[p.sentinel] = p
+        deadline = time.monotonic() + timeout
+        up: set[Any] = set()
+        while len(up) < len(self.procs):
+            ready = wait([c for c, p in waiting.items() if p not in up], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                raise ExecutorUnavailable(f"the Dask workers did not start within {timeout:.0f} s")
+            for r in ready:
+                p = waiting[r]
+                if r is p.sentinel or not p.is_alive():
+                    p.join()
+                    raise ExecutorUnavailable(f"a Dask worker died while starting ({_death(p.exitcode)})")
+                with contextlib.suppress(EOFError, OSError):
+                    r.recv()
+                    up.add(p)
+        self.watch = threading.Thread(target=self._watch, name="aqmlab-dask-workers", daemon=True)
+        self.watch.start()
+
+    def _watch(self) -> None:
+        from multiprocessing.connection import wait
+
+        while True:
+            with self.lock:
+                if self.closing:
+                    return
+                by_sentinel = {w[0].sentinel: w for w in self.procs}
+            ready = wait([*by_sentinel, self.wake_r])
+            with self.lock:
+                if self.closing:
+                    return
+                for r in ready:
+                    if r in by_sentinel:
+                        p, conn = by_sentinel[r]
+                        p.join()
+                        conn.close()
+                        self.procs.remove((p, conn))
+                        self.procs.append(self._spawn())
+
+    def close(self) -> None:
+        """Stops the workers (SIGTERM, SIGKILL after a second) and the watch."""
+        with self.lock:
+            self.closing = True
+            procs = list(self.procs)
+        with contextlib.suppress(OSError):
+            self.wake_w.send(None)
+        if self.watch is not None:
+            self.watch.join()  # before its pipe is closed
+        for p, _ in procs:
+            if p.is_alive():
+                p.terminate()
+        deadline = time.monotonic() + 1.0
+        for p, conn in procs:
+            p.join(max(0.0, deadline - time.monotonic()))
+            if p.is_alive():
+                p.kill()
+                p.join()
+            conn.close()
+        self.wake_r.close()
+        self.wake_w.close()
 
 
 def execute_batch(tasks: Sequence[Mapping[str, Any]], keep_freed_memory: bool = False) -> list[dict[str, Any]]:
@@ -634,6 +771,32 @@ def dask_batch_size(remaining: int, workers: int, run_seconds: float | None) -> 
     return max(1, min(by_time, by_balance))
 
 
+def _finished_since(task: Mapping[str, Any], since_ns: int) -> dict[str, Any] | None:
+    """The answer to ``task`` from its files when a worker finished it after ``since_ns``
+    (``time.time_ns()`` when its batch was sent), else None: its scenario.toml is the task's,
+    its manifest.json holds (:func:`manifest_problem`), its captures are there when asked for,
+    and its summary.json was written after the batch was sent, so that a finished run of an
+    earlier command (``--force`` runs it again) is not taken for this one. A run killed while
+    writing has no summary.json (written last). The summary is summary.json read back, what
+    the worker would have sent (:func:`execute_run`). A file system whose clock lags the
+    client's (a remote NFS server) makes the run go again: what would happen without this."""
+    run_dir = Path(task["run_dir"])
+    try:
+        if (run_dir / SCENARIO).read_text(encoding="utf-8") != task["text"]:
+            return None
+        if (run_dir / SUMMARY).stat().st_mtime_ns < since_ns or manifest_problem(run_dir) is not None:
+            return None
+        if task.get("pcap") and not all((run_dir / f).is_file() for f in (CLI_PCAP, SRV_PCAP)):
+            return None
+        summary = json.loads((run_dir / SUMMARY).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {"ok": True, "run_dir": str(run_dir), "summary": summary}
+
+
+MISSING_DASK = "the dask executor needs dask.distributed: pip install 'dask[distributed]'"
+
+
 def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address: str | None, host: str = "127.0.0.1") -> None:
     """Runs tasks on a Dask cluster (``address``), or a local one with ``jobs`` workers whose
     scheduler and workers listen on ``host`` only (loopback unless asked otherwise).
@@ -644,38 +807,53 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     need it, from the threads the cluster has then (a cluster of the user's own is asked again
     when a batch comes back, at most once a second: one that grows gets more tasks). A batch
     whose worker died on every attempt (``KilledWorker``) is the verdict on none of its runs:
-    they go again one task each, so that a run that kills its workers fails alone and the
-    others finish. Any other failure of a task (a lost scheduler, aqmlab missing on a remote
+    those whose files a worker finished meanwhile are answered from them
+    (:func:`_finished_since`), the others go again one task each, so that a run that kills its
+    workers fails alone and the others finish. Any other failure of a task (a lost scheduler, aqmlab missing on a remote
     worker) fails each of its runs with that one line, as a task of one run did: such a task
     may still be running, and a second one writing the same run directories would race it."""
-    try:
-        from dask.distributed import Client, LocalCluster, as_completed
-    except ImportError:
-        raise ExecutorUnavailable(
-            "the dask executor needs dask.distributed: pip install 'dask[distributed]'"
-        ) from None
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None:
+        raise ExecutorUnavailable(MISSING_DASK)
     from collections import deque
 
-    cluster = None
-    if address:
-        client = Client(address)
-    else:
-        # Bound to loopback: the cluster aqmlab starts for itself accepts no outside connection.
-        # One task per worker at a time (worker-saturation 1.0), so that a worker that dies
-        # takes only its own task; that task is tried on a fresh worker once more
-        # (allowed-failures 1) and then fails (a batch's runs then go one task each).
-        import dask
+    # Started before this process imports Dask: their imports run beside its own.
+    workers = None if address else _DaskWorkers(max(1, jobs), host)
+    cluster = client = None
+    try:
+        try:
+            from dask.distributed import Client, LocalCluster, as_completed
+        except ImportError:
+            raise ExecutorUnavailable(MISSING_DASK) from None
+        if address:
+            client = Client(address)
+        else:
+            # Bound to loopback: the cluster aqmlab starts for itself accepts no outside
+            # connection. One task per worker at a time (worker-saturation 1.0), so that a
+            # worker that dies takes only its own task; that task is tried on a fresh worker
+            # once more (allowed-failures 1) and then fails (a batch's runs then go one task
+            # each). The scheduler runs here, the workers are :class:`_DaskWorkers`.
+            import dask
 
-        with dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.scheduler.allowed-failures": 1,
-                              **DASK_QUIET}):
-            # Its log (a restarted worker, a rescheduled run) stays off stderr: a run that
-            # fails is reported as one line like any other failed run.
-            cluster = LocalCluster(
-                n_workers=max(1, jobs), threads_per_worker=1, processes=True, dashboard_address=None, host=host,
-                silence_logs=logging.CRITICAL,
-            )
-        client = Client(cluster)
+            with dask.config.set({"distributed.scheduler.worker-saturation": 1.0, "distributed.scheduler.allowed-failures": 1,
+                                  **DASK_QUIET}):
+                # Its log (a lost worker, a rescheduled run) stays off stderr: a run that
+                # fails is reported as one line like any other failed run.
+                cluster = LocalCluster(n_workers=0, processes=True, dashboard_address=None, host=host, silence_logs=logging.CRITICAL)
+            assert workers is not None
+            workers.start(cluster.scheduler_address)
+            client = Client(cluster)
+    except BaseException:
+        if client is not None:
+            client.close()
+        if workers is not None:
+            workers.close()
+        if cluster is not None:
+            cluster.close()
+        raise
     out: dict[Any, list[int]] = {}  # future -> the runs of its task
+    sent_ns: dict[Any, int] = {}  # future -> when it was submitted (time.time_ns())
     left: list[int] = []  # failed runs, whose temporaries the owned cluster's close frees
     alone: deque[int] = deque()  # runs of a batch whose workers died, one task each
     try:
@@ -700,19 +878,27 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                     batch = [fresh.popleft() for _ in range(min(n, len(fresh)))]
                 f = client.submit(execute_batch, [tasks[i] for i in batch], keep_freed_memory=cluster is not None, pure=False)
                 out[f] = batch
+                sent_ns[f] = time.time_ns()
                 pending.add(f)
 
         send()
         while out:
             f = next(pending)
             batch = out.pop(f)
+            since = sent_ns.pop(f)
             try:
                 results = f.result()
             except Exception as e:  # noqa: BLE001
                 killed = type(e).__name__ == "KilledWorker"
                 if killed and len(batch) > 1:
-                    alone.extend(batch)
+                    # The runs its workers finished before dying are answered from their files;
+                    # the others go again one task each.
+                    finished = {i: _finished_since(tasks[i], since) for i in batch}
+                    alone.extend(i for i in batch if finished[i] is None)
                     send()
+                    for i in batch:
+                        if finished[i] is not None:
+                            on_done(i, finished[i])
                     continue
                 if killed:
                     msg = "its Dask worker died on every attempt (killed, or out of memory?)"
@@ -728,6 +914,8 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                     left.append(i)
     finally:
         client.close()
+        if workers is not None:
+            workers.close()
         if cluster is not None:
             cluster.close()
             # Its workers are gone now: the runs they held (the suite interrupted), died in or
@@ -859,7 +1047,18 @@ def run_suite(
     try:
         with prog:
 
+            # pyplot for the report's figures is imported while the workers run: with Dask once
+            # the first run is back, not while the cluster starts (its start, which this process
+            # drives, took 0.5-1 s longer: the import thread held the GIL); with the local pool
+            # at once, while its workers start.
+            on_dask = executor == "dask" or bool(dask_address)
+            import_plotting = bool(tasks and report and on_dask)
+
             def on_done(i: int, res: dict[str, Any]) -> None:
+                nonlocal import_plotting
+                if import_plotting:
+                    import_plotting = False
+                    _import_report_plotting_meanwhile(suite)
                 if res.get("ok") and not todo[i].summary_path.is_file():
                     res = {"ok": False, "error": f"the worker reported success but {todo[i].summary_path} does not exist "
                            "(do the workers share this filesystem?)"}
@@ -884,10 +1083,10 @@ def run_suite(
                     failed.append((todo[i], str(res.get("error"))))
                 prog.advance(ok=bool(res.get("ok")))
 
-            if tasks and report and (jobs > 1 or executor == "dask" or dask_address):
+            if tasks and report and jobs > 1 and not on_dask:
                 _import_report_plotting_meanwhile(suite)
             if tasks:
-                if executor == "dask" or dask_address:
+                if on_dask:
                     run_dask(tasks, jobs, on_done, dask_address, host=dask_host)
                 elif executor == "local":
                     run_local(tasks, jobs, on_done, owns_process=owns_process)

@@ -89,9 +89,10 @@ def test_batches_answer_every_run_once_with_the_local_pools_files(tmp_path, monk
 
 def test_a_batch_whose_worker_died_fails_only_its_culprit(tmp_path, monkeypatch, local_run):
     """The culprit kills every worker that starts it (as the OOM killer would): its batch of 4
-    dies on two workers (allowed-failures 1), then its four runs go one task each; the culprit
-    alone fails (after two more workers), the three others in its batch and every other run
-    finish with the local pool's files."""
+    (runs 8-11, the culprit third) dies on two workers (allowed-failures 1); the two runs
+    before it, finished by those workers, are answered from their files, the culprit and the
+    run after it go one task each; the culprit alone fails (after two more workers), the
+    three others in its batch and every other run finish with the local pool's files."""
     distributed = pytest.importorskip("dask.distributed")
     sent: list[int] = []
     submit = distributed.Client.submit
@@ -105,8 +106,9 @@ def test_a_batch_whose_worker_died_fails_only_its_culprit(tmp_path, monkeypatch,
     out = tmp_path / "s"
     res, sizes, answered = _dask_suite(out, monkeypatch, batch=4)
     assert sizes and set(sizes) == {4}
-    # Four batches, then the culprit's batch again as four tasks of one run.
-    assert sent == [4, 4, 4, 4, 1, 1, 1, 1], sent
+    # Four batches, then the culprit and the run after it, one task each.
+    assert sent == [4, 4, 4, 4, 1, 1], sent
+    assert [r.rel_dir for r in S.plan_runs(S.load_suite(str(KILL_SUITE)), out)][8:12].index(f"runs/{CULPRIT}") == 2
     assert sorted(answered) == list(range(16)), answered
     assert [(r.rel_dir, why) for r, why in res.failed] == [
         (f"runs/{CULPRIT}", "its Dask worker died on every attempt (killed, or out of memory?)")
@@ -167,3 +169,73 @@ def test_a_batch_tunes_malloc_only_on_the_cluster_aqmlab_started(monkeypatch):
     assert runner.execute_batch([], keep_freed_memory=False) == [] and calls == []
     assert runner.execute_batch([], keep_freed_memory=True) == []
     assert calls == [(-3, runner.MALLOC_KEEP_BYTES), (-1, 2 * runner.MALLOC_KEEP_BYTES)]
+
+
+def test_a_cluster_of_ones_own_by_address_writes_the_local_pools_files(tmp_path, monkeypatch, local_run):
+    """``--dask ADDRESS``: a cluster started apart from aqmlab (here by the test: a scheduler in
+    this process, two single-threaded workers in processes of their own, Dask's default
+    settings). The suite's files are byte-identical to the local pool's, every run answered
+    once, the batches sent without malloc tuning (processes aqmlab does not own), and the
+    cluster is left running with its workers."""
+    import logging
+
+    distributed = pytest.importorskip("dask.distributed")
+    sent: list[bool] = []
+    submit = distributed.Client.submit
+
+    def recording_submit(self, fn, *args, **kw):
+        sent.append(kw["keep_freed_memory"])
+        return submit(self, fn, *args, **kw)
+
+    monkeypatch.setattr(distributed.Client, "submit", recording_submit)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  host="127.0.0.1", silence_logs=logging.CRITICAL) as cluster:
+        out = tmp_path / "s"
+        res = runner.run_suite(S.load_suite(str(KILL_SUITE)), out, jobs=1, plots=False, progress=False,
+                               dask_address=cluster.scheduler_address)
+        with distributed.Client(cluster) as c:
+            assert sum(c.nthreads().values()) == 2  # still there: aqmlab closed only its client
+    assert res.ran == 16 and not res.failed
+    assert sent and set(sent) == {False}, sent
+    assert _files(out) == _files(local_run)
+
+
+def test_a_killed_batchs_run_is_taken_from_its_files_only_when_finished_after_the_batch_was_sent(tmp_path, local_run):
+    """runner._finished_since, which answers a run of a batch whose workers died from its files:
+    only a finished run (scenario.toml the task's, manifest.json holding, captures when asked
+    for) whose summary.json was written after the batch was sent (not one of an earlier
+    command, which --force runs again); its answer is summary.json as the worker sends it."""
+    import json
+    import shutil
+    import time
+
+    run = next(p.parent for p in sorted((local_run / "runs").rglob("summary.json")))
+    d = tmp_path / "r"
+    before = time.time_ns()
+    shutil.copytree(run, d, copy_function=shutil.copy)  # written now (copy2 would keep the mtimes)
+    task = {"text": (d / "scenario.toml").read_text(encoding="utf-8"), "run_dir": str(d)}
+    got = runner._finished_since(task, before)
+    assert got == {"ok": True, "run_dir": str(d), "summary": json.loads((run / "summary.json").read_text(encoding="utf-8"))}
+    assert runner._finished_since(task, time.time_ns() + 10**9) is None  # written before the batch was sent
+    assert runner._finished_since({**task, "text": task["text"] + "\n"}, before) is None  # another scenario
+    assert runner._finished_since({**task, "pcap": True}, before) is None  # no captures
+    (d / "manifest.json").unlink()
+    assert runner._finished_since(task, before) is None  # not a finished run
+
+
+def test_a_worker_of_aqmlabs_own_cluster_that_dies_while_starting_makes_the_executor_unavailable():
+    """aqmlab's own workers (runner._DaskWorkers, started before the scheduler exists) must
+    each join the scheduler before any run is sent, as Dask's LocalCluster required of its
+    nanny's workers: one that dies first is an error (exit status 2 from the CLI), not a
+    sweep that waits for workers forever."""
+    pytest.importorskip("dask.distributed")
+    workers = runner._DaskWorkers(1, "127.0.0.1")
+    try:
+        p, _ = workers.procs[0]
+        p.kill()
+        p.join()
+        with pytest.raises(runner.ExecutorUnavailable, match=r"a Dask worker died while starting \(killed by SIGKILL\)"):
+            workers.start("tcp://127.0.0.1:9")
+    finally:
+        workers.close()
+    assert not p.is_alive()

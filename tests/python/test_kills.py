@@ -237,8 +237,9 @@ def test_killing_the_suite_process_leaves_no_process_and_no_temporary(tmp_path, 
             proc.kill()
     assert not _wait_gone(marker), "a worker (or a resource tracker) outlived the suite process"
     if executor == "local" or sig != signal.SIGKILL:
-        # A Dask worker exits at once (os._exit) when its parent is SIGKILLed: the resume
-        # cleans up; otherwise the suite closes its cluster and removes what the workers held.
+        # aqmlab's Dask workers die at once when the suite process is SIGKILLed (SIGTERM by
+        # PR_SET_PDEATHSIG, its default action): the resume cleans up; otherwise the suite
+        # closes its cluster and removes what the workers held.
         assert not _temporaries(out), _temporaries(out)
     if sig != signal.SIGKILL:
         assert proc.returncode == (130 if sig == signal.SIGINT else 143)
