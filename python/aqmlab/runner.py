@@ -298,7 +298,7 @@ def _die_with_parent() -> None:
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: no CDLL(None) (Windows)
         pass  # not Linux: the watchdog below
     if os.getppid() != parent.pid:
         os._exit(1)  # the parent died before the signal was armed
