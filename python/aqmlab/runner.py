@@ -578,17 +578,24 @@ class _LocalPool:
                     p.terminate()  # SIGTERM: the worker removes its temporaries and leaves
             except (OSError, ValueError):
                 pass
-        deadline = time.monotonic() + 1.5
-        for p, conn, _, _ in self.workers:
-            p.join(max(0.0, deadline - time.monotonic()))
-            if p.is_alive():
-                p.kill()
-                p.join()
-            with contextlib.suppress(OSError):
-                conn.close()
+        _reap([(p, conn) for p, conn, _, _ in self.workers], 1.5)
         for i in held:
             remove_temporaries(Path(self.tasks[i]["run_dir"]))
         self.workers = []
+
+
+def _reap(procs: Sequence[tuple[Any, Any]], grace: float) -> None:
+    """Waits for worker processes that were asked to end, ``grace`` seconds for all of them,
+    kills those still running, and closes their pipes (the local pool's and aqmlab's Dask
+    workers)."""
+    deadline = time.monotonic() + grace
+    for p, conn in procs:
+        p.join(max(0.0, deadline - time.monotonic()))
+        if p.is_alive():
+            p.kill()
+            p.join()
+        with contextlib.suppress(OSError):
+            conn.close()
 
 
 #: With Dask, one task runs a batch of runs (:func:`execute_batch`): each task costs about 20 ms
@@ -763,13 +770,7 @@ class _DaskWorkers:
         for p, _ in procs:
             if p.is_alive():
                 p.terminate()
-        deadline = time.monotonic() + 1.0
-        for p, conn in procs:
-            p.join(max(0.0, deadline - time.monotonic()))
-            if p.is_alive():
-                p.kill()
-                p.join()
-            conn.close()
+        _reap(procs, 1.0)
         self.wake_r.close()
         self.wake_w.close()
 
