@@ -1078,7 +1078,8 @@ def run_suite(
     # held until the report). With Dask, every DASK_FREEZE_EVERY records: a collection (of what
     # is not frozen yet: about 25 ms under load, 0.8 ms a run), then the freeze. The local pool
     # leaves almost none (about 150 objects after 224 runs): each record is frozen as it comes.
-    freeze_every = DASK_FREEZE_EVERY if executor == "dask" or dask_address else 1
+    on_dask = executor == "dask" or bool(dask_address)
+    freeze_every = DASK_FREEZE_EVERY if on_dask else 1
     try:
         with prog:
 
@@ -1086,7 +1087,6 @@ def run_suite(
             # the first run is back, not while the cluster starts (its start, which this process
             # drives, took 0.5-1 s longer: the import thread held the GIL); with the local pool
             # at once, while its workers start.
-            on_dask = executor == "dask" or bool(dask_address)
             import_plotting = bool(tasks and report and on_dask)
 
             def on_done(i: int, res: dict[str, Any]) -> None:
