@@ -651,11 +651,34 @@ def _dask_worker_main(conn: Any, host: str) -> None:
     asyncio.run(serve())
 
 
+#: aqmlab's own Dask cluster gives up replacing a worker once this many started in a row in its
+#: place died before joining the scheduler, or could not be spawned (a broken install, no
+#: memory or file descriptors left): the scheduler charges no run for a worker that never
+#: joined, so without a bound a sweep would wait forever for workers that cannot start. The
+#: local pool's workers that cannot start end in failed runs the same way (``_LocalPool._send``).
+DASK_WORKER_STARTS = 3
+
+
+@dataclass(eq=False)
+class _DaskWorker:
+    """One of aqmlab's own Dask worker processes (:class:`_DaskWorkers`)."""
+
+    proc: Any
+    #: The suite process's end of its pipe: the scheduler's address goes out, ``"up"`` comes back.
+    conn: Any
+    #: It said ``"up"``: it has joined the scheduler.
+    joined: bool = False
+    #: Workers started in a row in this slot that died before joining, or failed to spawn.
+    failed_starts: int = 0
+
+
 class _DaskWorkers:
     """The worker processes of the Dask cluster aqmlab starts for itself: started first (they
     import Dask while the suite process imports it and starts the scheduler, instead of after),
     without Dask's nanny; a thread replaces a worker that dies (the scheduler, seeing its
-    connection close, sends its task elsewhere or fails it as with a nanny's restart)."""
+    connection close, sends its task elsewhere or fails it as with a nanny's restart), up to
+    :data:`DASK_WORKER_STARTS` failed starts in a row. Once no worker is left and none can be
+    started, :attr:`lost` says why (:meth:`tell_when_lost`)."""
 
     def __init__(self, n: int, host: str) -> None:
         import multiprocessing as mp
@@ -666,9 +689,12 @@ class _DaskWorkers:
         self.address: str | None = None
         self.lock = threading.Lock()
         self.closing = False
-        self.procs: list[tuple[Any, Any]] = []  # (process, its end of the pipe)
+        self.procs: list[_DaskWorker] = []
         self.wake_r, self.wake_w = self.ctx.Pipe(duplex=False)
         self.watch: Any = None  # the thread that replaces dead workers, once they are up
+        #: Why the sweep has no worker left (set once by the watch), else None.
+        self.lost: str | None = None
+        self.on_lost: Callable[[], None] | None = None  # see :meth:`tell_when_lost`
         try:
             for _ in range(n):
                 self.procs.append(self._spawn())
@@ -676,7 +702,7 @@ class _DaskWorkers:
             self.close()
             raise
 
-    def _spawn(self) -> tuple[Any, Any]:
+    def _spawn(self, failed_starts: int = 0) -> _DaskWorker:
         parent_end, child_end = self.ctx.Pipe()
         p = self.ctx.Process(target=_dask_worker_main, args=(child_end, self.host), name="aqmlab-dask-worker", daemon=True)
         p.start()
@@ -684,7 +710,7 @@ class _DaskWorkers:
         if self.address is not None:
             with contextlib.suppress(OSError):  # died already: the watch replaces it
                 parent_end.send(self.address)
-        return p, parent_end
+        return _DaskWorker(p, parent_end, failed_starts=failed_starts)
 
     def start(self, address: str, timeout: float = 120.0) -> None:
         """Gives the workers the scheduler's address and waits until each has joined it, as
@@ -695,25 +721,24 @@ class _DaskWorkers:
 
         self.address = address
         waiting = {}
-        for p, conn in self.procs:
+        for w in self.procs:
             with contextlib.suppress(OSError):
-                conn.send(address)
-            waiting[conn] = p
-            waiting[p.sentinel] = p
+                w.conn.send(address)
+            waiting[w.conn] = w
+            waiting[w.proc.sentinel] = w
         deadline = time.monotonic() + timeout
-        up: set[Any] = set()
-        while len(up) < len(self.procs):
-            ready = wait([c for c, p in waiting.items() if p not in up], max(0.0, deadline - time.monotonic()))
+        while not all(w.joined for w in self.procs):
+            ready = wait([r for r, w in waiting.items() if not w.joined], max(0.0, deadline - time.monotonic()))
             if not ready:
                 raise ExecutorUnavailable(f"the Dask workers did not start within {timeout:.0f} s")
             for r in ready:
-                p = waiting[r]
-                if r is p.sentinel or not p.is_alive():
-                    p.join()
-                    raise ExecutorUnavailable(f"a Dask worker died while starting ({_death(p.exitcode)})")
+                w = waiting[r]
+                if r is w.proc.sentinel or not w.proc.is_alive():
+                    w.proc.join()
+                    raise ExecutorUnavailable(f"a Dask worker died while starting ({_death(w.proc.exitcode)})")
                 with contextlib.suppress(EOFError, OSError):
                     r.recv()
-                    up.add(p)
+                    w.joined = True
         self.watch = threading.Thread(target=self._watch, name="aqmlab-dask-workers", daemon=True)
         self.watch.start()
 
@@ -724,29 +749,66 @@ class _DaskWorkers:
             with self.lock:
                 if self.closing:
                     return
-                by_sentinel = {w[0].sentinel: w for w in self.procs}
-            ready = wait([*by_sentinel, self.wake_r])
+                by_sentinel = {w.proc.sentinel: w for w in self.procs}
+                joining = {w.conn: w for w in self.procs if not w.joined and not w.conn.closed}
+            ready = wait([*by_sentinel, *joining, self.wake_r])
             with self.lock:
                 if self.closing:
                     return
                 for r in ready:
+                    if r in joining:
+                        self._hear(joining[r])
+                for r in ready:
                     if r in by_sentinel:
-                        p, conn = by_sentinel[r]
-                        p.join()
-                        conn.close()
-                        self.procs.remove((p, conn))
-                        self.procs.append(self._respawn())
+                        self._replace(by_sentinel[r])
+                tell = self.on_lost if self.lost is not None else None
+            if tell is not None:
+                tell()
+                return  # no worker left to watch
 
-    def _respawn(self) -> tuple[Any, Any]:
-        """A worker in place of one that died. This thread must live on whatever happens:
-        the workers it started die with it (``PR_SET_PDEATHSIG`` follows the thread that
-        forked), so a spawn that fails (no memory, no file descriptors: likely when workers
-        are being killed) is tried again after a pause."""
-        while True:
+    @staticmethod
+    def _hear(w: _DaskWorker) -> None:
+        """Reads a starting worker's ``"up"``; at the end of its pipe (it is dying: its
+        sentinel follows) the pipe is closed, so that it is not waited on again."""
+        try:
+            w.conn.recv()
+            w.joined = True
+        except (EOFError, OSError):
+            w.conn.close()
+
+    def _replace(self, w: _DaskWorker) -> None:
+        """A worker in place of ``w``, which died, unless :data:`DASK_WORKER_STARTS` in a row
+        failed in its slot. This thread must live on whatever happens: the workers it started
+        die with it (``PR_SET_PDEATHSIG`` follows the thread that forked), so a spawn that
+        fails (no memory, no file descriptors: likely when workers are being killed) is
+        tried again after a pause, counted as a failed start."""
+        if not w.joined and not w.conn.closed and w.conn.poll():  # said "up" just before dying
+            self._hear(w)
+        w.proc.join()
+        w.conn.close()
+        self.procs.remove(w)
+        failed = 0 if w.joined else w.failed_starts + 1
+        why = _death(w.proc.exitcode)
+        while failed < DASK_WORKER_STARTS:
             try:
-                return self._spawn()
-            except OSError:
+                self.procs.append(self._spawn(failed))
+                return
+            except OSError as e:
+                failed += 1
+                why = f"could not start one: {e}"
                 time.sleep(1.0)
+        if not self.procs:
+            self.lost = (f"no Dask worker left: {DASK_WORKER_STARTS} started in a row in place of one "
+                         f"that died did not join the scheduler (the last: {why})")
+
+    def tell_when_lost(self, callback: Callable[[], None]) -> None:
+        """``callback()`` once :attr:`lost` is set: from the watch thread then, or now if it
+        already is."""
+        with self.lock:
+            self.on_lost = callback
+            now = self.lost is not None
+        if now:
+            callback()
 
     def stop_watch(self) -> None:
         """Stops replacing workers that die: first step of the cluster's close, before the
@@ -766,7 +828,7 @@ class _DaskWorkers:
     def stop(self) -> None:
         """Stops the workers (SIGTERM, SIGKILL after a second); after :meth:`stop_watch`."""
         with self.lock:
-            procs = list(self.procs)
+            procs = [(w.proc, w.conn) for w in self.procs]
         for p, _ in procs:
             if p.is_alive():
                 p.terminate()
@@ -890,11 +952,26 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     except BaseException:
         _close_dask(client, workers, cluster)
         raise
+    import threading
+
     out: dict[Any, list[int]] = {}  # future -> the runs of its task
     sent_ns: dict[Any, int] = {}  # future -> when it was submitted (time.time_ns())
     left: list[int] = []  # failed runs, whose temporaries the owned cluster's close frees
     alone: deque[int] = deque()  # runs of a batch whose workers died, one task each
+    # Held while a task is sent, and by the watch of aqmlab's workers when none is left: it
+    # cancels every task sent (no worker would run them), which wakes the loop below; a task
+    # sent after that would wait forever, so none is.
+    sending = threading.Lock()
+
+    def cancel_sent() -> None:
+        with sending:
+            futures = list(out)
+        with contextlib.suppress(Exception):  # the client closing meanwhile
+            client.cancel(futures)
+
     try:
+        if workers is not None:
+            workers.tell_when_lost(cancel_sent)
         fresh = deque(range(len(tasks)))  # not sent yet, in plan order
         pending = as_completed()
         run_seconds: float | None = None
@@ -909,28 +986,33 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                     threads = max(1, sum(client.nthreads().values()))
                 counted = time.monotonic()
             while (fresh or alone) and len(out) < 2 * threads:
-                if alone:
-                    batch = [alone.popleft()]
-                else:
-                    n = dask_batch_size(len(fresh), threads, run_seconds)
-                    batch = [fresh.popleft() for _ in range(min(n, len(fresh)))]
-                f = client.submit(execute_batch, [tasks[i] for i in batch], keep_freed_memory=cluster is not None, pure=False)
-                out[f] = batch
+                with sending:
+                    if workers is not None and workers.lost is not None:
+                        return
+                    if alone:
+                        batch = [alone.popleft()]
+                    else:
+                        n = dask_batch_size(len(fresh), threads, run_seconds)
+                        batch = [fresh.popleft() for _ in range(min(n, len(fresh)))]
+                    f = client.submit(execute_batch, [tasks[i] for i in batch], keep_freed_memory=cluster is not None, pure=False)
+                    out[f] = batch
                 sent_ns[f] = time.time_ns()
                 pending.add(f)
 
         send()
         while out:
             f = next(pending)
-            batch = out.pop(f)
+            with sending:
+                batch = out.pop(f)
             since = sent_ns.pop(f)
             try:
                 results = f.result()
             except Exception as e:  # noqa: BLE001
                 killed = type(e).__name__ == "KilledWorker"
-                if killed and len(batch) > 1:
+                lost = workers.lost if workers is not None else None
+                if killed and len(batch) > 1 or lost is not None and not killed:
                     # The runs its workers finished before dying are answered from their files;
-                    # the others go again one task each.
+                    # the others go again one task each (or, no worker being left, fail below).
                     finished = {i: _finished_since(tasks[i], since) for i in batch}
                     alone.extend(i for i in batch if finished[i] is None)
                     send()
@@ -938,7 +1020,9 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                         if finished[i] is not None:
                             on_done(i, finished[i])
                     continue
-                if killed:
+                if lost is not None:
+                    msg = lost
+                elif killed:
                     msg = "its Dask worker died on every attempt (killed, or out of memory?)"
                 else:
                     msg = "dask task failed: " + (" ".join(str(e).split()) or type(e).__name__)
@@ -950,6 +1034,11 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                 on_done(i, res)
                 if not res["ok"]:
                     left.append(i)
+        lost = workers.lost if workers is not None else None
+        while lost is not None and (fresh or alone):  # never sent: no worker is left to run them
+            i = (alone or fresh).popleft()
+            on_done(i, {"ok": False, "run_dir": tasks[i]["run_dir"], "error": lost})
+            left.append(i)
     finally:
         _close_dask(client, workers, cluster)
         if cluster is not None:

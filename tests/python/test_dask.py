@@ -231,7 +231,7 @@ def test_a_worker_of_aqmlabs_own_cluster_that_dies_while_starting_makes_the_exec
     pytest.importorskip("dask.distributed")
     workers = runner._DaskWorkers(1, "127.0.0.1")
     try:
-        p, _ = workers.procs[0]
+        p = workers.procs[0].proc
         p.kill()
         p.join()
         with pytest.raises(runner.ExecutorUnavailable, match=r"a Dask worker died while starting \(killed by SIGKILL\)"):
@@ -239,3 +239,48 @@ def test_a_worker_of_aqmlabs_own_cluster_that_dies_while_starting_makes_the_exec
     finally:
         workers.close()
     assert not p.is_alive()
+
+
+def test_a_sweep_whose_workers_cannot_be_replaced_fails_its_runs_left_instead_of_waiting(tmp_path, monkeypatch, local_run):
+    """aqmlab's own cluster of 1 worker, in batches of 4: the culprit (run 10, in the third
+    batch) kills the worker, and every worker started in its place dies before joining the
+    scheduler (a broken install). The scheduler charges no run for those, so without a bound
+    on the replacements the sweep waited forever. Now, after DASK_WORKER_STARTS of them, the
+    runs not yet finished fail with one line saying so: runs 8 and 9 (finished by the worker
+    before it died) are answered from their files, 10-15 fail, and 0-9 are the local pool's."""
+    import os
+    import threading
+
+    pytest.importorskip("dask.distributed")
+    spawn = runner._DaskWorkers._spawn
+
+    def replacement_dies(self, failed_starts=0):
+        if self.address is None:  # the first worker: a real one
+            return spawn(self, failed_starts)
+        parent_end, child_end = self.ctx.Pipe()
+        p = self.ctx.Process(target=os._exit, args=(3,), daemon=True)
+        p.start()
+        child_end.close()
+        return runner._DaskWorker(p, parent_end, failed_starts=failed_starts)
+
+    monkeypatch.setattr(runner._DaskWorkers, "_spawn", replacement_dies)
+    monkeypatch.setattr(runner, "dask_batch_size", lambda remaining, workers, run_seconds: 4)
+    monkeypatch.setenv(runner.KILL_HOOK_ENV, CULPRIT)
+    out = tmp_path / "s"
+    outcome: list[runner.SuiteOutcome] = []
+    sweep = threading.Thread(target=lambda: outcome.append(runner.run_suite(
+        S.load_suite(str(KILL_SUITE)), out, jobs=1, plots=False, progress=False, executor="dask")), daemon=True)
+    sweep.start()
+    sweep.join(120)
+    assert not sweep.is_alive(), "the sweep waits for workers that cannot start"
+    res = outcome[0]
+    rel = [r.rel_dir for r in S.plan_runs(S.load_suite(str(KILL_SUITE)), out)]
+    assert rel[10] == f"runs/{CULPRIT}"
+    lost = (f"no Dask worker left: {runner.DASK_WORKER_STARTS} started in a row in place of one that died "
+            "did not join the scheduler (the last: exit status 3)")
+    assert [(r.rel_dir, why) for r, why in res.failed] == [(d, lost) for d in rel[10:]]
+    assert res.ran == 10
+    got, want = _files(out), _files(local_run)
+    done = tuple(d + "/" for d in rel[:10])
+    assert {k: v for k, v in got.items() if k.startswith(done)} == {k: v for k, v in want.items() if k.startswith(done)}
+    assert not any((out / d / "summary.json").exists() for d in rel[10:])
