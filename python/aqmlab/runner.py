@@ -652,11 +652,13 @@ def _dask_worker_main(conn: Any, host: str) -> None:
 
 
 #: aqmlab's own Dask cluster gives up replacing a worker once this many started in a row in its
-#: place died before joining the scheduler, or could not be spawned (a broken install, no
-#: memory or file descriptors left): the scheduler charges no run for a worker that never
-#: joined, so without a bound a sweep would wait forever for workers that cannot start. The
-#: local pool's workers that cannot start end in failed runs the same way (``_LocalPool._send``).
+#: place died before joining the scheduler (a broken install): the scheduler charges no run for
+#: a worker that never joined, so without a bound a sweep would wait forever for workers that
+#: cannot start. The local pool's workers that cannot start end in failed runs the same way
+#: (``_LocalPool._send``).
 DASK_WORKER_STARTS = 3
+#: ... and once spawning a worker has failed (``OSError``) for this long.
+DASK_SPAWN_RETRY_SECONDS = 30.0
 
 
 @dataclass(eq=False)
@@ -668,7 +670,7 @@ class _DaskWorker:
     conn: Any
     #: It said ``"up"``: it has joined the scheduler.
     joined: bool = False
-    #: Workers started in a row in this slot that died before joining, or failed to spawn.
+    #: Workers started in a row in this slot that died before joining.
     failed_starts: int = 0
 
 
@@ -677,7 +679,8 @@ class _DaskWorkers:
     import Dask while the suite process imports it and starts the scheduler, instead of after),
     without Dask's nanny; a thread replaces a worker that dies (the scheduler, seeing its
     connection close, sends its task elsewhere or fails it as with a nanny's restart), up to
-    :data:`DASK_WORKER_STARTS` failed starts in a row. Once no worker is left and none can be
+    :data:`DASK_WORKER_STARTS` failed starts in a row (or spawns failing for
+    :data:`DASK_SPAWN_RETRY_SECONDS`). Once no worker is left and none can be
     started, :attr:`lost` says why (:meth:`tell_when_lost`)."""
 
     def __init__(self, n: int, host: str) -> None:
@@ -689,6 +692,7 @@ class _DaskWorkers:
         self.address: str | None = None
         self.lock = threading.Lock()
         self.closing = False
+        self.stopping = threading.Event()  # set first by stop_watch: ends a pause between spawns
         self.procs: list[_DaskWorker] = []
         self.wake_r, self.wake_w = self.ctx.Pipe(duplex=False)
         self.watch: Any = None  # the thread that replaces dead workers, once they are up
@@ -778,28 +782,33 @@ class _DaskWorkers:
 
     def _replace(self, w: _DaskWorker) -> None:
         """A worker in place of ``w``, which died, unless :data:`DASK_WORKER_STARTS` in a row
-        failed in its slot. This thread must live on whatever happens: the workers it started
-        die with it (``PR_SET_PDEATHSIG`` follows the thread that forked), so a spawn that
-        fails (no memory, no file descriptors: likely when workers are being killed) is
-        tried again after a pause, counted as a failed start."""
+        died in its slot before joining. This thread must live on whatever happens: the
+        workers it started die with it (``PR_SET_PDEATHSIG`` follows the thread that forked),
+        so a spawn that fails (no memory, no file descriptors: likely just after the OOM
+        killer struck) is tried again, with longer pauses, for
+        :data:`DASK_SPAWN_RETRY_SECONDS` (the close interrupts the pauses)."""
         if not w.joined and not w.conn.closed and w.conn.poll():  # said "up" just before dying
             self._hear(w)
         w.proc.join()
         w.conn.close()
         self.procs.remove(w)
         failed = 0 if w.joined else w.failed_starts + 1
-        why = _death(w.proc.exitcode)
-        while failed < DASK_WORKER_STARTS:
-            try:
-                self.procs.append(self._spawn(failed))
-                return
-            except OSError as e:
-                failed += 1
-                why = f"could not start one: {e}"
-                time.sleep(1.0)
+        if failed >= DASK_WORKER_STARTS:
+            why = (f"{DASK_WORKER_STARTS} started in a row in place of one that died did not join the "
+                   f"scheduler (the last: {_death(w.proc.exitcode)})")
+        else:
+            deadline, pause = time.monotonic() + DASK_SPAWN_RETRY_SECONDS, 0.25
+            while True:
+                try:
+                    self.procs.append(self._spawn(failed))
+                    return
+                except OSError as e:
+                    why = f"none could be started in place of one that died ({e})"
+                if time.monotonic() + pause > deadline or self.stopping.wait(pause):
+                    break
+                pause = min(2 * pause, 4.0)
         if not self.procs:
-            self.lost = (f"no Dask worker left: {DASK_WORKER_STARTS} started in a row in place of one "
-                         f"that died did not join the scheduler (the last: {why})")
+            self.lost = f"no Dask worker left: {why}"
 
     def tell_when_lost(self, callback: Callable[[], None]) -> None:
         """``callback()`` once :attr:`lost` is set: from the watch thread then, or now if it
@@ -813,6 +822,7 @@ class _DaskWorkers:
     def stop_watch(self) -> None:
         """Stops replacing workers that die: first step of the cluster's close, before the
         scheduler's (which the workers then see closing, quietly) and :meth:`stop`."""
+        self.stopping.set()
         with self.lock:
             self.closing = True
         with contextlib.suppress(OSError):
@@ -922,6 +932,7 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
     if importlib.util.find_spec("distributed") is None:
         raise ExecutorUnavailable(MISSING_DASK)
     from collections import deque
+    from concurrent.futures import CancelledError
 
     # Started before this process imports Dask: their imports run beside its own.
     workers = None if address else _DaskWorkers(max(1, jobs), host)
@@ -1002,15 +1013,18 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
         send()
         while out:
             f = next(pending)
-            with sending:
-                batch = out.pop(f)
+            batch = out[f]
             since = sent_ns.pop(f)
             try:
+                # Until its result is here, a task stays in `out`: a result lost with the
+                # worker that held it makes the task run again, so it must stay cancellable.
                 results = f.result()
             except Exception as e:  # noqa: BLE001
+                with sending:
+                    del out[f]
                 killed = type(e).__name__ == "KilledWorker"
-                lost = workers.lost if workers is not None else None
-                if killed and len(batch) > 1 or lost is not None and not killed:
+                cancelled = isinstance(e, CancelledError)  # by cancel_sent: no worker left
+                if killed and len(batch) > 1 or cancelled:
                     # The runs its workers finished before dying are answered from their files;
                     # the others go again one task each (or, no worker being left, fail below).
                     finished = {i: _finished_since(tasks[i], since) for i in batch}
@@ -1020,14 +1034,14 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                         if finished[i] is not None:
                             on_done(i, finished[i])
                     continue
-                if lost is not None:
-                    msg = lost
-                elif killed:
+                if killed:
                     msg = "its Dask worker died on every attempt (killed, or out of memory?)"
                 else:
                     msg = "dask task failed: " + (" ".join(str(e).split()) or type(e).__name__)
                 results = [{"ok": False, "run_dir": tasks[i]["run_dir"], "error": msg} for i in batch]
             else:
+                with sending:
+                    del out[f]
                 run_seconds = sum(r.get("seconds", 0.0) for r in results) / len(results)
             send()  # before the answers are handled: the workers need their next batch now
             for i, res in zip(batch, results, strict=True):

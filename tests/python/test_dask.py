@@ -241,13 +241,17 @@ def test_a_worker_of_aqmlabs_own_cluster_that_dies_while_starting_makes_the_exec
     assert not p.is_alive()
 
 
-def test_a_sweep_whose_workers_cannot_be_replaced_fails_its_runs_left_instead_of_waiting(tmp_path, monkeypatch, local_run):
-    """aqmlab's own cluster of 1 worker, in batches of 4: the culprit (run 10, in the third
-    batch) kills the worker, and every worker started in its place dies before joining the
-    scheduler (a broken install). The scheduler charges no run for those, so without a bound
-    on the replacements the sweep waited forever. Now, after DASK_WORKER_STARTS of them, the
-    runs not yet finished fail with one line saying so: runs 8 and 9 (finished by the worker
-    before it died) are answered from their files, 10-15 fail, and 0-9 are the local pool's."""
+@pytest.mark.parametrize("batch", [4, 2])
+def test_a_sweep_whose_workers_cannot_be_replaced_fails_its_runs_left_instead_of_waiting(tmp_path, monkeypatch, local_run, batch):
+    """aqmlab's own cluster of 1 worker: the culprit (run 10) kills the worker, and every
+    worker started in its place dies before joining the scheduler (a broken install). The
+    scheduler charges no run for those, so without a bound on the replacements the sweep
+    waited forever. Now, after DASK_WORKER_STARTS of them, the runs not yet finished fail with
+    one line saying so: 0-9 are the local pool's (in batches of 4, runs 8 and 9, finished by the
+    worker before it died, are answered from their files), 10-15 fail. In batches of 2 the
+    culprit is first in its batch: the worker dies as soon as the batch before is done, and
+    that batch's result, if not fetched by then, is lost with it and must be run again (it was
+    waited for forever: the review of this fix)."""
     import os
     import threading
 
@@ -264,7 +268,7 @@ def test_a_sweep_whose_workers_cannot_be_replaced_fails_its_runs_left_instead_of
         return runner._DaskWorker(p, parent_end, failed_starts=failed_starts)
 
     monkeypatch.setattr(runner._DaskWorkers, "_spawn", replacement_dies)
-    monkeypatch.setattr(runner, "dask_batch_size", lambda remaining, workers, run_seconds: 4)
+    monkeypatch.setattr(runner, "dask_batch_size", lambda remaining, workers, run_seconds: batch)
     monkeypatch.setenv(runner.KILL_HOOK_ENV, CULPRIT)
     out = tmp_path / "s"
     outcome: list[runner.SuiteOutcome] = []
@@ -284,3 +288,35 @@ def test_a_sweep_whose_workers_cannot_be_replaced_fails_its_runs_left_instead_of
     done = tuple(d + "/" for d in rel[:10])
     assert {k: v for k, v in got.items() if k.startswith(done)} == {k: v for k, v in want.items() if k.startswith(done)}
     assert not any((out / d / "summary.json").exists() for d in rel[10:])
+
+
+def test_a_worker_that_cannot_be_spawned_again_is_tried_for_a_while_then_the_cluster_is_lost(monkeypatch):
+    """A spawn that fails (no memory, no file descriptors) is tried again with longer pauses
+    for DASK_SPAWN_RETRY_SECONDS, then the slot gives up; the cluster's close cuts a pause short."""
+    pytest.importorskip("dask.distributed")
+    import time
+
+    monkeypatch.setattr(runner, "DASK_SPAWN_RETRY_SECONDS", 1.0)
+    workers = runner._DaskWorkers(1, "127.0.0.1")
+    tries: list[float] = []
+
+    def no_memory(self, failed_starts=0):
+        tries.append(time.monotonic())
+        raise OSError(12, "Cannot allocate memory")
+
+    try:
+        w = workers.procs[0]
+        w.proc.kill()
+        w.joined = True
+        monkeypatch.setattr(runner._DaskWorkers, "_spawn", no_memory)
+        workers._replace(w)
+        assert workers.lost == "no Dask worker left: none could be started in place of one that died ([Errno 12] Cannot allocate memory)"
+        assert not workers.procs and 3 <= len(tries) <= 4  # pauses 0.25, 0.5, (then 1 > what is left)
+        assert tries[-1] - tries[0] < 1.0
+        workers.lost, tries[:] = None, []
+        workers.stopping.set()  # as the cluster's close does: no pause, no further try
+        workers.procs.append(w)
+        workers._replace(w)
+        assert len(tries) == 1 and workers.lost is not None
+    finally:
+        workers.close()
