@@ -183,14 +183,9 @@ pub struct TcpSender {
     /// Segments left in the send-queue head skb (a partly sent `tcp_xmit_size_goal` skb): at
     /// most `GSO_MAX_SEGS`, 65,535.
     wq_left: u16,
-    /// Reordering degree in segments (`tp->reordering`; `tp->reord_seen` is with the loss
-    /// state).
-    reordering: u32,
-    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
-    rcv_tsecr: u32,
-    /// `tlp_high_seq`: `snd_nxt` when the probe went, so never 0 (Linux's own "none").
-    tlp_high_seq: Option<NonZeroU32>,
-    ce_count_seen: u32,
+    /// In the line of `extras`, which a timer's event tests first: most RTO timer events
+    /// (found moved or cancelled) touch that one line of the sender.
+    rto_timer: Timer,
     sce_count_seen: u32,
     // RTT estimation (`tcp_rtt_estimator`, srtt in `tp`), in ns.
     rtt_seq: u32,
@@ -210,7 +205,14 @@ pub struct TcpSender {
     // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`, the
     // latest sample in `tp.rate_delivered` and `tp.rate_interval`).
     first_tx_time: Time,
-    rto_timer: Timer,
+    /// Reordering degree in segments (`tp->reordering`; `tp->reord_seen` is with the loss
+    /// state).
+    reordering: u32,
+    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
+    rcv_tsecr: u32,
+    /// `tlp_high_seq`: `snd_nxt` when the probe went, so never 0 (Linux's own "none").
+    tlp_high_seq: Option<NonZeroU32>,
+    ce_count_seen: u32,
     pub stats: SenderStats,
     // The loss state, in two lines: the recovery and undo state (in the line the counters
     // end in), then RACK's reordering timer, the SACK cache and the send-ordered list's ends

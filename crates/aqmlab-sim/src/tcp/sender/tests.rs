@@ -509,7 +509,8 @@ macro_rules! sender_fields {
 /// of them behind the `extras` byte, `total_segs` and `tlp_high_seq` as `Option<NonZeroU32>`,
 /// RACK's step counts `u8`, `wq_left` `u16`, three configuration flags in its tail padding so
 /// that its per-ACK tail starts the sender's fifth line; the sampled counters are in the line
-/// after. A field added to the per-ACK group, or a cold one placed among them, fails it.
+/// after; `extras` and the RTO timer share a line. A field added to the per-ACK group, or a
+/// cold one placed among them, fails it.
 #[test]
 fn an_acks_sender_fields_lie_in_nine_cache_lines() {
     use std::mem::{align_of, offset_of};
@@ -530,6 +531,10 @@ fn an_acks_sender_fields_lie_in_nine_cache_lines() {
     spans.extend(sender_fields!(pacing_timer));
     let paced = cache_lines(&spans);
     assert!(paced.len() <= 10, "lines with pacing {paced:?}");
+    // A timer's event tests `extras`, then (an RTO or probe timer) the timer: one line, which
+    // is all that most of them (found moved or cancelled) touch.
+    let timer = cache_lines(&sender_fields!(extras, rto_timer));
+    assert_eq!(timer.len(), 1, "extras and the RTO timer: lines {timer:?}");
 }
 
 /// The state `tcp_fastretrans_alert`, PRR and undo read and write on the ACKs of a loss
@@ -788,4 +793,5 @@ fn a_reordered_acks_older_ecn_counts_add_nothing() {
     h.tx.ce_count_seen = u32::MAX - 1;
     assert_eq!(ack(&mut h, 23, 4, 1, 2), (6, 2), "u32::MAX - 1 -> 1 is three marks");
 }
+
 
