@@ -230,6 +230,13 @@ impl TcpReceiver {
         }
     }
 
+    /// Whether `has_holes` says what the out-of-order list holds (checked at the end of every
+    /// run by [`crate::apps::bulk::check_tcp_invariants`]): a stale `false` would hide held
+    /// blocks from in-order delivery and from the ACKs' SACK blocks.
+    pub fn holes_flag_is_consistent(&self) -> bool {
+        self.has_holes == !self.ooo.is_empty()
+    }
+
     fn mirror_ns2(&mut self) {
         if let Some(s) = self.ns2.as_deref() {
             self.delivered_bytes = s.delivered_bytes;
@@ -355,6 +362,35 @@ mod tests {
             self.acks.extend(out);
             n
         }
+    }
+
+    /// `has_holes` follows the out-of-order list through holes opened, widened, merged,
+    /// partly and wholly filled, and a duplicate of held data; the ACKs carry the blocks
+    /// while there are any and none after.
+    #[test]
+    fn the_holes_flag_follows_the_out_of_order_list() {
+        let mut h = Harness::new(0);
+        // The last ACK so far (quick ACKs off: every second in-order segment, every other one
+        // at once) carries SACK blocks exactly while the list holds blocks.
+        fn check(h: &mut Harness, seq: u32, holes: bool) {
+            h.deliver(seq, 0);
+            assert!(h.rx.holes_flag_is_consistent(), "after segment {seq}");
+            assert_eq!(h.rx.has_holes, holes, "after segment {seq}");
+            assert_eq!(h.acks.last().is_some_and(|a| a.tcp.sack_len > 0), holes, "SACK blocks after segment {seq}");
+        }
+        check(&mut h, 0, false);
+        check(&mut h, 1, false);
+        check(&mut h, 3, true);
+        check(&mut h, 6, true);
+        check(&mut h, 4, true);
+        check(&mut h, 5, true);
+        check(&mut h, 4, true);
+        check(&mut h, 2, false);
+        assert_eq!(h.rx.rcv_nxt, 7);
+        check(&mut h, 7, false);
+        check(&mut h, 9, true);
+        check(&mut h, 8, false);
+        assert_eq!(h.rx.rcv_nxt, 10);
     }
 
     #[test]
