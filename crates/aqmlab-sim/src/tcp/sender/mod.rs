@@ -382,10 +382,8 @@ impl TcpSender {
         self.trace.as_deref_mut().map(std::mem::take).unwrap_or_default()
     }
 
+    /// Called only with `extras` set (the ACK tests it).
     fn record_ack(&mut self, st: &ack::AckState) {
-        if !self.extras {
-            return;
-        }
         let Some(mut trace) = self.trace.take() else { return };
         #[cfg(test)]
         tests::LAST_ACK_STATE.with(|c| *c.borrow_mut() = format!("{st:?}"));
