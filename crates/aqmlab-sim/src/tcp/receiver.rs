@@ -234,7 +234,7 @@ impl TcpReceiver {
     /// run by [`crate::apps::bulk::check_tcp_invariants`]): a stale `false` would hide held
     /// blocks from in-order delivery and from the ACKs' SACK blocks.
     pub fn holes_flag_is_consistent(&self) -> bool {
-        self.has_holes == !self.ooo.is_empty()
+        self.has_holes != self.ooo.is_empty()
     }
 
     fn mirror_ns2(&mut self) {
