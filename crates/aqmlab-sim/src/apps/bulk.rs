@@ -225,6 +225,9 @@ pub fn check_tcp_invariants(name: impl std::fmt::Display, tx: &TcpSender, rx: &T
         if rx.rcv_nxt > tx.snd_nxt() {
             panic!("invariant violated: TCP sequence: flow \"{name}\": the receiver has segments up to {} but the sender sent only up to {}", rx.rcv_nxt, tx.snd_nxt());
         }
+        if !rx.holes_flag_is_consistent() {
+            panic!("invariant violated: TCP receiver: flow \"{name}\": the out-of-order flag disagrees with the list");
+        }
         let want = tx.payload_before(rx.rcv_nxt);
         if delivered != want {
             panic!("invariant violated: TCP delivery: flow \"{name}\": {delivered} bytes delivered to the application for {} in-order segments of {want} bytes", rx.rcv_nxt);

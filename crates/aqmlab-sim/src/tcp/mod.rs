@@ -25,10 +25,10 @@ use crate::time::Time;
 
 /// Per-connection settings, with Linux defaults.
 ///
-/// `repr(C)`, the fields the sender reads on every ACK last (from `rto_min` on): the sender
-/// ([`TcpSender`]) places its copy just before its own per-ACK fields, so that these share
-/// their cache lines and the rest (read at set-up, by the receiver, or on rare paths) stays
-/// apart.
+/// `repr(C)`, the fields the sender reads on every ACK last (from `rto_min` on, at byte 64):
+/// the sender ([`TcpSender`]) places its copy just before its own per-ACK fields, so that
+/// these share their cache lines and the rest (read at set-up, by the receiver, or on rare
+/// paths) stays apart, one line of it.
 #[derive(Clone, Debug)]
 #[repr(C)]
 pub struct TcpConfig {
@@ -45,14 +45,6 @@ pub struct TcpConfig {
     /// The `ns2-2013` profile: ns-2.35's `Agent/TCP/Sack1` and `Agent/TCPSink/Sack1/DelAck`
     /// ([`ns2`]) replace the Linux sender and receiver; `None` everywhere else.
     pub ns2: Option<ns2::Ns2Config>,
-    /// `tcp_tso_autosize`'s min-RTT allowance (`gso_max_size >> (min_rtt_us >> 9)` bytes,
-    /// Linux 5.18+, "tcp: adjust TSO packet sizes based on min_rtt"); off in the 2020-era
-    /// (5.x) kernels of the era profiles.
-    pub tso_rtt_allowance: bool,
-    /// Which Linux `tcp_cwnd_reduction` (PRR) the kernel runs ([`PrrVersion`]).
-    pub prr: PrrVersion,
-    /// Linux internal pacing (`tcp_update_pacing_rate`, EDT departure times).
-    pub pacing: bool,
     /// Lower bound of the RTO variance term (`tcp_rto_min`, 200 ms).
     pub rto_min: Time,
     /// Upper bound of the RTO (`TCP_RTO_MAX`, 120 s).
@@ -73,6 +65,17 @@ pub struct TcpConfig {
     pub gso: bool,
     /// Which Linux `tcp_cwnd_validate` bookkeeping the kernel runs ([`CwndValidate`]).
     pub cwnd_validate: CwndValidate,
+    // Three flags of rarer paths, here in what would be the struct's tail padding, so that
+    // the set-up fields above are 64 bytes and the per-ACK ones start on a cache line of the
+    // sender (session 14).
+    /// `tcp_tso_autosize`'s min-RTT allowance (`gso_max_size >> (min_rtt_us >> 9)` bytes,
+    /// Linux 5.18+, "tcp: adjust TSO packet sizes based on min_rtt"); off in the 2020-era
+    /// (5.x) kernels of the era profiles.
+    pub tso_rtt_allowance: bool,
+    /// Which Linux `tcp_cwnd_reduction` (PRR) the kernel runs ([`PrrVersion`]).
+    pub prr: PrrVersion,
+    /// Linux internal pacing (`tcp_update_pacing_rate`, EDT departure times).
+    pub pacing: bool,
 }
 
 /// The three generations of Linux `tcp_cwnd_reduction` (PRR, RFC 6937). They differ only

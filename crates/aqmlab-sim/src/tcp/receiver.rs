@@ -27,60 +27,69 @@ struct OooBlock {
 
 /// One connection's receiver.
 ///
-/// Layout (`repr(C)`, 144 bytes): what a data packet and the ACK it may send read and write
-/// fills the first two cache lines (128 bytes exactly), the delayed-ACK timer, the
-/// out-of-order list and `delivered_bytes` in the first, which the sampling pass reads at
-/// every tick; the duplicate count, `max_quickacks` and the ECN-seen flag (duplicates, ECN)
-/// come after. With 1000s of flows each line a packet touches is a cache miss (issue #15,
-/// session 12: three lines before; tests
-/// `a_data_packets_receiver_fields_lie_in_two_cache_lines`,
+/// Layout (`repr(C)`, 152 bytes, three cache lines in a flow): what an in-order data packet
+/// reads and writes when it sends no ACK (every other one with delayed ACKs) fills the first
+/// line, which the sampling pass reads too (`delivered_bytes`); what the ACK adds (the
+/// out-of-order list's header, the D-SACK block, the counts it echoes, the header size) the
+/// second; the ns-2 sink's box and what only duplicates read the third. With 1000s of flows
+/// each line a packet touches is a cache miss (issue #15; session 12: two lines per packet,
+/// three before; session 14: one without an ACK, the out-of-order list gated by
+/// `has_holes`; tests `an_unacked_data_packets_receiver_fields_lie_in_one_cache_line`,
 /// `what_the_sampling_pass_reads_of_a_flow_lies_in_five_cache_lines`).
 #[derive(Debug)]
 #[repr(C)]
 pub struct TcpReceiver {
     delack: Timer,
-    /// Out-of-order ranges above `rcv_nxt`, most recently changed first.
-    ooo: Vec<OooBlock>,
     /// Payload bytes delivered in order to the application.
     pub delivered_bytes: u64,
     delayed_ack: crate::time::Time,
-    pub acks_sent: u64,
-    /// The `ns2-2013` profile's ns-2 sink, which then handles every packet and timer (the
-    /// public counters above mirror its own).
-    ns2: Option<Box<super::ns2::DelAckSink>>,
-    /// D-SACK block to report on the next ACK (Linux `duplicate_sack[0]`).
-    dsack: Option<SackBlock>,
-    flow: u32,
-    header_bytes: u32,
     /// Next segment expected.
     pub rcv_nxt: u32,
-    /// Full segments received since the last ACK sent.
-    unacked: u32,
-    quick: u32,
-    mss: u32,
-    /// CE-marked data packets received (exact count, echoed in every ACK).
-    pub ce_received: u32,
-    /// SCE-marked (ECT(1)) data packets received on an SCE connection (echoed as a count).
-    pub sce_received: u32,
     /// `rcv_nxt` when the last ACK was sent (Linux `rcv_wup`).
     rcv_wup: u32,
     /// TSval to echo (Linux `rx_opt.ts_recent`).
     ts_recent: u32,
+    /// Full segments received since the last ACK sent.
+    unacked: u32,
+    quick: u32,
+    mss: u32,
+    /// Whether the ns-2 sink (`ns2`, in the third line) runs this connection: the byte every
+    /// packet and timer tests instead of the box.
+    ns2_on: bool,
+    /// Whether `ooo` holds a block: an in-order packet and its ACK read the list (its header
+    /// in the second line, its blocks elsewhere) only when it does.
+    has_holes: bool,
+    ecn: EcnMode,
     /// (CE, SCE) marking of the last data packet, for change-triggered ACKs.
     last_mark_state: (bool, bool),
     ece_latched: bool,
-    ecn: EcnMode,
-    // Read on duplicates and on ECN connections only.
+    /// An ECT or CE packet has arrived (Linux TCP_ECN_SEEN).
+    ect_seen: bool,
+    // What the ACK adds.
+    /// Out-of-order ranges above `rcv_nxt`, most recently changed first.
+    ooo: Vec<OooBlock>,
+    pub acks_sent: u64,
+    /// D-SACK block to report on the next ACK (Linux `duplicate_sack[0]`).
+    dsack: Option<SackBlock>,
+    flow: u32,
+    header_bytes: u32,
+    /// CE-marked data packets received (exact count, echoed in every ACK).
+    pub ce_received: u32,
+    /// SCE-marked (ECT(1)) data packets received on an SCE connection (echoed as a count).
+    pub sce_received: u32,
+    // Read on duplicates, and with the ns-2 profile, only.
+    /// The `ns2-2013` profile's ns-2 sink, which then handles every packet and timer (the
+    /// public counters above mirror its own). Set only with `ns2_on`.
+    ns2: Option<Box<super::ns2::DelAckSink>>,
     /// Duplicate segments received (each reported by a D-SACK).
     pub duplicates: u64,
     max_quickacks: u32,
-    /// An ECT or CE packet has arrived (Linux TCP_ECN_SEEN).
-    ect_seen: bool,
 }
 
 impl TcpReceiver {
     pub fn new(flow: u32, cfg: &TcpConfig) -> Self {
         TcpReceiver {
+            ns2_on: cfg.ns2.is_some(),
             ns2: cfg.ns2.map(|_| Box::new(super::ns2::DelAckSink::new(flow, cfg.mss, cfg.size))),
             flow,
             header_bytes: cfg.header_bytes,
@@ -88,6 +97,7 @@ impl TcpReceiver {
             delayed_ack: cfg.delayed_ack,
             rcv_nxt: 0,
             ooo: Vec::with_capacity(8),
+            has_holes: false,
             unacked: 0,
             quick: cfg.quickacks,
             delack: Timer::default(),
@@ -109,10 +119,12 @@ impl TcpReceiver {
 
     /// Handles a packet arriving from the sender.
     pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
-        if let Some(s) = self.ns2.as_deref_mut() {
-            s.on_packet(pkt, ctx);
-            self.mirror_ns2();
-            return;
+        if self.ns2_on {
+            if let Some(s) = self.ns2.as_deref_mut() {
+                s.on_packet(pkt, ctx);
+                self.mirror_ns2();
+                return;
+            }
         }
         match pkt.kind {
             Kind::Syn => {
@@ -180,20 +192,23 @@ impl TcpReceiver {
         // application reads it (Linux ICSK_ACK_PUSHED in tcp_measure_rcv_mss/tcp_cleanup_rbuf).
         ack_now |= pkt.tcp.payload < self.mss;
         ack_now |= if seq == self.rcv_nxt {
-            let had_holes = !self.ooo.is_empty();
+            let had_holes = self.has_holes;
             self.rcv_nxt += 1;
             self.delivered_bytes += pkt.tcp.payload as u64;
             // Pull in out-of-order data now contiguous.
-            if let Some(i) = self.ooo.iter().position(|b| b.start == self.rcv_nxt) {
-                let b = self.ooo.remove(i);
-                self.delivered_bytes += b.payload_bytes;
-                self.rcv_nxt = b.end;
+            if had_holes {
+                if let Some(i) = self.ooo.iter().position(|b| b.start == self.rcv_nxt) {
+                    let b = self.ooo.remove(i);
+                    self.delivered_bytes += b.payload_bytes;
+                    self.rcv_nxt = b.end;
+                }
+                self.has_holes = !self.ooo.is_empty();
             }
             self.unacked += 1;
             // A hole was (partly) filled, or holes remain: ACK at once (RFC 5681 §4.2).
             had_holes
         } else if seq > self.rcv_nxt {
-            if self.ooo.iter().any(|b| b.start <= seq && seq < b.end) {
+            if self.has_holes && self.ooo.iter().any(|b| b.start <= seq && seq < b.end) {
                 // tcp_data_queue_ofo: already queued out of order, D-SACK it.
                 self.duplicates += 1;
                 self.dsack = Some(SackBlock { start: seq, end: seq + 1 });
@@ -213,6 +228,13 @@ impl TcpReceiver {
         } else {
             self.delack.arm(ctx.now + self.delayed_ack, ctx.event(FlowTimer::DelayedAck), ctx.events);
         }
+    }
+
+    /// Whether `has_holes` says what the out-of-order list holds (checked at the end of every
+    /// run by [`crate::apps::bulk::check_tcp_invariants`]): a stale `false` would hide held
+    /// blocks from in-order delivery and from the ACKs' SACK blocks.
+    pub fn holes_flag_is_consistent(&self) -> bool {
+        self.has_holes != self.ooo.is_empty()
     }
 
     fn mirror_ns2(&mut self) {
@@ -250,6 +272,7 @@ impl TcpReceiver {
             blk.payload_bytes += o.payload_bytes;
         }
         self.ooo.insert(0, blk);
+        self.has_holes = true;
     }
 
     #[inline(always)]
@@ -262,7 +285,8 @@ impl TcpReceiver {
             blocks[0] = d;
             n = 1;
         }
-        for b in &self.ooo {
+        let holes: &[OooBlock] = if self.has_holes { &self.ooo } else { &[] };
+        for b in holes {
             if n == MAX_SACK_BLOCKS {
                 break;
             }
@@ -293,10 +317,12 @@ impl TcpReceiver {
     }
 
     pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
-        if let Some(s) = self.ns2.as_deref_mut() {
-            s.on_timer(t, ctx);
-            self.mirror_ns2();
-            return;
+        if self.ns2_on {
+            if let Some(s) = self.ns2.as_deref_mut() {
+                s.on_timer(t, ctx);
+                self.mirror_ns2();
+                return;
+            }
         }
         if t == FlowTimer::DelayedAck && self.delack.fire(ctx.now, ctx.event(t), ctx.events) && self.unacked > 0 {
             self.send_ack(ctx);
@@ -336,6 +362,35 @@ mod tests {
             self.acks.extend(out);
             n
         }
+    }
+
+    /// `has_holes` follows the out-of-order list through holes opened, widened, merged,
+    /// partly and wholly filled, and a duplicate of held data; the ACKs carry the blocks
+    /// while there are any and none after.
+    #[test]
+    fn the_holes_flag_follows_the_out_of_order_list() {
+        let mut h = Harness::new(0);
+        // The last ACK so far (quick ACKs off: every second in-order segment, every other one
+        // at once) carries SACK blocks exactly while the list holds blocks.
+        fn check(h: &mut Harness, seq: u32, holes: bool) {
+            h.deliver(seq, 0);
+            assert!(h.rx.holes_flag_is_consistent(), "after segment {seq}");
+            assert_eq!(h.rx.has_holes, holes, "after segment {seq}");
+            assert_eq!(h.acks.last().is_some_and(|a| a.tcp.sack_len > 0), holes, "SACK blocks after segment {seq}");
+        }
+        check(&mut h, 0, false);
+        check(&mut h, 1, false);
+        check(&mut h, 3, true);
+        check(&mut h, 6, true);
+        check(&mut h, 4, true);
+        check(&mut h, 5, true);
+        check(&mut h, 4, true);
+        check(&mut h, 2, false);
+        assert_eq!(h.rx.rcv_nxt, 7);
+        check(&mut h, 7, false);
+        check(&mut h, 9, true);
+        check(&mut h, 8, false);
+        assert_eq!(h.rx.rcv_nxt, 10);
     }
 
     #[test]
@@ -455,23 +510,26 @@ mod tests {
         assert!(acks.iter().all(|a| !a.tcp.ece));
     }
 
-    /// What a data packet in order (no ECN) and the ACK it may send read and write lies in the
-    /// first two cache lines of the receiver (three before session 12: the delayed-ACK timer
-    /// was 32 bytes, and the compiler's order put `rcv_wup` and `ts_recent`, which every data
-    /// packet tests, in the third line with the cold fields). A per-packet field added after
-    /// the cold ones, or a cold one placed before them, fails it.
+    /// What a data packet in order that sends no ACK reads and writes (ECN included) lies in
+    /// the receiver's first cache line, and what the ACK adds in the second (session 14; in
+    /// session 12 the two together filled both lines, so every packet touched two; three
+    /// before, when the delayed-ACK timer was 32 bytes and the compiler's order put `rcv_wup`
+    /// and `ts_recent` in the third). A per-packet field placed after its line, or a cold one
+    /// before it, fails it.
     #[test]
-    fn a_data_packets_receiver_fields_lie_in_two_cache_lines() {
+    fn an_unacked_data_packets_receiver_fields_lie_in_one_cache_line() {
         use std::mem::{offset_of, size_of};
-        let hot = field_spans!(TcpReceiver, 0;
-            delack, ooo, delivered_bytes, delayed_ack, acks_sent, ns2, dsack, flow, header_bytes, rcv_nxt, unacked, quick, mss, ce_received,
-            sce_received, rcv_wup, ts_recent, last_mark_state, ece_latched, ecn
+        use crate::tcp::sender::tests::cache_lines;
+        let packet = field_spans!(TcpReceiver, 0;
+            delack, delivered_bytes, delayed_ack, rcv_nxt, rcv_wup, ts_recent, unacked, quick, mss, ns2_on, has_holes, ecn, last_mark_state,
+            ece_latched, ect_seen
         );
-        let end = hot.iter().map(|&(at, n)| at + n).max().unwrap();
-        assert!(end <= 128, "the per-packet fields end at byte {end}");
+        assert_eq!(cache_lines(&packet).into_iter().collect::<Vec<_>>(), [0], "packet {packet:?}");
+        let ack = field_spans!(TcpReceiver, 0; ooo, acks_sent, dsack, flow, header_bytes, ce_received, sce_received);
+        assert_eq!(cache_lines(&ack).into_iter().collect::<Vec<_>>(), [1], "ack {ack:?}");
         assert_eq!(size_of::<Timer>(), 16);
         assert!(offset_of!(TcpReceiver, delivered_bytes) + 8 <= 64, "the sampling pass reads delivered_bytes with the first line");
-        // Two lines only where the receiver starts one: in a flow, at a line boundary.
+        // The lines as counted only where the receiver starts one: in a flow, at a line boundary.
         use crate::apps::bulk::TcpFlow;
         assert_eq!((std::mem::align_of::<TcpFlow>(), offset_of!(TcpFlow, receiver) % 64), (64, 0));
     }

@@ -128,7 +128,7 @@ impl TcpSender {
         // Tail loss probe outcome, then loss detection and the state machine when the ACK is
         // "dubious" (tcp_ack_is_dubious).
         if let Some(h) = self.tlp_high_seq {
-            self.process_tlp_ack(ack, h, &st.fl);
+            self.process_tlp_ack(ack, h.get(), &st.fl);
         }
         let fl = &st.fl;
         if !fl.una_advanced || fl.data_sacked || fl.dsack || fl.ece || self.tp.ca_state != CaState::Open {
@@ -139,7 +139,7 @@ impl TcpSender {
         }
         self.rate_gen(&mut st);
         self.cong_control(&st);
-        if self.trace.is_some() {
+        if self.extras {
             self.record_ack(&st);
         }
         self.check_complete();
@@ -308,7 +308,7 @@ impl TcpSender {
     /// A finite transfer whose last segment is ACKed is complete: no more timers.
     fn check_complete(&mut self) {
         if let Some(n) = self.total_segs {
-            if self.tp.snd_una >= n && self.stats.completed_at.is_none() {
+            if self.tp.snd_una >= n.get() && self.stats.completed_at.is_none() {
                 self.stats.completed_at = Some(self.tp.now);
                 self.rto_timer.cancel();
                 self.tlp_pending = false;

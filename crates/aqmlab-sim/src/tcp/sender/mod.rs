@@ -59,13 +59,14 @@ use crate::cc::{CaState, Cc, CongestionControl, TcpCcState};
 use crate::event::{FlowTimer, Timer};
 use crate::packet::{Kind, Packet, SackBlock, MAX_SACK_BLOCKS};
 use crate::time::Time;
+use std::num::NonZeroU32;
 
 /// Initial reordering degree, the DupThresh of RFC 6675 (sysctl `tcp_reordering`).
 const TCP_REORDERING: u32 = 3;
 /// Upper bound of `tp->reordering` (sysctl `tcp_max_reordering`).
 const TCP_MAX_REORDERING: u32 = 300;
 /// Recoveries a D-SACK-widened RACK window persists for (`TCP_RACK_RECOVERY_THRESH`).
-const TCP_RACK_RECOVERY_THRESH: u32 = 16;
+const TCP_RACK_RECOVERY_THRESH: u8 = 16;
 /// Linux `TCP_TIMEOUT_MIN`: 2 jiffies, taken at HZ = 1000.
 const TCP_TIMEOUT_MIN: Time = Time(2_000_000);
 
@@ -86,9 +87,10 @@ enum Phase {
 ///
 /// `repr(C)`, the two counters every sent skb updates first: the sender places the counters
 /// at the end of its per-ACK fields, so that these two share their last line; then the
-/// completion time (read with them on each ACK of a finite transfer) and `retransmits`, which
-/// the sampling pass reads with the socket's line at every tick, in that line too (session
-/// 12); then the loss and CWR counters, which only losses and ECN echoes write.
+/// completion time (read on each ACK of a finite transfer) and `retransmits`, which the
+/// sampling pass reads with the socket's line at every tick, starting the next line (session
+/// 14: an ACK of an unlimited transfer no longer reads it); then the loss and CWR counters,
+/// which only losses and ECN echoes write.
 #[derive(Clone, Copy, Debug, Default)]
 #[repr(C)]
 pub struct SenderStats {
@@ -115,14 +117,23 @@ pub struct SenderStats {
 /// Layout (`repr(C)`, aligned to a cache line): what an ACK of a flow in Open and the sends it
 /// releases read comes first, so that it touches few lines of the sender when thousands of
 /// flows' senders take turns in the cache: the congestion control (CUBIC's per-ACK state in
-/// its first two lines), the per-ACK tail of the configuration, the socket, then the
-/// sender's own per-ACK state in the order of `tcp_ack`'s stages, its RTO timer and the
-/// counters (the ones sends update, then the two the sampling pass reads); then the D-SACK
-/// count, and the loss state in two lines (RACK's reordering timer, the SACK cache, the
-/// send-ordered list's ends and the pacing timer; the handshake's times, the recovery and
-/// undo state). Tests `an_acks_sender_fields_lie_in_ten_cache_lines`,
-/// `the_loss_state_lies_in_two_cache_lines`,
+/// its first two lines), the per-ACK tail of the configuration (from byte 256, a line's
+/// start), the socket, then the sender's own per-ACK state, its RTO timer and the two
+/// counters sends update, ending at byte 704: seven lines, nine with CUBIC's. Then the two
+/// counters the sampling pass reads (and a finite transfer's ACK, `completed_at`), the rest
+/// of the counters, the loss state in two lines (the recovery and undo state; RACK's
+/// reordering timer, the SACK cache, the send-ordered list's ends and the pacing timer), and
+/// last the D-SACK count, the SYN's time and the rarely set boxes (the ns-2 agent, the ACK
+/// trace). Tests
+/// `an_acks_sender_fields_lie_in_nine_cache_lines`, `the_loss_state_lies_in_two_cache_lines`,
 /// `what_the_sampling_pass_reads_of_the_sender_lies_in_two_cache_lines`.
+///
+/// Nine lines, not ten (session 14): the per-ACK fields are 448 bytes, exactly seven lines,
+/// because the fields that were in the way are narrower or elsewhere, their values the same:
+/// the two boxes behind one flag byte (`extras`), the two optional segment numbers as
+/// `Option<NonZeroU32>` (4 bytes, not 8), RACK's step counts in `u8` (Linux's widths; capped
+/// at 255 and 16), the send-queue head's count in `u16` (at most `GSO_MAX_SEGS`), and three
+/// configuration flags in the configuration's tail padding.
 #[repr(C, align(64))]
 pub struct TcpSender {
     cc: Cc,
@@ -145,41 +156,43 @@ pub struct TcpSender {
     /// Whether the application still offers new data (false after `stop`).
     app_open: bool,
     /// Queue CWR on the next new data segment (`TCP_ECN_QUEUE_CWR`). Read by every new-data
-    /// skb (`transmit`), so it sits with the per-ACK fields (in the padding before
-    /// `total_segs`), not with the rare ECN CWR state.
+    /// skb (`transmit`), so it sits with the per-ACK fields, not with the rare ECN CWR state.
     queue_cwr: bool,
-    /// Segments the transfer has in total (`None`: unlimited).
-    total_segs: Option<u32>,
+    /// Whether `ns2` or `trace` (below the per-ACK lines) is set: the byte every packet,
+    /// timer and ACK tests instead of the two boxes.
+    extras: bool,
+    /// Segments the transfer has in total (`None`: unlimited; a transfer has at least one).
+    total_segs: Option<NonZeroU32>,
     last_seg_payload: u32,
     // RACK (`tp->rack`): send time and number of the most recently sent delivered segment,
     // RTT of the latest delivery, and the reordering-window state.
+    rack_end_seq: u32,
     rack_mstamp: Time,
     rack_rtt: Time,
     rack_last_delivered: u64,
-    rack_end_seq: u32,
-    reo_wnd_steps: u32,
-    reo_wnd_persist: u32,
+    /// Linux's `u8 reo_wnd_steps` (at most 0xFF) and its 5-bit `reo_wnd_persist` (at most
+    /// `TCP_RACK_RECOVERY_THRESH`).
+    reo_wnd_steps: u8,
+    reo_wnd_persist: u8,
     rack_advanced: bool,
     rack_dsack_seen: bool,
     // Tail loss probe: the RTO timer currently runs as the probe timer
-    // (`ICSK_TIME_LOSS_PROBE`), `tlp_high_seq`, `tlp_retrans` (the two flags here fill
-    // RACK's padding).
+    // (`ICSK_TIME_LOSS_PROBE`), `tlp_retrans`.
     tlp_pending: bool,
     tlp_retrans: bool,
-    /// Reordering degree in segments (`tp->reordering`; `tp->reord_seen` is with the loss
-    /// state).
-    reordering: u32,
-    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
-    rcv_tsecr: u32,
-    tlp_high_seq: Option<u32>,
-    ce_count_seen: u32,
+    /// Segments left in the send-queue head skb (a partly sent `tcp_xmit_size_goal` skb): at
+    /// most `GSO_MAX_SEGS`, 65,535.
+    wq_left: u16,
+    /// In the line of `extras`, which a timer's event tests first: most RTO timer events
+    /// (found moved or cancelled) touch that one line of the sender.
+    rto_timer: Timer,
     sce_count_seen: u32,
     // RTT estimation (`tcp_rtt_estimator`, srtt in `tp`), in ns.
+    rtt_seq: u32,
     mdev: Time,
     mdev_max: Time,
     rttvar: Time,
     rto: Time,
-    rtt_seq: u32,
     backoff: u32,
     /// The receiver's latest TSval (Linux `rx_opt.ts_recent`, stored from every in-sequence
     /// ACK by `tcp_store_ts_recent`), echoed as TSecr on data. Only captures read it.
@@ -187,41 +200,23 @@ pub struct TcpSender {
     // cwnd validation (`tcp_cwnd_validate`): `max_packets_out` (the flag is in `tp`).
     max_packets_out: u32,
     cwnd_usage_seq: u32,
-    /// Segments left in the send-queue head skb (a partly sent `tcp_xmit_size_goal` skb).
-    wq_left: u32,
     /// `tcp_tso_autosize`'s last step (see [`output::TsoStep`]).
     tso_step: std::cell::Cell<output::TsoStep>,
     // Delivery-rate estimation (`tcp_rate.c`; `tp.delivered_mstamp`, `tp.app_limited`, the
     // latest sample in `tp.rate_delivered` and `tp.rate_interval`).
     first_tx_time: Time,
-    /// The `ns2-2013` profile's ns-2 agent, which then handles every event (`tp` and
-    /// `stats` mirror its state for the metrics).
-    ns2: Option<Box<super::ns2::Sack1Agent>>,
-    /// The per-ACK trace, when switched on ([`TcpSender::trace_acks`]); `None` in a run.
-    /// Boxed: every ACK tests it, and 8 bytes instead of 24 keep the per-ACK fields in one
-    /// line fewer.
-    trace: Option<Box<Vec<AckTrace>>>,
-    rto_timer: Timer,
+    /// Reordering degree in segments (`tp->reordering`; `tp->reord_seen` is with the loss
+    /// state).
+    reordering: u32,
+    /// TSecr of the ACK being processed (`rx_opt.rcv_tsecr`).
+    rcv_tsecr: u32,
+    /// `tlp_high_seq`: `snd_nxt` when the probe went, so never 0 (Linux's own "none").
+    tlp_high_seq: Option<NonZeroU32>,
+    ce_count_seen: u32,
     pub stats: SenderStats,
-    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
-    dsack_dups: u64,
-    /// When the SYN left (the handshake's RTT sample): here, so that the loss state below
-    /// starts on a cache line.
-    syn_sent_at: Time,
-    // The loss state, in two lines: RACK's reordering timer, the SACK cache and the
-    // send-ordered list's ends (linked only while it is not the sequence order), then the
-    // recovery and undo state.
-    /// RACK's reordering timer: armed only while segments wait for the reordering window.
-    reorder_timer: Timer,
-    sack_cache: [SackBlock; MAX_SACK_BLOCKS],
-    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`), linked through
-    /// the entries only while it is not the sequence order ([`TcpSender::ts_in_sequence`]).
-    ts_head: u32,
-    ts_tail: u32,
-    // Pacing (the earliest departure time is `tp.edt`): out of the per-ACK lines, since only
-    // a paced flow arms it (in the loss state's first line, whose 16 bytes it fills).
-    pacing_timer: Timer,
-    // The recovery and undo state.
+    // The loss state, in two lines: the recovery and undo state (in the line the counters
+    // end in), then RACK's reordering timer, the SACK cache and the send-ordered list's ends
+    // (linked only while it is not the sequence order).
     /// RTO while there is no RTT sample (`TCP_TIMEOUT_INIT`, or 3 s after a lost handshake).
     no_sample_rto: Time,
     // Undo (`undo_marker`, `undo_retrans`, `prior_ssthresh`, `retrans_stamp` in TS ticks).
@@ -237,6 +232,26 @@ pub struct TcpSender {
     /// Times reordering was seen (`tp->reord_seen`).
     reord_seen: u32,
     syn_retransmitted: bool,
+    /// RACK's reordering timer: armed only while segments wait for the reordering window.
+    reorder_timer: Timer,
+    sack_cache: [SackBlock; MAX_SACK_BLOCKS],
+    /// Send-ordered list of outstanding segments (Linux `tsorted_sent_queue`), linked through
+    /// the entries only while it is not the sequence order ([`TcpSender::ts_in_sequence`]).
+    ts_head: u32,
+    ts_tail: u32,
+    // Pacing (the earliest departure time is `tp.edt`): out of the per-ACK lines, since only
+    // a paced flow arms it (in the loss state's second line, whose 16 bytes it fills).
+    pacing_timer: Timer,
+    /// Duplicate segments D-SACKed so far (`tp->dsack_dups`).
+    dsack_dups: u64,
+    /// When the SYN left (the handshake's RTT sample).
+    syn_sent_at: Time,
+    /// The `ns2-2013` profile's ns-2 agent, which then handles every event (`tp` and
+    /// `stats` mirror its state for the metrics). Set only with `extras`.
+    ns2: Option<Box<super::ns2::Sack1Agent>>,
+    /// The per-ACK trace, when switched on ([`TcpSender::trace_acks`]); `None` in a run. Set
+    /// only with `extras`.
+    trace: Option<Box<Vec<AckTrace>>>,
 }
 
 /// One ACK as the sender processed it (a debugging and test trace, what `ss -ti` would show
@@ -279,7 +294,8 @@ impl TcpSender {
         let (total_segs, last_seg_payload) = match cfg.size {
             Some(b) => {
                 let n = b.div_ceil(cfg.mss as u64) as u32;
-                (Some(n), (b - (n as u64 - 1) * cfg.mss as u64) as u32)
+                let n = NonZeroU32::new(n).expect("a finite transfer of at least one byte");
+                (Some(n), (b - (n.get() as u64 - 1) * cfg.mss as u64) as u32)
             }
             None => (None, cfg.mss),
         };
@@ -287,6 +303,7 @@ impl TcpSender {
         let tp = TcpCcState::new(cfg.initial_cwnd, cfg.mss, cfg.ecn, paced);
         let ns2 = cfg.ns2.map(|n| Box::new(super::ns2::Sack1Agent::new(flow, cfg.mss, cfg.initial_cwnd, cfg.rto_initial, cfg.size, n)));
         TcpSender {
+            extras: ns2.is_some(),
             ns2,
             flow,
             rto: cfg.rto_initial,
@@ -357,6 +374,7 @@ impl TcpSender {
     /// Starts recording one [`AckTrace`] per ACK (off by default: a run pays one branch per ACK).
     pub fn trace_acks(&mut self) {
         self.trace.get_or_insert_with(Box::default);
+        self.extras = true;
     }
 
     /// The ACKs recorded since the last call (empty when tracing is off).
@@ -364,6 +382,7 @@ impl TcpSender {
         self.trace.as_deref_mut().map(std::mem::take).unwrap_or_default()
     }
 
+    /// Called only with `extras` set (the ACK tests it).
     fn record_ack(&mut self, st: &ack::AckState) {
         let Some(mut trace) = self.trace.take() else { return };
         #[cfg(test)]
@@ -505,11 +524,14 @@ impl TcpSender {
     /// Handles a packet from the receiver.
     pub fn on_packet(&mut self, pkt: &Packet, ctx: &mut EndpointCtx) {
         self.tp.now = ctx.now;
-        if let Some(a) = self.ns2.as_deref_mut() {
-            if pkt.kind == Kind::Ack {
-                a.on_ack(pkt, ctx, &mut self.tp, &mut self.stats);
+        // `extras` first: a Linux sender's packets do not read the box's line.
+        if self.extras {
+            if let Some(a) = self.ns2.as_deref_mut() {
+                if pkt.kind == Kind::Ack {
+                    a.on_ack(pkt, ctx, &mut self.tp, &mut self.stats);
+                }
+                return;
             }
-            return;
         }
         if pkt.tcp.ts_val.wrapping_sub(self.peer_ts) as i32 > 0 {
             self.peer_ts = pkt.tcp.ts_val;
@@ -562,12 +584,14 @@ impl TcpSender {
     /// flows"): those touch only the timer's line, not the socket's clock (`tp.now`, which
     /// nothing reads before the next ACK or timer sets it again).
     pub fn on_timer(&mut self, t: FlowTimer, ctx: &mut EndpointCtx) {
-        if let Some(a) = self.ns2.as_deref_mut() {
-            self.tp.now = ctx.now;
-            if t == FlowTimer::Retransmit {
-                a.on_timer(ctx, &mut self.tp, &mut self.stats);
+        if self.extras {
+            if let Some(a) = self.ns2.as_deref_mut() {
+                self.tp.now = ctx.now;
+                if t == FlowTimer::Retransmit {
+                    a.on_timer(ctx, &mut self.tp, &mut self.stats);
+                }
+                return;
             }
-            return;
         }
         let fired = match t {
             FlowTimer::Retransmit => self.rto_timer.fire(ctx.now, ctx.event(t), ctx.events),

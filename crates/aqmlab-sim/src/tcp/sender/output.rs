@@ -60,6 +60,8 @@ pub(crate) const GSO_MAX_BYTES: u64 = 65_536 - 1 - 320;
 const TCP_TSO_RTT_LOG: u32 = 9;
 /// `gso_max_segs` of a veth (`GSO_MAX_SEGS`).
 const GSO_MAX_SEGS: u32 = 65_535;
+// The sender keeps the send-queue head's segments in a `u16` (`TcpSender::wq_left`).
+const _: () = assert!(GSO_MAX_SEGS <= u16::MAX as u32);
 /// `sysctl_tcp_tso_win_divisor` default.
 const TCP_TSO_WIN_DIVISOR: u64 = 3;
 
@@ -164,7 +166,7 @@ pub(super) enum TxKind {
 
 impl TcpSender {
     pub(super) fn has_new_data(&self) -> bool {
-        self.app_open && self.total_segs.map_or(true, |n| self.tp.snd_nxt < n)
+        self.app_open && self.total_segs.map_or(true, |n| self.tp.snd_nxt < n.get())
     }
 
     pub(super) fn send_syn(&mut self, ctx: &mut EndpointCtx) {
@@ -257,7 +259,7 @@ impl TcpSender {
 
     /// New segments the application has still to send (`u32::MAX`: unlimited).
     fn new_segs_left(&self) -> u32 {
-        self.total_segs.map_or(u32::MAX, |n| n - self.tp.snd_nxt)
+        self.total_segs.map_or(u32::MAX, |n| n.get() - self.tp.snd_nxt)
     }
 
     /// Linux `tcp_tso_should_defer` ("TSO Nagle", John Heffner): for the send-queue skb of
@@ -353,9 +355,10 @@ impl TcpSender {
             // The send-queue head: the rest of a partly sent skb, or a new one.
             let left = self.new_segs_left();
             if self.wq_left == 0 {
-                self.wq_left = self.size_goal().min(left);
+                // At most GSO_MAX_SEGS (`size_goal`), so the `u16` holds it exactly.
+                self.wq_left = self.size_goal().min(left) as u16;
             }
-            let skb_segs = self.wq_left;
+            let skb_segs = self.wq_left as u32;
             if skb_segs > 1 {
                 if let Some(why) = self.tso_should_defer(now, skb_segs, left <= skb_segs, max_segs, in_flight) {
                     cwnd_limited |= why == Defer::CwndLimited;
@@ -365,7 +368,7 @@ impl TcpSender {
             // tcp_mss_split_point.
             let n = quota.min(max_segs).min(rwnd_room).min(skb_segs);
             self.transmit(self.tp.snd_nxt, n, TxKind::New, paced, ctx);
-            self.wq_left -= n;
+            self.wq_left -= n as u16;
             sent += n;
             sent_new += n;
         };

@@ -4,6 +4,7 @@
 
 use super::TcpSender;
 use crate::time::Time;
+use std::num::NonZeroU32;
 
 /// End of the send-ordered list.
 pub(super) const NIL: u32 = u32::MAX;
@@ -160,14 +161,14 @@ impl Scoreboard {
 
 impl TcpSender {
     pub(super) fn payload_upto(&self, seq: u32) -> u64 {
-        match self.total_segs {
+        match self.total_segs.map(NonZeroU32::get) {
             Some(n) if seq >= n => (n as u64 - 1) * self.cfg.mss as u64 + self.last_seg_payload as u64,
             _ => seq as u64 * self.cfg.mss as u64,
         }
     }
 
     pub(super) fn payload_of(&self, seq: u32) -> u32 {
-        match self.total_segs {
+        match self.total_segs.map(NonZeroU32::get) {
             Some(n) if seq + 1 == n => self.last_seg_payload,
             _ => self.cfg.mss,
         }

@@ -125,7 +125,7 @@ impl TcpSender {
             self.rack_dsack_seen = false;
         }
         if self.rack_dsack_seen {
-            self.reo_wnd_steps = (self.reo_wnd_steps + 1).min(0xFF);
+            self.reo_wnd_steps = self.reo_wnd_steps.saturating_add(1);
             self.rack_dsack_seen = false;
             self.rack_last_delivered = self.tp.delivered;
             self.reo_wnd_persist = TCP_RACK_RECOVERY_THRESH;

@@ -7,6 +7,7 @@ use super::queue::*;
 use super::{TcpSender, TCP_MAX_REORDERING};
 use crate::cc::{CaState, CongestionControl, LostSkb};
 use crate::packet::{Packet, SackBlock, MAX_SACK_BLOCKS};
+use std::num::NonZeroU32;
 use std::ops::Range;
 
 /// Whether the first SACK block is a D-SACK (Linux `tcp_check_dsack`, RFC 2883 §4): below
@@ -168,7 +169,7 @@ impl TcpSender {
             return 0;
         }
         let dup_segs = d.end - d.start;
-        if dup_segs == 1 && self.tlp_high_seq == Some(d.end) {
+        if dup_segs == 1 && self.tlp_high_seq.map(NonZeroU32::get) == Some(d.end) {
             fl.dsack_tlp = true;
         }
         self.dsack_dups += dup_segs as u64;

@@ -7,6 +7,7 @@ use super::{jiffies_up, EndpointCtx, TcpSender, TCP_TIMEOUT_MIN};
 use crate::cc::CaState;
 use crate::event::FlowTimer;
 use crate::time::Time;
+use std::num::NonZeroU32;
 
 /// The probe timeout of `tcp_schedule_loss_probe`: 2·srtt rounded up to jiffies plus `extra`
 /// (`rto_initial` before the first RTT sample), but no later than `rto_delta` (the time left
@@ -79,7 +80,8 @@ impl TcpSender {
                 sent = true;
             }
             if sent {
-                self.tlp_high_seq = Some(self.tp.snd_nxt);
+                // snd_nxt is past the segment just sent, never 0.
+                self.tlp_high_seq = Some(NonZeroU32::new(self.tp.snd_nxt).expect("a probe was sent"));
                 self.stats.loss_probes += 1;
                 // Restart the RTO from now.
                 self.tlp_pending = false;
