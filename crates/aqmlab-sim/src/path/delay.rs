@@ -119,7 +119,7 @@ fn merged_lane(first: usize, slots: &[Option<HostJitter>], pkt: &Packet) -> usiz
 
 impl DelayLine {
     pub fn new(delay: Time) -> Self {
-        // Grows (doubling) to the most packets the line has held.
+        // Grows (doubling) when full; shrinks back after a burst (`ExitRing::lap`).
         DelayLine { delay, line: ExitRing::new(), wake: NONE, jitter: None }
     }
     /// Adds the timing noise of the host that hands every packet of this line over.
