@@ -13,7 +13,7 @@
 //!   Packets handed over at one instant (the segments of one GSO skb, which the host
 //!   segments and transmits in one go) share one draw and stay back to back.
 
-use crate::rng::Stream;
+use crate::rng::{word, Blocks, Stream, BLOCK_WORDS};
 use crate::time::Time;
 
 /// `start` moved by a U[0, `spread`) draw of the stream `start/<label>`.
@@ -31,8 +31,8 @@ pub fn spread_start(seed: u64, spread: Time, label: &str, start: Time) -> Time {
 /// One aligned 64-byte cache line with the ready draws inline (issue #15, session 7: the
 /// lane's 24-byte record and its boxed batch of draws were two misses per new instant at
 /// 1000 flows; before that, the boxed `{ last_at, stream }` cost ~3 misses a draw). The
-/// stream and the bound sit behind `stream`, touched once per [`BATCH`] + 1 draws. The
-/// delays are the stream's draws in the same order, so the results are unchanged.
+/// stream sits behind `stream`, touched once per [`BATCH`] + 1 draws. The delays are the
+/// stream's draws in the same order, so the results are unchanged.
 #[derive(Debug)]
 #[repr(C, align(64))]
 pub struct HostJitter {
@@ -40,7 +40,12 @@ pub struct HostJitter {
     last_at: Time,
     last_due: Time,
     /// The next ready delay in `batch` ([`BATCH`]: none left).
-    next: u32,
+    next: u8,
+    /// The next of the stream's scaled draws in `stream.ready` ([`READY`]: none left; from
+    /// [`WIDE`] on: a bound wider than `u32` ns, drawn word by word). Kept in this line, which
+    /// the refill has just read, so that its loads of those draws wait on no other miss
+    /// (session 14).
+    pos: u8,
     /// Ready delays in ns, drawn ahead from the stream in its order (bounds up to
     /// `u32::MAX` ns, 4.29 s; a wider bound draws every delay from the stream).
     batch: [u32; BATCH],
@@ -53,25 +58,52 @@ const NEVER: Time = Time(u64::MAX);
 /// Delays drawn ahead from the stream (besides the one a refill hands out at once).
 const BATCH: usize = 9;
 
+/// The stream's draws a lane's box holds ready, scaled to the bound: two blocks' words.
+const READY: usize = 2 * BLOCK_WORDS;
+
+/// [`HostJitter::pos`] of a bound wider than `u32` ns is this plus the next word's index in
+/// the block of raw words its box holds (above any position in [`READY`], so that the
+/// refill's test for enough ready draws fails for it).
+const WIDE: u8 = 128;
+const _: () = assert!(READY < WIDE as usize && WIDE as usize + BLOCK_WORDS <= u8::MAX as usize);
+
 /// The stream a lane draws its delays from, and their bound.
+///
+/// Session 14: this was `rand`'s `ChaCha8Rng` (the core, a buffer of 64 `u32`s and its
+/// index) with the bound, and every refill read the index and the bound from one line of
+/// the box, then the buffer's words at that index from another: two misses one after the
+/// other at 1000 flows (the box is touched once per 10 draws, 12 ms apart), 4 % of f1000's
+/// CPU samples in `refill`. Now the box holds the stream's next 64 draws already scaled to
+/// the bound, in order, and the lane holds where they stand, so a refill loads the one or
+/// two lines its 10 draws are in, at once; the core is touched once per 64 draws.
 #[derive(Debug)]
 struct JitterStream {
+    /// The stream's next draws, each word scaled to the bound ([`scaled_draw`]); with a bound
+    /// wider than `u32` ns, the current block's raw halves ([`word`]).
+    ready: [u32; READY],
+    blocks: Blocks,
     max: Time,
-    rng: Stream,
 }
 
 impl JitterStream {
-    /// A delay of a bound wider than `u32` ns: [`Stream::uniform`] times the bound, in
-    /// doubles, truncated.
-    #[inline]
-    fn draw(&mut self) -> Time {
-        Time((self.rng.uniform() * self.max.0 as f64) as u64)
+    /// Refills `ready` with the stream's next [`READY`] draws, scaled to a bound within `u32` ns.
+    #[cold]
+    #[inline(never)]
+    fn scale_next(&mut self) {
+        let mut halves = [0; 2 * BLOCK_WORDS];
+        for part in self.ready.chunks_exact_mut(BLOCK_WORDS) {
+            self.blocks.next_block(&mut halves);
+            for (i, d) in part.iter_mut().enumerate() {
+                *d = scaled_draw(word(&halves, i), self.max.0) as u32;
+            }
+        }
     }
-    /// [`JitterStream::draw`] for a bound within `u32` ns, the same value from the same
-    /// stream draw ([`scaled_draw`]).
-    #[inline]
-    fn draw_narrow(&mut self) -> u32 {
-        scaled_draw(self.rng.next_u64(), self.max.0) as u32
+    /// A delay of a bound wider than `u32` ns from word `i` of the block in `ready`:
+    /// [`Stream::uniform`]'s double times the bound, truncated.
+    fn draw_wide(&self, i: usize) -> Time {
+        let halves: &[u32; READY] = &self.ready;
+        let u = (word(halves, i) >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        Time((u * self.max.0 as f64) as u64)
     }
 }
 
@@ -101,7 +133,9 @@ fn scaled_draw(word: u64, max: u64) -> u64 {
 
 impl HostJitter {
     pub fn new(max: Time, rng: Stream) -> HostJitter {
-        HostJitter { last_at: NEVER, last_due: Time::ZERO, next: BATCH as u32, batch: [0; BATCH], stream: Box::new(JitterStream { max, rng }) }
+        let wide = max.0 > u32::MAX as u64;
+        let stream = Box::new(JitterStream { ready: [0; READY], blocks: rng.into_blocks(), max });
+        HostJitter { last_at: NEVER, last_due: Time::ZERO, next: BATCH as u8, pos: if wide { WIDE + BLOCK_WORDS as u8 } else { READY as u8 }, batch: [0; BATCH], stream }
     }
 
     /// The next delay, in the stream's order.
@@ -114,18 +148,50 @@ impl HostJitter {
         self.next += 1;
         Time(d as u64)
     }
-    /// Draws the next delay and (bound within `u32` ns) the [`BATCH`] after it.
+    /// Hands out the stream's next draw and (bound within `u32` ns) puts the [`BATCH`] after
+    /// it in `batch`, from the box's ready draws.
     #[cold]
     #[inline(never)]
     fn refill(&mut self) -> Time {
-        if self.stream.max.0 > u32::MAX as u64 {
-            return self.stream.draw();
+        let p = self.pos as usize;
+        if p + 1 + BATCH <= READY {
+            let ready = &self.stream.ready;
+            let first = ready[p];
+            self.batch.copy_from_slice(&ready[p + 1..p + 1 + BATCH]);
+            self.pos += 1 + BATCH as u8;
+            self.next = 0;
+            return Time(first as u64);
         }
-        let stream = &mut *self.stream;
-        let first = stream.draw_narrow();
-        for d in &mut self.batch {
-            *d = stream.draw_narrow();
+        self.refill_across()
+    }
+    /// [`HostJitter::refill`] when the ready draws run out on the way (once per 6.4 refills),
+    /// or for a bound wider than `u32` ns (every delay from the stream).
+    #[cold]
+    #[inline(never)]
+    fn refill_across(&mut self) -> Time {
+        if self.pos >= WIDE {
+            // Word `pos - WIDE` of the block of raw halves in `ready`; `next` stays at `BATCH`.
+            if self.pos as usize == WIDE as usize + BLOCK_WORDS {
+                self.stream.blocks.next_block(&mut self.stream.ready);
+                self.pos = WIDE;
+            }
+            self.pos += 1;
+            return self.stream.draw_wide((self.pos - 1 - WIDE) as usize);
         }
+        let mut draw = || {
+            if self.pos as usize == READY {
+                self.stream.scale_next();
+                self.pos = 0;
+            }
+            self.pos += 1;
+            self.stream.ready[self.pos as usize - 1]
+        };
+        let first = draw();
+        let mut batch = [0; BATCH];
+        for d in &mut batch {
+            *d = draw();
+        }
+        self.batch = batch;
         self.next = 0;
         Time(first as u64)
     }
@@ -194,14 +260,16 @@ mod tests {
     }
 
     /// The batched draws are the stream's draws in order, for a bound within `u32` ns and
-    /// for a wider one (every draw from the stream), and a lane is one cache line.
+    /// for a wider one (every draw from the stream), over many of the box's refills of its
+    /// ready draws (64 of them, 10 taken at a time: some refills straddle two) and blocks,
+    /// and a lane is one cache line.
     #[test]
     fn batched_draws_are_the_streams_draws_in_order() {
         assert_eq!(std::mem::size_of::<HostJitter>(), 64);
-        for max in [Time::from_micros(50), Time(u32::MAX as u64), Time(u32::MAX as u64 + 1), Time::from_secs(10)] {
+        for max in [Time::from_micros(50), Time(1), Time(u32::MAX as u64), Time(u32::MAX as u64 + 1), Time::from_secs(10)] {
             let mut j = HostJitter::new(max, Stream::new(5, "jitter/flow/3/down"));
             let mut s = Stream::new(5, "jitter/flow/3/down");
-            for k in 0..100u64 {
+            for k in 0..1000u64 {
                 let now = Time(k * 1_000_000_000_000);
                 let expect = Time((s.uniform() * max.0 as f64) as u64);
                 assert_eq!(j.departure(now, now) - now, expect, "max {max:?} draw {k}");

@@ -2,7 +2,8 @@
 //! derived from the scenario seed and the component's stable label (e.g. `"flow/3"`), so
 //! adding a component never changes the draws of the others.
 
-use rand_chacha::ChaCha8Rng;
+use rand_chacha::{ChaCha8Core, ChaCha8Rng};
+use rand_core::block::BlockRngCore;
 use rand_core::{RngCore, SeedableRng};
 
 /// SplitMix64 finaliser, used to spread the seed and label hash over the key.
@@ -35,6 +36,12 @@ impl Stream {
     pub fn next_u64(&mut self) -> u64 {
         self.0.next_u64()
     }
+    /// The stream, not yet drawn from, as its blocks of words (what [`Stream::next_u64`]
+    /// returns, in the same order), for a consumer that keeps its own buffer.
+    pub fn into_blocks(self) -> Blocks {
+        assert_eq!(self.0.get_word_pos(), 0, "a stream is turned into blocks before its first draw");
+        Blocks(ChaCha8Core::from_seed(self.0.get_seed()))
+    }
     pub fn next_u32(&mut self) -> u32 {
         self.0.next_u32()
     }
@@ -42,6 +49,32 @@ impl Stream {
     pub fn uniform(&mut self) -> f64 {
         (self.0.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
     }
+}
+
+/// A stream's words a block at a time ([`Stream::into_blocks`]): the ChaCha8 core without
+/// `rand`'s buffer of 256 bytes and its index, checked at every draw.
+#[derive(Clone, Debug)]
+pub struct Blocks(ChaCha8Core);
+
+/// Words ([`Stream::next_u64`] draws) per block.
+pub const BLOCK_WORDS: usize = 32;
+
+impl Blocks {
+    /// The stream's next [`BLOCK_WORDS`] words, as two halves each (low, then high: the
+    /// `u32`s the core generates, in order); word `i` is `half[2 i] | half[2 i + 1] << 32`,
+    /// as `rand`'s `BlockRng::next_u64` reads them.
+    #[inline]
+    pub fn next_block(&mut self, halves: &mut [u32; 2 * BLOCK_WORDS]) {
+        let mut r = <ChaCha8Core as BlockRngCore>::Results::default();
+        self.0.generate(&mut r);
+        halves.copy_from_slice(r.as_ref());
+    }
+}
+
+/// Word `i` of a block's halves ([`Blocks::next_block`]).
+#[inline]
+pub fn word(halves: &[u32; 2 * BLOCK_WORDS], i: usize) -> u64 {
+    (halves[2 * i + 1] as u64) << 32 | halves[2 * i] as u64
 }
 
 #[cfg(test)]
@@ -63,6 +96,28 @@ mod tests {
         let x = a.next_u64();
         assert_ne!(x, b.next_u64());
         assert_ne!(x, c.next_u64());
+    }
+
+    /// A stream's blocks are its words in order, across blocks.
+    #[test]
+    fn blocks_are_the_streams_words() {
+        let mut s = Stream::new(3, "jitter/flow/1/fwd");
+        let mut b = Stream::new(3, "jitter/flow/1/fwd").into_blocks();
+        let mut halves = [0; 2 * BLOCK_WORDS];
+        for _ in 0..5 {
+            b.next_block(&mut halves);
+            for i in 0..BLOCK_WORDS {
+                assert_eq!(word(&halves, i), s.next_u64());
+            }
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "before its first draw")]
+    fn a_stream_drawn_from_has_no_blocks() {
+        let mut s = Stream::new(3, "x");
+        s.next_u64();
+        s.into_blocks();
     }
 
     #[test]
