@@ -808,9 +808,6 @@ mod tests {
         assert_eq!(out.len(), arr.len());
     }
 
-    /// The exit order is a stable sort by exit time, however far back an arrival lands
-    /// and however many packets share its instant (checked against `sort_by_key`, with
-    /// exit times from a few values so ties abound, and spreads up to 2000 entries back).
     /// A ring that grew in a burst shrinks, at a late packet's insert near the end of a lap,
     /// down to twice what it holds and not below, with every entry kept in order through the
     /// copy; a ring more than an eighth full never shrinks, and appends alone never do.
@@ -874,6 +871,9 @@ mod tests {
         assert_eq!(popped, pushed);
     }
 
+    /// The exit order is a stable sort by exit time, however far back an arrival lands
+    /// and however many packets share its instant (checked against `sort_by_key`, with
+    /// exit times from a few values so ties abound, and spreads up to 2000 entries back).
     #[test]
     fn placing_keeps_exit_order_stable_whatever_the_distance() {
         let mut rng = Stream::new(5, "place");
