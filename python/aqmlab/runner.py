@@ -965,8 +965,7 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
         raise
     import threading
 
-    out: dict[Any, list[int]] = {}  # future -> the runs of its task
-    sent_ns: dict[Any, int] = {}  # future -> when it was submitted (time.time_ns())
+    out: dict[Any, tuple[list[int], int]] = {}  # future -> the runs of its task, when it was submitted (time.time_ns())
     left: list[int] = []  # failed runs, whose temporaries the owned cluster's close frees
     alone: deque[int] = deque()  # runs of a batch whose workers died, one task each
     # Held while a task is sent, and by the watch of aqmlab's workers when none is left: it
@@ -1006,15 +1005,13 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
                         n = dask_batch_size(len(fresh), threads, run_seconds)
                         batch = [fresh.popleft() for _ in range(min(n, len(fresh)))]
                     f = client.submit(execute_batch, [tasks[i] for i in batch], keep_freed_memory=cluster is not None, pure=False)
-                    out[f] = batch
-                sent_ns[f] = time.time_ns()
+                    out[f] = batch, time.time_ns()
                 pending.add(f)
 
         send()
         while out:
             f = next(pending)
-            batch = out[f]
-            since = sent_ns.pop(f)
+            batch, since = out[f]
             try:
                 # Until its result is here, a task stays in `out`: a result lost with the
                 # worker that held it makes the task run again, so it must stay cancellable.
@@ -1059,7 +1056,7 @@ def run_dask(tasks: list[dict[str, Any]], jobs: int, on_done: Callback, address:
             # Its workers are gone now: the runs they held (the suite interrupted), died in or
             # were to run again leave no temporary files, as with the local pool. A cluster of the user's own
             # may still be writing: its leftovers go at the next run of the command.
-            for i in [*left, *alone, *(i for batch in out.values() for i in batch)]:
+            for i in [*left, *alone, *(i for batch, _ in out.values() for i in batch)]:
                 remove_temporaries(Path(tasks[i]["run_dir"]))
 
 
